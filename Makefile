@@ -1,0 +1,81 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# rkprobes: user-facing entry points. Kbuild reads ./Kbuild, not this file.
+#
+#   make            build the modules (against the cached test kernel by default)
+#   make demo       set everything up, boot the guest, show rkprobes working
+#   make check      every test: host tests, clippy, rustfmt, guest tests
+#
+# KDIR=/lib/modules/$(uname -r)/build builds against a real Rust-enabled kernel.
+
+RKPROBES_CACHE ?= $(HOME)/.cache/rkprobes
+export RKPROBES_CACHE
+export PATH := $(HOME)/.cargo/bin:$(PATH)
+
+# The kernel's Rust must be built by Debian's rustc-web, which carries the
+# library source; the rustup toolchain earlier in PATH has none.
+KRUST := RUSTC=/usr/bin/rustc RUSTDOC=/usr/bin/rustdoc RUSTFMT=/usr/bin/rustfmt \
+	 CLIPPY_DRIVER=/usr/bin/clippy-driver BINDGEN=$(HOME)/.cargo/bin/bindgen
+
+KSRC := $(RKPROBES_CACHE)/src/linux-source-6.12
+export CARGO_TARGET_DIR := $(RKPROBES_CACHE)/cargo-target
+export RKPROBES_KSRC := $(KSRC)
+
+ifeq ($(origin KDIR),undefined)
+TEST_KERNEL := 1
+KDIR = $(shell cat $(RKPROBES_CACHE)/kdir)
+endif
+
+.PHONY: all modules setup kernel demo check host-test clippy fmt fmt-check \
+	guest-test runner-selftest clean
+
+all: modules
+
+setup:
+	@tools/setup
+
+# Records the cached kernel's directory so that later make invocations (and
+# tools) find it without rehashing.
+kernel: setup
+	@tools/kernel/build-kernel > $(RKPROBES_CACHE)/kdir.new && \
+		mv $(RKPROBES_CACHE)/kdir.new $(RKPROBES_CACHE)/kdir
+
+# With the default KDIR, everything that needs a kernel builds the cached test
+# kernel first (a no-op when it is already cached).
+ifdef TEST_KERNEL
+NEED_KERNEL := kernel
+endif
+
+modules: $(NEED_KERNEL)
+	$(MAKE) -C $(KDIR) M=$(CURDIR) $(KRUST) modules
+
+clean:
+	$(MAKE) -C $(KDIR) M=$(CURDIR) clean
+
+demo: modules
+	tools/testing/vm/run --kdir $(KDIR) --script tools/testing/demo.sh
+
+check: $(NEED_KERNEL)
+	tools/testing/check --kdir $(KDIR)
+
+# The individual stages of `make check`.
+host-test: setup $(NEED_KERNEL)
+	cd tools && RKPROBES_VMLINUX=$(KDIR)/vmlinux cargo test --release
+
+clippy: $(NEED_KERNEL)
+	$(MAKE) -C $(KDIR) M=$(CURDIR) $(KRUST) CLIPPY=1 KRUSTFLAGS=-Dwarnings modules
+	cd tools && cargo clippy --release --all-targets -- -D warnings
+
+fmt:
+	/usr/bin/rustfmt --edition 2021 --config-path $(KSRC)/.rustfmt.toml \
+		$$(git ls-files -co --exclude-standard '*.rs')
+
+fmt-check:
+	/usr/bin/rustfmt --check --edition 2021 --config-path $(KSRC)/.rustfmt.toml \
+		$$(git ls-files -co --exclude-standard '*.rs')
+
+guest-test: modules
+	tools/testing/vm/run --kdir $(KDIR) --tests tools/testing/guest
+
+runner-selftest: modules
+	tools/testing/vm/selftest --kdir $(KDIR)

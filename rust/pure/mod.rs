@@ -1,0 +1,8 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Pure, allocation-free logic shared by the module and the host test crate.
+//!
+//! Code below this directory imports only `core`, never panics on any input,
+//! never indexes out of bounds and returns its own error enums. The module
+//! crate includes it through `#[path]`, and so does `tools/host`, which is where
+//! its unit, property, differential and fuzz tests live.

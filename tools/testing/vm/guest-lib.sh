@@ -1,0 +1,72 @@
+# SPDX-License-Identifier: GPL-2.0
+# Sourced by every guest test: KTAP result helpers. Each helper prints one
+# result line; the harness indents them under the test's own result.
+# A negative check (expect_fail) counts as a result of its own, so that it can
+# fail: never write `! cmd` in a test.
+
+_t_n=0
+_t_fail=0
+
+ok() {
+	_t_n=$((_t_n + 1))
+	echo "ok $_t_n $*"
+}
+
+not_ok() {
+	_t_n=$((_t_n + 1))
+	_t_fail=$((_t_fail + 1))
+	echo "not ok $_t_n $*"
+}
+
+skip() {
+	_t_n=$((_t_n + 1))
+	echo "ok $_t_n $1 # SKIP $2"
+}
+
+# check DESC CMD...: passes when CMD exits 0; prints CMD's output on failure.
+check() {
+	_desc=$1
+	shift
+	if "$@" >/tmp/.check.out 2>&1; then
+		ok "$_desc"
+	else
+		not_ok "$_desc"
+		sed 's/^/# /' /tmp/.check.out
+	fi
+}
+
+# expect_fail DESC CMD...: passes when CMD exits non-zero.
+expect_fail() {
+	_desc=$1
+	shift
+	if "$@" >/tmp/.check.out 2>&1; then
+		not_ok "$_desc (unexpectedly succeeded)"
+		sed 's/^/# /' /tmp/.check.out
+	else
+		ok "$_desc"
+	fi
+}
+
+# expect_eq DESC EXPECTED ACTUAL
+expect_eq() {
+	if [ "$2" = "$3" ]; then
+		ok "$1"
+	else
+		not_ok "$1"
+		echo "# expected: '$2'"
+		echo "# actual:   '$3'"
+	fi
+}
+
+diag() {
+	echo "# $*"
+}
+
+# Called by the harness after the test body: prints the plan, fails the test
+# when a check failed or when it ran none.
+done_testing() {
+	echo "1..$_t_n"
+	[ "$_t_fail" -eq 0 ] && [ "$_t_n" -gt 0 ]
+}
+
+MODDIR=/modules

@@ -1,0 +1,36 @@
+# SPDX-License-Identifier: GPL-2.0
+# Guest-side harness: runs every test in /guest/tests in order, as KTAP. Each
+# test is a shell script sourcing guest-lib.sh helpers; its results are
+# printed indented under its own top-level result. A test that exits non-zero,
+# fails a check, runs no check or exceeds its time limit is "not ok".
+
+TEST_TIMEOUT=$(cat /guest/test-timeout 2>/dev/null || echo 600)
+tests=$(ls /guest/tests/ | sort)
+n=$(echo "$tests" | grep -c .)
+
+echo "KTAP version 1"
+echo "1..$n"
+i=0
+for t in $tests; do
+	i=$((i + 1))
+	name=${t%.sh}
+	echo "    KTAP version 1"
+	echo "    # Subtest: $name"
+	{
+		cd /tmp
+		timeout -s KILL "$TEST_TIMEOUT" sh -c ". /guest/lib.sh; . /guest/tests/$t; done_testing"
+		echo $? >/tmp/.rc
+	} 2>&1 | sed 's/^/    /'
+	rc=$(cat /tmp/.rc)
+	if [ "$rc" = 0 ]; then
+		echo "ok $i $name"
+	else
+		[ "$rc" = 137 ] && echo "# $name: killed after ${TEST_TIMEOUT}s"
+		echo "not ok $i $name # exit status $rc"
+	fi
+done
+
+echo "# ---- guest dmesg ----"
+dmesg
+echo "# ---- end of guest dmesg ----"
+echo "RKPROBES-GUEST-DONE"
