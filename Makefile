@@ -53,7 +53,7 @@ clean:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) clean
 
 demo: modules
-	tools/testing/vm/run --kdir $(KDIR) --script tools/testing/demo.sh
+	tools/testing/vm/run --kdir $(KDIR) --quiet-console --script tools/testing/demo.sh
 
 check: $(NEED_KERNEL)
 	tools/testing/check --kdir $(KDIR)
