@@ -1,14 +1,49 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! debugfs directories owned by rkprobes.
+//! debugfs directories and read-only files owned by rkprobes.
 //!
-//! The 6.12 kernel crate has no debugfs abstraction, so this file wraps the two
-//! C calls rkprobes needs. A [`Dir`] removes itself, and everything created
-//! below it, when dropped, so the module's debugfs tree disappears exactly when
-//! the module's state does.
+//! The 6.12 kernel crate has no debugfs abstraction, so this file wraps the C
+//! calls rkprobes needs. A [`Dir`] removes itself, and every file created below
+//! it, when dropped. Files are `seq_file`s whose contents a [`Show`]
+//! implementation writes; debugfs' proxy operations make removal wait for
+//! readers still inside a callback, so once a [`Dir`] is dropped no callback
+//! runs and the data behind its files may be freed.
 
 use crate::ffi;
-use kernel::{error::from_err_ptr, prelude::*, str::CStr};
+use core::{fmt, marker::PhantomData};
+use kernel::{
+    bindings,
+    error::from_err_ptr,
+    ffi::{c_int, c_void},
+    prelude::*,
+    str::CStr,
+};
+
+/// Contents of a read-only debugfs file, produced on each `open`.
+pub(crate) trait Show: Sync {
+    /// Writes the file's contents. Runs in process context and may sleep.
+    fn show(&self, out: &mut SeqFile) -> Result;
+}
+
+/// A `seq_file` being filled by [`Show::show`].
+///
+/// # Invariants
+///
+/// `m` points to the live `seq_file` of the `show` callback this wrapper was
+/// created in, and is only used during that callback.
+pub(crate) struct SeqFile {
+    m: *mut bindings::seq_file,
+}
+
+impl fmt::Write for SeqFile {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        // SAFETY: `self.m` is live by the type invariant and `s` is valid for
+        // `s.len()` bytes. On overflow seq_file marks the buffer full and calls
+        // `show` again with a larger one, so the result needs no handling.
+        unsafe { bindings::seq_write(self.m, s.as_ptr().cast(), s.len()) };
+        Ok(())
+    }
+}
 
 /// A debugfs directory.
 ///
@@ -33,18 +68,98 @@ impl Dir {
         // INVARIANT: `debugfs_create_dir` succeeded, so `dentry` is valid.
         Ok(Self { dentry })
     }
+
+    /// Creates a read-only (0400) file `name` in this directory, whose
+    /// contents `data` produces.
+    ///
+    /// The file lives until this directory is dropped. May sleep.
+    ///
+    /// # Safety
+    ///
+    /// `data` must stay valid until this `Dir` has been dropped.
+    pub(crate) unsafe fn create_file<T: Show>(&self, name: &CStr, data: &T) -> Result {
+        let fops: &'static bindings::file_operations = &ShowFops::<T>::FOPS.0;
+        // SAFETY: `self.dentry` is live by the type invariant; `name` is
+        // NUL-terminated; `fops` is a static table; the caller keeps `data`
+        // alive for as long as the file exists, which ends when `self` drops.
+        let dentry = unsafe {
+            ffi::debugfs_create_file(
+                name.as_char_ptr(),
+                0o400,
+                self.dentry,
+                (data as *const T).cast_mut().cast(),
+                fops,
+            )
+        };
+        from_err_ptr(dentry)?;
+        Ok(())
+    }
 }
 
 impl Drop for Dir {
     fn drop(&mut self) {
         // SAFETY: by the type invariant `self.dentry` is a live debugfs dentry
-        // that nothing else removes; removing it also removes its children.
+        // that nothing else removes; removing it also removes its children and
+        // waits for callbacks still running on them.
         unsafe { ffi::debugfs_remove(self.dentry) };
     }
 }
 
 // SAFETY: a `Dir` is only a handle; debugfs serialises creation and removal
-// internally, so it may be dropped on any thread.
+// internally, so it may be created and dropped on any thread.
 unsafe impl Send for Dir {}
-// SAFETY: `Dir` has no methods that use `&self` to touch the dentry.
+// SAFETY: the only `&self` method creates files, which debugfs serialises.
 unsafe impl Sync for Dir {}
+
+/// The `file_operations` of a [`Show`] file: `single_open` on `T::show`.
+struct ShowFops<T>(PhantomData<T>);
+
+/// A `file_operations` table in a `static`.
+struct SyncFops(bindings::file_operations);
+
+// SAFETY: the table is never written after it is built; its raw pointers are
+// the module's own `struct module` and functions.
+unsafe impl Sync for SyncFops {}
+
+impl<T: Show> ShowFops<T> {
+    const FOPS: SyncFops = SyncFops(bindings::file_operations {
+        // With the module as owner, an open file pins the module, so that
+        // debugfs' proxy can still call into this table after the file was
+        // removed. Only the address of `__this_module` is taken.
+        owner: core::ptr::addr_of_mut!(ffi::__this_module),
+        open: Some(Self::open),
+        read: Some(bindings::seq_read),
+        llseek: Some(bindings::seq_lseek),
+        release: Some(bindings::single_release),
+        // SAFETY: all-zero is a valid `file_operations` (no flags, no callbacks).
+        ..unsafe { core::mem::zeroed() }
+    });
+
+    /// `open`: hands the file's data pointer to `single_open`. Process context.
+    ///
+    /// # Safety
+    ///
+    /// Called by the VFS with a live inode of a file made by `create_file`.
+    unsafe extern "C" fn open(inode: *mut bindings::inode, file: *mut bindings::file) -> c_int {
+        // SAFETY: the VFS passes a live inode and file; `i_private` is the
+        // `data` given to `create_file`, a `&T` that outlives the file.
+        unsafe { bindings::single_open(file, Some(Self::show), (*inode).i_private) }
+    }
+
+    /// `show` of `single_open`: runs `T::show`. Process context, may sleep.
+    ///
+    /// # Safety
+    ///
+    /// Called by seq_file with the live `seq_file` that `open` set up.
+    unsafe extern "C" fn show(m: *mut bindings::seq_file, _v: *mut c_void) -> c_int {
+        // SAFETY: `single_open` stored the `&T` from `open` in `m->private`; the
+        // data outlives the file (`create_file`'s contract).
+        let data = unsafe { &*(*m).private.cast::<T>() };
+        // INVARIANT: `m` is live for the duration of this callback.
+        let mut out = SeqFile { m };
+        match data.show(&mut out) {
+            Ok(()) => 0,
+            Err(e) => e.to_errno(),
+        }
+    }
+}

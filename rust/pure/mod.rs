@@ -6,3 +6,5 @@
 //! never indexes out of bounds and returns its own error enums. The module
 //! crate includes it through `#[path]`, and so does `tools/host`, which is where
 //! its unit, property, differential and fuzz tests live.
+
+pub mod ksym;

@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The blacklist: code that must never be probed.
+//!
+//! Probing code that runs while a probe hit is handled would recurse, and
+//! some code cannot tolerate an int3 at all (entry code, `noinstr`). The
+//! kernel keeps this knowledge in its `kprobe_blacklist` list, filled at boot
+//! from `NOKPROBE_SYMBOL()` annotations (whose section is freed with the init
+//! memory), from `.kprobes.text`, `.noinstr.text` and the entry text, and on
+//! module load from each module's own annotations. rkprobes reads that list
+//! live, under the kernel's `kprobe_mutex`, and adds its own module's text:
+//! everything rkprobes runs during a hit lives there.
+//!
+//! Lock order: `kprobe_mutex` (the kernel's) is taken alone, in process context.
+
+use crate::{
+    debugfs::{SeqFile, Show},
+    ffi,
+    kallsyms::{Kallsyms, SymbolBuf},
+};
+use core::fmt::Write;
+use kernel::{bindings, c_str, prelude::*};
+
+/// `struct kprobe_blacklist_entry` of 6.12's `include/linux/kprobes.h`.
+#[repr(C)]
+struct NativeEntry {
+    list: bindings::list_head,
+    start_addr: usize,
+    end_addr: usize,
+}
+
+/// Bound on the native list's length, against walking a corrupted list forever.
+const MAX_NATIVE_ENTRIES: usize = 1 << 20;
+
+/// The kernel's own kprobe blacklist, when the kernel has kprobes.
+///
+/// # Invariants
+///
+/// `head` is the kernel's `kprobe_blacklist` list head and `mutex` its
+/// `kprobe_mutex`, both confirmed by `sprint_symbol()`; the list is only
+/// changed with `mutex` held and entries are freed only after removal.
+struct NativeList {
+    head: *mut bindings::list_head,
+    mutex: *mut bindings::mutex,
+}
+
+/// A half-open address range `[start, end)`.
+#[derive(Clone, Copy)]
+pub(crate) struct Range {
+    /// First address.
+    pub(crate) start: usize,
+    /// First address after the range.
+    pub(crate) end: usize,
+}
+
+/// Everything rkprobes refuses to probe.
+pub(crate) struct Blacklist {
+    native: Option<NativeList>,
+    own_text: Range,
+}
+
+// SAFETY: the raw pointers refer to kernel data that lives as long as the
+// kernel and is only read with the kernel's `kprobe_mutex` held.
+unsafe impl Send for Blacklist {}
+// SAFETY: as for `Send`; `&self` methods serialise on `kprobe_mutex`.
+unsafe impl Sync for Blacklist {}
+
+impl Blacklist {
+    /// Builds the blacklist. Process context, may sleep.
+    pub(crate) fn new(ksyms: &Kallsyms) -> Result<Self> {
+        let mut buf = SymbolBuf::new()?;
+        let head = ksyms.lookup(&mut buf, c_str!("kprobe_blacklist"));
+        let mutex = ksyms.lookup(&mut buf, c_str!("kprobe_mutex"));
+        let native = match (head, mutex) {
+            // INVARIANT: both were confirmed by `Kallsyms::lookup`.
+            (Some(head), Some(mutex)) => Some(NativeList {
+                head: head as *mut _,
+                mutex: mutex as *mut _,
+            }),
+            _ => {
+                pr_warn!("kernel without kprobes: only rkprobes' own ranges are blacklisted\n");
+                None
+            }
+        };
+        // SAFETY: `__this_module` is this module's `struct module`, live while
+        // the module is; its text memory does not move.
+        let text = unsafe {
+            (*core::ptr::addr_of!(ffi::__this_module)).mem[bindings::mod_mem_type_MOD_TEXT as usize]
+        };
+        let start = text.base as usize;
+        let own_text = Range {
+            start,
+            end: start.checked_add(text.size as usize).ok_or(EINVAL)?,
+        };
+        Ok(Self { native, own_text })
+    }
+
+    /// Calls `f` on every blacklisted range. Process context, may sleep;
+    /// holds the kernel's `kprobe_mutex` while walking its list.
+    pub(crate) fn for_each(&self, mut f: impl FnMut(Range) -> Result) -> Result {
+        if let Some(native) = &self.native {
+            // SAFETY: by the invariant of `NativeList`, `mutex` is the kernel's
+            // `kprobe_mutex`; it is taken here in process context, alone.
+            unsafe { bindings::mutex_lock(native.mutex) };
+            let ret = native.walk(&mut f);
+            // SAFETY: locked above by this thread.
+            unsafe { bindings::mutex_unlock(native.mutex) };
+            ret?;
+        }
+        f(self.own_text)
+    }
+}
+
+impl NativeList {
+    /// Walks the kernel's list. The caller holds `kprobe_mutex`.
+    fn walk(&self, f: &mut impl FnMut(Range) -> Result) -> Result {
+        // SAFETY: by the type invariant `head` is the list head and the list is
+        // stable while the caller holds `kprobe_mutex`.
+        let mut pos = unsafe { (*self.head).next };
+        for _ in 0..MAX_NATIVE_ENTRIES {
+            if pos == self.head {
+                return Ok(());
+            }
+            // SAFETY: `pos` is a live entry of the list (see above); `list` is
+            // the first member of `struct kprobe_blacklist_entry`.
+            let entry = unsafe { &*pos.cast::<NativeEntry>() };
+            f(Range {
+                start: entry.start_addr,
+                end: entry.end_addr,
+            })?;
+            pos = entry.list.next;
+        }
+        pr_err!("kprobe_blacklist longer than {MAX_NATIVE_ENTRIES}, giving up\n");
+        Err(EINVAL)
+    }
+}
+
+impl Show for Blacklist {
+    /// One line per range, as the kernel's `kprobes/blacklist`:
+    /// `0xSTART-0xEND<TAB>SYMBOL`. The file is root-only, so addresses are
+    /// always shown.
+    fn show(&self, out: &mut SeqFile) -> Result {
+        let mut buf = SymbolBuf::new()?;
+        self.for_each(|r| {
+            let _ = write!(out, "0x{:016x}-0x{:016x}\t", r.start, r.end);
+            let _ = match buf.symbolise(r.start) {
+                Some(s) if s.offset == 0 => match s.module {
+                    Some(m) => writeln!(out, "{} [{}]", s.name, m),
+                    None => writeln!(out, "{}", s.name),
+                },
+                _ => writeln!(out, "0x{:x}", r.start),
+            };
+            Ok(())
+        })
+    }
+}
