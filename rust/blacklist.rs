@@ -109,6 +109,17 @@ impl Blacklist {
         }
         f(self.own_text)
     }
+
+    /// Whether `addr` lies in a blacklisted range. Process context, may sleep.
+    pub(crate) fn contains(&self, addr: usize) -> bool {
+        let mut found = false;
+        let ret = self.for_each(|r| {
+            found |= r.start <= addr && addr < r.end;
+            Ok(())
+        });
+        // A list that could not be walked blacklists everything.
+        found || ret.is_err()
+    }
 }
 
 impl NativeList {
@@ -135,13 +146,18 @@ impl NativeList {
     }
 }
 
-impl Show for Blacklist {
+/// `/sys/kernel/debug/rkprobes/blacklist`.
+pub(crate) struct BlacklistFile;
+
+impl Show for BlacklistFile {
+    type Data = Blacklist;
+
     /// One line per range, as the kernel's `kprobes/blacklist`:
     /// `0xSTART-0xEND<TAB>SYMBOL`. The file is root-only, so addresses are
     /// always shown.
-    fn show(&self, out: &mut SeqFile) -> Result {
+    fn show(bl: &Blacklist, out: &mut SeqFile) -> Result {
         let mut buf = SymbolBuf::new()?;
-        self.for_each(|r| {
+        bl.for_each(|r| {
             let _ = write!(out, "0x{:016x}-0x{:016x}\t", r.start, r.end);
             let _ = match buf.symbolise(r.start) {
                 Some(s) if s.offset == 0 => match s.module {

@@ -19,10 +19,23 @@ use kernel::{
     str::CStr,
 };
 
-/// Contents of a read-only debugfs file, produced on each `open`.
-pub(crate) trait Show: Sync {
+/// A kind of debugfs file: how it shows its data, produced on each `open`.
+pub(crate) trait Show {
+    /// What the file shows (it is shared with every reader).
+    type Data: Sync;
+
     /// Writes the file's contents. Runs in process context and may sleep.
-    fn show(&self, out: &mut SeqFile) -> Result;
+    fn show(data: &Self::Data, out: &mut SeqFile) -> Result;
+}
+
+/// A writable kind of debugfs file.
+pub(crate) trait Store: Show {
+    /// Longest write accepted, in bytes (at most 256); longer ones fail with
+    /// `EINVAL`.
+    const MAX_WRITE: usize = 64;
+
+    /// Handles one `write()`. Process context, may sleep.
+    fn store(data: &Self::Data, input: &[u8]) -> Result;
 }
 
 /// A `seq_file` being filled by [`Show::show`].
@@ -77,15 +90,41 @@ impl Dir {
     /// # Safety
     ///
     /// `data` must stay valid until this `Dir` has been dropped.
-    pub(crate) unsafe fn create_file<T: Show>(&self, name: &CStr, data: &T) -> Result {
-        let fops: &'static bindings::file_operations = &ShowFops::<T>::FOPS.0;
+    pub(crate) unsafe fn create_file<T: Show>(&self, name: &CStr, data: &T::Data) -> Result {
+        // SAFETY: the caller's contract.
+        unsafe { self.create(name, 0o400, data, &ShowFops::<T>::FOPS.0) }
+    }
+
+    /// Creates a read-write (0600) file `name`, shown by `data` and written
+    /// through [`Store::store`]. May sleep.
+    ///
+    /// # Safety
+    ///
+    /// `data` must stay valid until this `Dir` has been dropped.
+    pub(crate) unsafe fn create_rw_file<T: Store>(&self, name: &CStr, data: &T::Data) -> Result {
+        // SAFETY: the caller's contract.
+        unsafe { self.create(name, 0o600, data, &ShowFops::<T>::RW_FOPS.0) }
+    }
+
+    /// # Safety
+    ///
+    /// `data` must stay valid until this `Dir` has been dropped, and `fops`
+    /// must expect a `T` as the inode's private data (`T` is the file's
+    /// `Show::Data`).
+    unsafe fn create<T>(
+        &self,
+        name: &CStr,
+        mode: bindings::umode_t,
+        data: &T,
+        fops: &'static bindings::file_operations,
+    ) -> Result {
         // SAFETY: `self.dentry` is live by the type invariant; `name` is
         // NUL-terminated; `fops` is a static table; the caller keeps `data`
         // alive for as long as the file exists, which ends when `self` drops.
         let dentry = unsafe {
             ffi::debugfs_create_file(
                 name.as_char_ptr(),
-                0o400,
+                mode,
                 self.dentry,
                 (data as *const T).cast_mut().cast(),
                 fops,
@@ -134,7 +173,51 @@ impl<T: Show> ShowFops<T> {
         // SAFETY: all-zero is a valid `file_operations` (no flags, no callbacks).
         ..unsafe { core::mem::zeroed() }
     });
+}
 
+impl<T: Store> ShowFops<T> {
+    const RW_FOPS: SyncFops = SyncFops(bindings::file_operations {
+        write: Some(Self::write),
+        ..ShowFops::<T>::FOPS.0
+    });
+
+    /// `write`: copies the user's bytes and hands them to `T::store`.
+    /// Process context.
+    ///
+    /// # Safety
+    ///
+    /// Called by the VFS on a file opened by `open`, with a user buffer of
+    /// `count` bytes.
+    unsafe extern "C" fn write(
+        file: *mut bindings::file,
+        buf: *const kernel::ffi::c_char,
+        count: usize,
+        _ppos: *mut bindings::loff_t,
+    ) -> isize {
+        let mut kbuf = [0u8; 256];
+        let Some(dst) = kbuf.get_mut(..count).filter(|_| count <= T::MAX_WRITE) else {
+            return EINVAL.to_errno() as isize;
+        };
+        let reader = kernel::uaccess::UserSlice::new(buf as usize, count).reader();
+        let mut reader = reader;
+        if let Err(e) = reader.read_slice(dst) {
+            return e.to_errno() as isize;
+        }
+        // SAFETY: `single_open` made `private_data` the `seq_file`, whose
+        // `private` is the `&T` given to `create_rw_file`.
+        let data = unsafe {
+            &*(*(*file).private_data.cast::<bindings::seq_file>())
+                .private
+                .cast::<T::Data>()
+        };
+        match T::store(data, dst) {
+            Ok(()) => count as isize,
+            Err(e) => e.to_errno() as isize,
+        }
+    }
+}
+
+impl<T: Show> ShowFops<T> {
     /// `open`: hands the file's data pointer to `single_open`. Process context.
     ///
     /// # Safety
@@ -154,10 +237,10 @@ impl<T: Show> ShowFops<T> {
     unsafe extern "C" fn show(m: *mut bindings::seq_file, _v: *mut c_void) -> c_int {
         // SAFETY: `single_open` stored the `&T` from `open` in `m->private`; the
         // data outlives the file (`create_file`'s contract).
-        let data = unsafe { &*(*m).private.cast::<T>() };
+        let data = unsafe { &*(*m).private.cast::<T::Data>() };
         // INVARIANT: `m` is live for the duration of this callback.
         let mut out = SeqFile { m };
-        match data.show(&mut out) {
+        match T::show(data, &mut out) {
             Ok(()) => 0,
             Err(e) => e.to_errno(),
         }

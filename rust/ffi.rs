@@ -9,7 +9,43 @@
 //! file (`debugfs`, `kallsyms`, ...) use these declarations.
 
 use core::marker::{PhantomData, PhantomPinned};
-use kernel::{bindings, ffi::c_char};
+use kernel::{
+    bindings,
+    ffi::{c_char, c_int, c_long},
+};
+
+/// `struct die_args` of `include/linux/kdebug.h`: what a die notifier gets.
+#[repr(C)]
+pub(crate) struct DieArgs {
+    /// Registers at the exception.
+    pub(crate) regs: *mut bindings::pt_regs,
+    /// Name of the event ("int3", "debug", ...).
+    pub(crate) str_: *const c_char,
+    /// Event-specific: for `DIE_DEBUG` in 6.12, a pointer to the `dr6` value
+    /// that notifiers clear bits of to consume them.
+    pub(crate) err: c_long,
+    /// Trap number.
+    pub(crate) trapnr: c_int,
+    /// Signal that would be sent for a user-mode exception.
+    pub(crate) signr: c_int,
+}
+
+/// `enum die_val` of `arch/x86/include/asm/kdebug.h` (the values rkprobes uses).
+pub(crate) mod die_val {
+    /// Breakpoint (`int3`).
+    pub(crate) const DIE_INT3: u64 = 2;
+    /// Debug exception (single-step, hardware breakpoints).
+    pub(crate) const DIE_DEBUG: u64 = 3;
+    /// A trap (#DE, #OF, #BR, #UD, #TS, #NP, #SS, #AC) about to be handled.
+    pub(crate) const DIE_TRAP: u64 = 8;
+    /// General protection fault that the exception table did not fix.
+    pub(crate) const DIE_GPF: u64 = 9;
+}
+
+/// `NOTIFY_DONE`: not ours, let the next notifier look.
+pub(crate) const NOTIFY_DONE: c_int = 0;
+/// `NOTIFY_STOP`: handled; the exception is consumed.
+pub(crate) const NOTIFY_STOP: c_int = 0x8001;
 
 /// `struct dentry`, only ever handled by pointer.
 ///
@@ -22,6 +58,22 @@ pub(crate) struct Dentry {
 }
 
 extern "C" {
+    /// `int register_die_notifier(struct notifier_block *nb)`.
+    pub(crate) fn register_die_notifier(nb: *mut bindings::notifier_block) -> c_int;
+
+    /// `int unregister_die_notifier(struct notifier_block *nb)`: returns once
+    /// no CPU runs the notifier any more (it synchronises RCU).
+    pub(crate) fn unregister_die_notifier(nb: *mut bindings::notifier_block) -> c_int;
+
+    /// `raw_smp_processor_id()`, through `rust/glue.c`.
+    pub(crate) fn rkp_smp_processor_id() -> kernel::ffi::c_uint;
+
+    /// `preempt_disable()`, through `rust/glue.c`.
+    pub(crate) fn rkp_preempt_disable();
+
+    /// `preempt_enable()`, through `rust/glue.c`.
+    pub(crate) fn rkp_preempt_enable();
+
     /// This module's `struct module`, defined by modpost in the `.mod.c` file.
     pub(crate) static mut __this_module: bindings::module;
 

@@ -37,6 +37,13 @@ impl SymbolAddr<'_> {
     }
 }
 
+/// Whether `name` is a function's padding or CFI preamble symbol
+/// (`__pfx_*`, `__cfi_*`): the bytes before a function that the kernel may
+/// rewrite (FineIBT, call depth tracking) and never lets kprobes touch.
+pub fn is_preamble_symbol(name: &str) -> bool {
+    name.starts_with("__pfx_") || name.starts_with("__cfi_")
+}
+
 /// Parses a hexadecimal number written as `0x...`.
 fn parse_hex(s: &str) -> Option<u64> {
     let digits = s.strip_prefix("0x")?;
@@ -119,6 +126,14 @@ mod tests {
         ] {
             assert_eq!(parse_sprint_symbol(bad), None, "{bad:?}");
         }
+    }
+
+    #[test]
+    fn preamble_symbols() {
+        assert!(is_preamble_symbol("__pfx_kernel_clone"));
+        assert!(is_preamble_symbol("__cfi_kernel_clone"));
+        assert!(!is_preamble_symbol("kernel_clone"));
+        assert!(!is_preamble_symbol("__pf_x"));
     }
 
     #[test]

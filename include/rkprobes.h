@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * rkprobes: the C ABI of rkprobes.ko, for probe modules in C or Rust.
+ *
+ * It mirrors the kernel's <linux/kprobes.h>: fill in a struct rkp_kprobe
+ * (addr, or symbol_name and offset; handlers; optionally RKP_FLAG_DISABLED)
+ * and register it. The structure must stay allocated, unchanged but for the
+ * fields rkprobes updates, until it is unregistered, and a module must
+ * unregister its probes before it is unloaded.
+ *
+ * Handlers run in int3/#DB exception context, with interrupts disabled: they
+ * must not sleep, allocate with GFP_KERNEL, or take locks that the probed code
+ * may hold. See Documentation/kprobes-api.rst.
+ */
+#ifndef _RKPROBES_H
+#define _RKPROBES_H
+
+#include <linux/types.h>
+
+struct pt_regs;
+struct rkp_kprobe;
+
+/* Called before the probed instruction runs. A non-zero return means the
+ * handler changed regs->ip and the probed instruction must not run. */
+typedef int (*rkp_pre_handler_t)(struct rkp_kprobe *p, struct pt_regs *regs);
+/* Called after the probed instruction ran out of line (not after a skipped
+ * or emulated one that a pre_handler redirected). */
+typedef void (*rkp_post_handler_t)(struct rkp_kprobe *p, struct pt_regs *regs,
+				   unsigned long flags);
+/* Called when a fault is reported while a handler or the out-of-line step
+ * runs (see the documentation for which faults reach it). Non-zero: handled. */
+typedef int (*rkp_fault_handler_t)(struct rkp_kprobe *p, struct pt_regs *regs,
+				   int trapnr);
+
+/* Flags, as the kernel's KPROBE_FLAG_*. Only RKP_FLAG_DISABLED may be set by
+ * the caller, before registration; the others are reported by rkprobes. */
+#define RKP_FLAG_GONE		1	/* the probed code was unloaded */
+#define RKP_FLAG_DISABLED	2	/* registered, not armed */
+#define RKP_FLAG_OPTIMIZED	4	/* replaced by a jump */
+#define RKP_FLAG_FTRACE		8	/* through ftrace at a function entry */
+
+struct rkp_kprobe {
+	/* Where: addr, or symbol_name ("sym" or "module:sym") plus offset. On
+	 * successful registration addr is set to the probed address. */
+	void *addr;
+	const char *symbol_name;
+	unsigned int offset;
+
+	rkp_pre_handler_t pre_handler;
+	rkp_post_handler_t post_handler;
+	rkp_fault_handler_t fault_handler;
+
+	unsigned int flags;
+	/* Hits that could not run the handlers (a hit inside a handler or an
+	 * out-of-line step). */
+	unsigned long nmissed;
+
+	/* Private to rkprobes. */
+	void *rkp_private;
+};
+
+int rkp_register_kprobe(struct rkp_kprobe *p);
+void rkp_unregister_kprobe(struct rkp_kprobe *p);
+int rkp_register_kprobes(struct rkp_kprobe **kps, int num);
+void rkp_unregister_kprobes(struct rkp_kprobe **kps, int num);
+int rkp_enable_kprobe(struct rkp_kprobe *p);
+int rkp_disable_kprobe(struct rkp_kprobe *p);
+
+#endif /* _RKPROBES_H */

@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `struct rkp_kprobe` of `include/rkprobes.h`, in Rust.
+//!
+//! This file is compiled into rkprobes and into every Rust client module
+//! (through `rust/client/`), so that both sides of the C ABI share one
+//! definition. It depends only on `kernel::bindings` and `kernel::ffi`.
+
+use kernel::{
+    bindings,
+    ffi::{c_char, c_int, c_uint, c_ulong, c_void},
+};
+
+/// `rkp_pre_handler_t`.
+pub type PreHandler = unsafe extern "C" fn(*mut RkpKprobe, *mut bindings::pt_regs) -> c_int;
+/// `rkp_post_handler_t`.
+pub type PostHandler = unsafe extern "C" fn(*mut RkpKprobe, *mut bindings::pt_regs, c_ulong);
+/// `rkp_fault_handler_t`.
+pub type FaultHandler =
+    unsafe extern "C" fn(*mut RkpKprobe, *mut bindings::pt_regs, c_int) -> c_int;
+
+/// `struct rkp_kprobe`.
+#[repr(C)]
+pub struct RkpKprobe {
+    /// Probed address (input, or output of a symbol lookup).
+    pub addr: *mut c_void,
+    /// Symbol to probe, or NULL.
+    pub symbol_name: *const c_char,
+    /// Offset from `symbol_name` (or from `addr`).
+    pub offset: c_uint,
+    /// Before the probed instruction.
+    pub pre_handler: Option<PreHandler>,
+    /// After the probed instruction.
+    pub post_handler: Option<PostHandler>,
+    /// On a fault in a handler or the step.
+    pub fault_handler: Option<FaultHandler>,
+    /// `RKP_FLAG_*`.
+    pub flags: c_uint,
+    /// Missed hits.
+    pub nmissed: c_ulong,
+    /// rkprobes' own.
+    pub rkp_private: *mut c_void,
+}
+
+/// `RKP_FLAG_*` of `include/rkprobes.h`, the values of the kernel's `KPROBE_FLAG_*`.
+pub mod flags {
+    /// The probed code was unloaded.
+    pub const GONE: u32 = 1;
+    /// Registered but not armed.
+    pub const DISABLED: u32 = 2;
+    /// Replaced by a jump.
+    pub const OPTIMIZED: u32 = 4;
+    /// Through ftrace at a function entry.
+    pub const FTRACE: u32 = 8;
+}

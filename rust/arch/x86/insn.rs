@@ -1,0 +1,229 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Analysing, copying and arming a probed x86-64 instruction.
+//!
+//! As the kernel's `can_probe()`/`arch_copy_kprobe()`: the probe address must
+//! be an instruction boundary (found by decoding the function from its start),
+//! the instruction must be one that can run out of line or be emulated, and
+//! its copy in the slot has its RIP-relative displacement adjusted.
+//!
+//! rkprobes single-steps the copy with the trap flag, so it emulates the
+//! instructions whose effect depends on where they run or on IF/TF, exactly
+//! the set the kernel emulates (relative and register-indirect call and jmp,
+//! Jcc, LOOP/JrCXZ, near ret, cli/sti/pushf/popf), and refuses the kernel's
+//! refusals. It also refuses, beyond the kernel: `hlt` (stepped with IF clear
+//! it would never wake), far `ret`, the system-call instructions, and any
+//! instruction with an exception-table entry (a fault in its out-of-line copy
+//! would find no fixup and oops).
+
+use crate::{
+    errno::{eilseq, eopnotsupp},
+    kprobe::Core,
+    pure::insn::{
+        adjust_probe_offset, copy_insn, ControlFlow, IfModifier, IndirectOperand, Insn, LoopKind,
+        MAX_INSN_SIZE,
+    },
+    slots::{Slot, SlotCache},
+    text::TextGuard,
+};
+use kernel::prelude::*;
+
+/// The int3 opcode.
+pub(super) const INT3: u8 = 0xcc;
+
+/// How a probed instruction is run; branch targets are absolute.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Op {
+    /// Single-stepped in the slot; afterwards `ip` moves back by the distance
+    /// between slot and probe.
+    Step,
+    /// `call rel32` to the target.
+    Call(u64),
+    /// `jmp rel8/rel32` to the target.
+    Jmp(u64),
+    /// `Jcc rel8/rel32`: condition code, target.
+    Jcc(u8, u64),
+    /// `LOOP*`/`JrCXZ`: kind, address size in bytes, target.
+    Loop(LoopKind, u8, u64),
+    /// Near `ret` (with the bytes `ret imm16` releases).
+    Ret(u16),
+    /// `call *%reg`.
+    CallIndirect(u8),
+    /// `jmp *%reg`.
+    JmpIndirect(u8),
+    /// `cli`, `sti`, `pushf` or `popf`.
+    IfModifier(IfModifier),
+}
+
+/// A probed instruction, analysed.
+///
+/// # Invariants
+///
+/// `slot` is `Some` exactly when `op` is [`Op::Step`]; it then holds the
+/// relocated copy of the instruction, of `len` bytes.
+pub(crate) struct ArchInsn {
+    orig: u8,
+    pub(super) len: u8,
+    pub(super) op: Op,
+    pub(super) slot: Option<Slot>,
+}
+
+impl ArchInsn {
+    /// The original first byte, which arming replaces with int3.
+    pub(crate) fn orig_byte(&self) -> u8 {
+        self.orig
+    }
+}
+
+/// The kernel's `arch_adjust_kprobe_addr()`: a probe at a function's entry
+/// goes after its ENDBR, which must never be replaced (an indirect call
+/// landing on an int3 instead of ENDBR would fault under IBT).
+pub(crate) fn adjust_addr(func: usize, offset: usize) -> Result<usize> {
+    let mut b = [0u8; 4];
+    crate::text::read(func, &mut b)?;
+    let (offset, _on_entry) = adjust_probe_offset(&b, offset as u64);
+    func.checked_add(offset as usize).ok_or(EINVAL)
+}
+
+/// Reads and decodes the instruction at `addr` as it is without rkprobes'
+/// int3s.
+fn insn_at(core: &Core, addr: usize) -> Result<Insn> {
+    let mut buf = [0u8; MAX_INSN_SIZE];
+    // The last instruction of a mapping may be followed by unmapped memory:
+    // shorten the read until it succeeds.
+    let mut n = buf.len();
+    while core.read_original(addr, &mut buf[..n]).is_err() {
+        n -= 1;
+        if n == 0 {
+            return Err(EFAULT);
+        }
+    }
+    Insn::decode(&buf[..n]).map_err(|_| eilseq())
+}
+
+/// Classifies `insn`, at `addr`, as the kernel's `can_probe()` and
+/// `prepare_emulation()` do (the shared decoder's `probe_refusal()`), with
+/// rkprobes' additional refusals; the error is the kernel's errno.
+pub(super) fn classify(insn: &Insn, addr: u64) -> Result<Op> {
+    if let Some(r) = insn.probe_refusal() {
+        return Err(Error::from_errno(r.errno()));
+    }
+    if let Some(m) = insn.if_modifier() {
+        return Ok(Op::IfModifier(m));
+    }
+    // pt_regs has no APX registers r16-r31.
+    let reg = |r: u8| if r < 16 { Ok(r) } else { Err(eopnotsupp()) };
+    Ok(match insn.control_flow(addr) {
+        ControlFlow::CallRel { target } => Op::Call(target),
+        ControlFlow::JmpRel { target } => Op::Jmp(target),
+        ControlFlow::Jcc { cond, target } => Op::Jcc(cond, target),
+        ControlFlow::Loop {
+            kind,
+            target,
+            addr_bytes,
+        } => Op::Loop(kind, addr_bytes, target),
+        ControlFlow::Ret { pop } => Op::Ret(pop),
+        ControlFlow::CallIndirect(IndirectOperand::Register(r)) => Op::CallIndirect(reg(r)?),
+        ControlFlow::JmpIndirect(IndirectOperand::Register(r)) => Op::JmpIndirect(reg(r)?),
+        // hlt: stepped with IF clear it would never wake.
+        ControlFlow::None if insn.bytes() == [0xf4] => return Err(eopnotsupp()),
+        ControlFlow::None => Op::Step,
+        // System calls and returns, APX JMPABS, and anything the refusal
+        // list did not already turn away.
+        _ => return Err(eopnotsupp()),
+    })
+}
+
+/// Analyses the instruction at `addr` in the function starting at `func` and,
+/// for a stepped one, copies it into a slot. Process context, may sleep.
+pub(crate) fn prepare(core: &Core, addr: usize, func: usize) -> Result<ArchInsn> {
+    // Is `addr` an instruction boundary? Decode from the function's start.
+    let mut a = func;
+    while a < addr {
+        let insn = insn_at(core, a)?;
+        a = a.checked_add(insn.length()).ok_or_else(eilseq)?;
+    }
+    if a != addr {
+        return Err(eilseq());
+    }
+    let insn = insn_at(core, addr)?;
+    let op = classify(&insn, addr as u64)?;
+    let rt = core.runtime();
+    {
+        let _guard = TextGuard::lock(rt);
+        let p = addr as *mut core::ffi::c_void;
+        // SAFETY: `text_mutex` is held, as `alternatives_text_reserved` needs.
+        if unsafe { (rt.alternatives_text_reserved)(p, p) } != 0 {
+            return Err(EINVAL);
+        }
+    }
+    // SAFETY: `search_exception_tables` only reads the sorted tables.
+    if !unsafe { (rt.search_exception_tables)(addr as _) }.is_null() {
+        return Err(eopnotsupp());
+    }
+    let len = insn.length();
+    let slot = if op == Op::Step {
+        Some(alloc_slot(core.slots(), &insn, addr)?)
+    } else {
+        None
+    };
+    let orig = insn.bytes().first().copied().ok_or_else(eilseq)?;
+    // INVARIANT: a slot exactly for stepped instructions.
+    Ok(ArchInsn {
+        orig,
+        len: len as u8,
+        op,
+        slot,
+    })
+}
+
+/// Allocates a slot and writes the relocated copy into it. The slot's address
+/// must be known to relocate, so the copy is written after allocation.
+fn alloc_slot(slots: &SlotCache, insn: &Insn, addr: usize) -> Result<Slot> {
+    // The slot is filled with int3 when allocated; nothing runs there yet.
+    let slot = slots.alloc()?;
+    let mut code = [0u8; MAX_INSN_SIZE];
+    let written = match copy_insn(insn, addr as u64, slot.addr as u64, &mut code) {
+        Ok(c) => slots.write(slot, code.get(..c.len).ok_or(EINVAL)?),
+        Err(e) => {
+            pr_err!("cannot relocate the instruction at {addr:#x}: {e:?}\n");
+            Err(EINVAL)
+        }
+    };
+    match written {
+        Ok(()) => Ok(slot),
+        Err(e) => {
+            slots.free(slot);
+            Err(e)
+        }
+    }
+}
+
+/// Frees what `prepare` allocated. The caller guarantees that no CPU runs in
+/// the slot any more. Process context.
+pub(crate) fn release(slots: &SlotCache, insn: &ArchInsn) {
+    if let Some(slot) = insn.slot {
+        slots.free(slot);
+    }
+}
+
+/// Writes int3 over the probed instruction's first byte.
+///
+/// # Safety
+///
+/// `addr` is the address `insn` was prepared for, published in the probe
+/// table, and not armed.
+pub(crate) unsafe fn arm(guard: &TextGuard<'_>, addr: usize, _insn: &ArchInsn) {
+    // SAFETY: one byte at an instruction boundary of kernel text.
+    unsafe { guard.poke(addr, &[INT3]) };
+}
+
+/// Puts the original first byte back.
+///
+/// # Safety
+///
+/// `addr` is armed with `insn`.
+pub(crate) unsafe fn disarm(guard: &TextGuard<'_>, addr: usize, insn: &ArchInsn) {
+    // SAFETY: one byte at an instruction boundary of kernel text.
+    unsafe { guard.poke(addr, &[insn.orig]) };
+}

@@ -1,0 +1,13 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! x86-64 probing, the counterpart of the kernel's
+//! `arch/x86/kernel/kprobes/core.c`: how a probed instruction is analysed and
+//! copied out of line (`insn`), and the int3/#DB handlers that run probes
+//! (`kprobes`).
+
+mod insn;
+mod kprobes;
+mod regs;
+
+pub(crate) use insn::{adjust_addr, arm, disarm, prepare, release, ArchInsn};
+pub(crate) use kprobes::ArchState;

@@ -1,0 +1,341 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The safe Rust interface to rkprobes, for client modules.
+//!
+//! A Rust module cannot call another module's Rust API, so clients use
+//! rkprobes' C ABI (`include/rkprobes.h`); this file wraps it. A client
+//! includes it with
+//!
+//! ```ignore
+//! #[path = "../rust/client/mod.rs"]
+//! pub mod rkprobes;
+//! ```
+//!
+//! and gets [`Kprobe`], a pinned probe that unregisters itself when dropped,
+//! handlers written against the [`KprobeHandler`] trait, typed access to the
+//! registers ([`Regs`]), and reads of kernel memory that fail instead of
+//! faulting ([`read_kernel`]). A handler written against this interface
+//! cannot fault through it.
+
+#[path = "../abi.rs"]
+pub mod abi;
+
+use abi::RkpKprobe;
+use core::marker::PhantomPinned;
+use kernel::{
+    bindings,
+    ffi::{c_int, c_ulong},
+    prelude::*,
+    str::CStr,
+    types::Opaque,
+};
+
+extern "C" {
+    fn rkp_register_kprobe(p: *mut RkpKprobe) -> c_int;
+    fn rkp_unregister_kprobe(p: *mut RkpKprobe);
+    fn rkp_enable_kprobe(p: *mut RkpKprobe) -> c_int;
+    fn rkp_disable_kprobe(p: *mut RkpKprobe) -> c_int;
+}
+
+/// The registers at a probe hit.
+#[repr(transparent)]
+pub struct Regs(bindings::pt_regs);
+
+impl Regs {
+    /// The instruction pointer.
+    pub fn ip(&self) -> usize {
+        self.0.ip
+    }
+
+    /// Moves the instruction pointer; a pre-handler that does this returns
+    /// [`Action::Skip`] so that the probed instruction does not run.
+    pub fn set_ip(&mut self, ip: usize) {
+        self.0.ip = ip as _;
+    }
+
+    /// The stack pointer.
+    pub fn sp(&self) -> usize {
+        self.0.sp
+    }
+
+    /// The flags register.
+    pub fn flags(&self) -> u64 {
+        self.0.flags as u64
+    }
+
+    /// `rax`: the return value after a function returned.
+    pub fn ax(&self) -> u64 {
+        self.0.ax as u64
+    }
+
+    /// Sets `rax`, e.g. to make a skipped function return a value.
+    pub fn set_ax(&mut self, v: u64) {
+        self.0.ax = v as _;
+    }
+
+    /// Argument `n` (0-based) of a function probed at its entry, by the
+    /// x86-64 calling convention (`rdi`, `rsi`, `rdx`, `rcx`, `r8`, `r9`);
+    /// `None` beyond the sixth.
+    pub fn arg(&self, n: usize) -> Option<u64> {
+        let r = &self.0;
+        let v = match n {
+            0 => r.di,
+            1 => r.si,
+            2 => r.dx,
+            3 => r.cx,
+            4 => r.r8,
+            5 => r.r9,
+            _ => return None,
+        };
+        Some(v as u64)
+    }
+
+    /// Emulates `ret` for a pre-handler at a function's entry: pops the
+    /// return address into `ip`. Fails when the stack cannot be read.
+    pub fn emulate_return(&mut self) -> Result {
+        let ret: u64 = read_kernel(self.sp())?;
+        self.0.sp = self.0.sp.wrapping_add(8);
+        self.0.ip = ret as _;
+        Ok(())
+    }
+}
+
+/// Plain integer types that any bit pattern makes valid.
+pub trait Plain: Copy + Default + private::Sealed {}
+mod private {
+    pub trait Sealed {}
+}
+macro_rules! plain {
+    ($($t:ty),*) => { $(impl private::Sealed for $t {} impl Plain for $t {})* };
+}
+plain!(u8, u16, u32, u64, usize, i8, i16, i32, i64, isize);
+
+/// Reads a `T` from kernel memory at `addr`; `EFAULT` instead of a fault when
+/// it is not readable. Any context, including probe handlers.
+pub fn read_kernel<T: Plain>(addr: usize) -> Result<T> {
+    let mut v = T::default();
+    // SAFETY: `v` is a valid destination of `size_of::<T>()` bytes, any bit
+    // pattern is a valid `T`, and the copy checks the source without faulting.
+    let ret = unsafe {
+        bindings::copy_from_kernel_nofault(
+            core::ptr::addr_of_mut!(v).cast(),
+            addr as *const _,
+            core::mem::size_of::<T>(),
+        )
+    };
+    if ret == 0 {
+        Ok(v)
+    } else {
+        Err(EFAULT)
+    }
+}
+
+/// What a pre-handler asks for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// Run the probed instruction and continue.
+    Continue,
+    /// The handler changed `ip`; do not run the probed instruction.
+    Skip,
+}
+
+/// The handlers of a probe. They run in int3/#DB exception context with
+/// interrupts off: they must not sleep, allocate with `GFP_KERNEL`, or take
+/// locks the probed code may hold.
+pub trait KprobeHandler: Sync {
+    /// Before the probed instruction.
+    fn pre(&self, _probe: &ProbeInfo, _regs: &mut Regs) -> Action {
+        Action::Continue
+    }
+
+    /// After the probed instruction ran out of line. Only called when
+    /// [`KprobeHandler::HAS_POST`] is true.
+    fn post(&self, _probe: &ProbeInfo, _regs: &mut Regs, _flags: u64) {}
+
+    /// Whether `post` is implemented: a probe without a post-handler can be
+    /// run more cheaply.
+    const HAS_POST: bool = false;
+}
+
+/// What a handler may know of its probe.
+pub struct ProbeInfo {
+    addr: usize,
+}
+
+impl ProbeInfo {
+    /// The probed address.
+    pub fn addr(&self) -> usize {
+        self.addr
+    }
+}
+
+/// Where to probe.
+pub enum Target {
+    /// A symbol (`"sym"` or `"module:sym"`) plus an offset.
+    Symbol(&'static CStr, u32),
+    /// An address.
+    Addr(usize),
+}
+
+/// A probe. Create it pinned with [`Kprobe::new`], then [`Kprobe::register`];
+/// dropping it unregisters it.
+///
+/// # Invariants
+///
+/// `raw` is registered with rkprobes iff `registered`; while it is, `self`
+/// does not move (it is pinned) and `handler` is valid.
+#[pin_data(PinnedDrop)]
+pub struct Kprobe<H: KprobeHandler> {
+    #[pin]
+    raw: Opaque<RkpKprobe>,
+    handler: H,
+    registered: bool,
+    #[pin]
+    _pin: PhantomPinned,
+}
+
+// SAFETY: rkprobes calls the handlers on any CPU; `H: Sync` allows that, and
+// the raw probe is only changed by rkprobes through its own synchronisation.
+unsafe impl<H: KprobeHandler> Sync for Kprobe<H> {}
+// SAFETY: as above.
+unsafe impl<H: KprobeHandler + Send> Send for Kprobe<H> {}
+
+impl<H: KprobeHandler> Kprobe<H> {
+    /// A probe at `target`, not registered yet.
+    pub fn new(target: Target, handler: H) -> impl PinInit<Self> {
+        let (addr, sym, offset) = match target {
+            Target::Symbol(s, off) => (core::ptr::null_mut(), s.as_char_ptr(), off),
+            Target::Addr(a) => (a as *mut _, core::ptr::null(), 0),
+        };
+        pin_init!(Self {
+            raw <- Opaque::ffi_init(move |p: *mut RkpKprobe| {
+                // SAFETY: `p` is valid for writes during initialisation.
+                unsafe {
+                    p.write(RkpKprobe {
+                        addr,
+                        symbol_name: sym,
+                        offset,
+                        pre_handler: Some(Self::pre_tramp),
+                        post_handler: if H::HAS_POST { Some(Self::post_tramp) } else { None },
+                        fault_handler: None,
+                        flags: 0,
+                        nmissed: 0,
+                        rkp_private: core::ptr::null_mut(),
+                    })
+                };
+            }),
+            handler,
+            registered: false,
+            _pin: PhantomPinned,
+        })
+    }
+
+    /// Registers the probe. Process context, may sleep.
+    pub fn register(self: Pin<&mut Self>) -> Result {
+        // SAFETY: the probe is not moved out of the pin.
+        let this = unsafe { self.get_unchecked_mut() };
+        if this.registered {
+            return Err(EBUSY);
+        }
+        // SAFETY: `raw` is pinned inside `self`, which unregisters it on drop.
+        let ret = unsafe { rkp_register_kprobe(this.raw.get()) };
+        if ret != 0 {
+            return Err(Error::from_errno(ret));
+        }
+        // INVARIANT: registered just above.
+        this.registered = true;
+        Ok(())
+    }
+
+    /// The probed address, once registered.
+    pub fn addr(&self) -> usize {
+        // SAFETY: rkprobes writes `addr` only during registration.
+        unsafe { (*self.raw.get()).addr as usize }
+    }
+
+    /// The raw `struct rkp_kprobe`, for code that calls the C ABI directly.
+    pub fn raw_ptr(&self) -> *mut RkpKprobe {
+        self.raw.get()
+    }
+
+    /// Hits whose handlers could not run.
+    pub fn nmissed(&self) -> u64 {
+        // SAFETY: an aligned word that rkprobes updates atomically.
+        unsafe { core::ptr::read_volatile(core::ptr::addr_of!((*self.raw.get()).nmissed)) as u64 }
+    }
+
+    /// Enables or disables the registered probe. Process context.
+    pub fn set_enabled(&self, on: bool) -> Result {
+        // SAFETY: `raw` is valid; rkprobes checks that it is registered.
+        let ret = unsafe {
+            if on {
+                rkp_enable_kprobe(self.raw.get())
+            } else {
+                rkp_disable_kprobe(self.raw.get())
+            }
+        };
+        if ret != 0 {
+            return Err(Error::from_errno(ret));
+        }
+        Ok(())
+    }
+
+    /// The `Kprobe` containing `kp`.
+    ///
+    /// # Safety
+    ///
+    /// `kp` is the `raw` field of a live `Kprobe<H>`.
+    unsafe fn from_raw<'a>(kp: *mut RkpKprobe) -> &'a Self {
+        // SAFETY: `Opaque<T>` has the layout of `T`, so `kp` is the address of
+        // the `raw` field.
+        unsafe { &*kernel::container_of!(kp, Self, raw) }
+    }
+
+    /// The `pre_handler` given to rkprobes. int3 context.
+    ///
+    /// # Safety
+    ///
+    /// Called by rkprobes with this probe's `raw` field and the live registers.
+    unsafe extern "C" fn pre_tramp(kp: *mut RkpKprobe, regs: *mut bindings::pt_regs) -> c_int {
+        // SAFETY: rkprobes passes the registered probe, which is a `raw` field.
+        let this = unsafe { Self::from_raw(kp) };
+        let info = ProbeInfo { addr: this.addr() };
+        // SAFETY: `Regs` is a transparent wrapper of the live `pt_regs`.
+        let regs = unsafe { &mut *regs.cast::<Regs>() };
+        match this.handler.pre(&info, regs) {
+            Action::Continue => 0,
+            Action::Skip => 1,
+        }
+    }
+
+    /// The `post_handler` given to rkprobes. #DB context.
+    ///
+    /// # Safety
+    ///
+    /// As for `pre_tramp`.
+    unsafe extern "C" fn post_tramp(
+        kp: *mut RkpKprobe,
+        regs: *mut bindings::pt_regs,
+        flags: c_ulong,
+    ) {
+        // SAFETY: as in `pre_tramp`.
+        let this = unsafe { Self::from_raw(kp) };
+        let info = ProbeInfo { addr: this.addr() };
+        // SAFETY: as in `pre_tramp`.
+        let regs = unsafe { &mut *regs.cast::<Regs>() };
+        this.handler.post(&info, regs, flags as u64);
+    }
+}
+
+#[pinned_drop]
+impl<H: KprobeHandler> PinnedDrop for Kprobe<H> {
+    fn drop(self: Pin<&mut Self>) {
+        if self.registered {
+            // SAFETY: registered (type invariant); returns when no CPU runs
+            // the handlers any more, so `handler` may be dropped after it.
+            unsafe { rkp_unregister_kprobe(self.raw.get()) };
+        }
+    }
+}
+
+pub mod param;

@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The C ABI of rkprobes: `include/rkprobes.h`, seen from Rust.
+//!
+//! The exported functions are defined here with `#[no_mangle]` and exported
+//! with `EXPORT_SYMBOL_GPL` in `rust/glue.c`. They find the probe core through
+//! [`super::Core::get`], which is set for exactly the lifetime of the module's
+//! state; client modules depend on rkprobes' symbols, so rkprobes cannot be
+//! unloaded while one is loaded.
+
+use super::Core;
+use core::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use kernel::{ffi::c_int, prelude::*};
+
+pub(crate) use crate::abi::{flags, RkpKprobe};
+
+impl RkpKprobe {
+    /// The flags, read atomically: the hit path reads them while
+    /// `enable`/`disable` change them. Any context.
+    ///
+    /// # Safety
+    ///
+    /// `this` points to a registered probe (or one being registered).
+    pub(crate) unsafe fn flags(this: *mut Self) -> u32 {
+        // SAFETY: the field is an aligned `c_uint` of a live probe; all
+        // concurrent accesses are atomic.
+        unsafe { AtomicU32::from_ptr(core::ptr::addr_of_mut!((*this).flags)) }
+            .load(Ordering::Relaxed)
+    }
+
+    /// Sets or clears flag bits atomically. Any context.
+    ///
+    /// # Safety
+    ///
+    /// As for [`RkpKprobe::flags`].
+    pub(crate) unsafe fn update_flags(this: *mut Self, set: u32, clear: u32) {
+        // SAFETY: as in `flags`.
+        let f = unsafe { AtomicU32::from_ptr(core::ptr::addr_of_mut!((*this).flags)) };
+        let _ = f.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
+            Some((v & !clear) | set)
+        });
+    }
+
+    /// Counts a missed hit. Any context, including NMI.
+    ///
+    /// # Safety
+    ///
+    /// As for [`RkpKprobe::flags`].
+    pub(crate) unsafe fn inc_nmissed(this: *mut Self) {
+        // SAFETY: the field is an aligned `unsigned long` of a live probe.
+        unsafe { AtomicUsize::from_ptr(core::ptr::addr_of_mut!((*this).nmissed).cast()) }
+            .fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Converts a result to the C convention.
+fn to_c(r: Result) -> c_int {
+    match r {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// `int rkp_register_kprobe(struct rkp_kprobe *p)`. Process context.
+///
+/// # Safety
+///
+/// `p` is a valid `struct rkp_kprobe` that stays allocated until unregistered.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rkp_register_kprobe(p: *mut RkpKprobe) -> c_int {
+    to_c(Core::get().and_then(|c| c.register_many(&[p])))
+}
+
+/// `void rkp_unregister_kprobe(struct rkp_kprobe *p)`. Process context; returns
+/// when no CPU runs the probe's handlers any more.
+///
+/// # Safety
+///
+/// `p` is a valid `struct rkp_kprobe`.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rkp_unregister_kprobe(p: *mut RkpKprobe) {
+    if let Ok(c) = Core::get() {
+        c.unregister_many(&[p]);
+    }
+}
+
+/// Builds a slice from the C array of `rkp_register_kprobes`.
+///
+/// # Safety
+///
+/// `kps` points to `num` valid probe pointers when `num > 0`.
+unsafe fn probes<'a>(kps: *mut *mut RkpKprobe, num: c_int) -> Result<&'a [*mut RkpKprobe]> {
+    let n = usize::try_from(num).map_err(|_| EINVAL)?;
+    if n == 0 || kps.is_null() {
+        return Err(EINVAL);
+    }
+    // SAFETY: the caller provides `num` elements at `kps`.
+    Ok(unsafe { core::slice::from_raw_parts(kps, n) })
+}
+
+/// `int rkp_register_kprobes(struct rkp_kprobe **kps, int num)`: all or
+/// nothing. Process context.
+///
+/// # Safety
+///
+/// `kps` points to `num` valid probes that stay allocated until unregistered.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rkp_register_kprobes(
+    kps: *mut *mut RkpKprobe,
+    num: c_int,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    to_c(unsafe { probes(kps, num) }.and_then(|ps| Core::get()?.register_many(ps)))
+}
+
+/// `void rkp_unregister_kprobes(struct rkp_kprobe **kps, int num)`. Process
+/// context; one synchronisation for the whole batch.
+///
+/// # Safety
+///
+/// `kps` points to `num` valid probes.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rkp_unregister_kprobes(kps: *mut *mut RkpKprobe, num: c_int) {
+    // SAFETY: the caller's contract.
+    if let (Ok(ps), Ok(c)) = (unsafe { probes(kps, num) }, Core::get()) {
+        c.unregister_many(ps);
+    }
+}
+
+/// `int rkp_enable_kprobe(struct rkp_kprobe *p)`. Process context.
+///
+/// # Safety
+///
+/// `p` is a valid `struct rkp_kprobe`.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rkp_enable_kprobe(p: *mut RkpKprobe) -> c_int {
+    to_c(Core::get().and_then(|c| c.set_enabled(p, true)))
+}
+
+/// `int rkp_disable_kprobe(struct rkp_kprobe *p)`. Process context.
+///
+/// # Safety
+///
+/// `p` is a valid `struct rkp_kprobe`.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rkp_disable_kprobe(p: *mut RkpKprobe) -> c_int {
+    to_c(Core::get().and_then(|c| c.set_enabled(p, false)))
+}

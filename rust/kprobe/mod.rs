@@ -1,0 +1,783 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The generic kprobe core: registration, probe points, handler dispatch.
+//!
+//! This is the counterpart of the kernel's `kernel/kprobes.c`. It knows
+//! nothing of x86 encodings: preparing, arming and stepping an instruction is
+//! the architecture's (`crate::arch`). A probe point ([`Point`]) is one probed
+//! address with every client probe registered there, in registration order
+//! (the kernel's aggregate kprobe); its client list is replaced, never edited,
+//! and published with a release store, so the hit path walks it lock-free.
+//!
+//! Lock order: `Core::reg` (the registration mutex), then `text_mutex`
+//! (`crate::text`), then the slot cache's mutex is never taken under
+//! `text_mutex`. Nothing on the hit path takes any of them.
+
+pub(crate) mod abi;
+pub(crate) mod table;
+
+use crate::{
+    arch,
+    blacklist::Blacklist,
+    debugfs::{SeqFile, Show, Store},
+    kallsyms::{Kallsyms, SymbolBuf},
+    runtime::Runtime,
+    slots::SlotCache,
+    text::{self, TextGuard},
+};
+use abi::{flags, RkpKprobe};
+use core::{
+    fmt::Write,
+    pin::Pin,
+    sync::atomic::{AtomicBool, AtomicPtr, Ordering},
+};
+use kernel::{bindings, ffi::c_ulong, new_mutex, prelude::*, str::CStr, sync::Mutex};
+use table::Table;
+
+/// The client probes of a point, in registration order.
+struct Clients {
+    list: KVec<*mut RkpKprobe>,
+}
+
+/// One probed address and every probe registered there.
+///
+/// # Invariants
+///
+/// `clients` points to a live, non-empty `Clients` while the point is in the
+/// table; a replaced list is freed only after a grace period. `module` is the
+/// module containing `addr` with a reference held, or null for vmlinux.
+pub(crate) struct Point {
+    /// The probed address.
+    pub(crate) addr: usize,
+    /// The architecture's copy of the instruction and how to run it.
+    pub(crate) arch: arch::ArchInsn,
+    clients: AtomicPtr<Clients>,
+    armed: AtomicBool,
+    module: *mut bindings::module,
+}
+
+// SAFETY: a `Point` is shared between the writer (under `Core::reg`) and
+// lock-free readers on the hit path, which only read `addr`, `arch` and the
+// published client list, and update client counters atomically.
+unsafe impl Sync for Point {}
+// SAFETY: as above; a `Point` is freed by the writer after a grace period.
+unsafe impl Send for Point {}
+
+impl Point {
+    /// The clients. Hit path or writer; the caller is in an RCU read-side
+    /// critical section or holds `Core::reg`.
+    fn clients(&self) -> &[*mut RkpKprobe] {
+        // SAFETY: by the type invariant the list is live while the point is
+        // reachable, and the caller's context keeps it so.
+        unsafe { &(*self.clients.load(Ordering::Acquire)).list }
+    }
+
+    /// Runs the pre-handlers of the enabled clients in registration order.
+    /// Returns true when one returned non-zero: it changed `regs->ip`, and
+    /// the probed instruction must not run.
+    ///
+    /// int3 context: interrupts off, may not sleep, allocate or take locks.
+    pub(crate) fn run_pre_handlers(&self, regs: *mut bindings::pt_regs) -> bool {
+        for &kp in self.clients() {
+            // SAFETY: clients stay valid while registered, and unregistration
+            // waits for a grace period that this handler holds off.
+            let (h, f) = unsafe { ((*kp).pre_handler, RkpKprobe::flags(kp)) };
+            if let Some(h) = h {
+                // SAFETY: as above; the handler has the documented contract.
+                if f & flags::DISABLED == 0 && unsafe { h(kp, regs) } != 0 {
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
+    /// Runs the post-handlers of the enabled clients. #DB context.
+    pub(crate) fn run_post_handlers(&self, regs: *mut bindings::pt_regs, flags: c_ulong) {
+        for &kp in self.clients() {
+            // SAFETY: as in `run_pre_handlers`.
+            let (h, f) = unsafe { ((*kp).post_handler, RkpKprobe::flags(kp)) };
+            if let Some(h) = h {
+                if f & flags::DISABLED == 0 {
+                    // SAFETY: as in `run_pre_handlers`.
+                    unsafe { h(kp, regs, flags) };
+                }
+            }
+        }
+    }
+
+    /// Calls the fault handlers until one handles the fault. Exception context.
+    pub(crate) fn run_fault_handlers(&self, regs: *mut bindings::pt_regs, trapnr: i32) -> bool {
+        for &kp in self.clients() {
+            // SAFETY: as in `run_pre_handlers`.
+            if let Some(h) = unsafe { (*kp).fault_handler } {
+                // SAFETY: as in `run_pre_handlers`.
+                if unsafe { h(kp, regs, trapnr) } != 0 {
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
+    /// Counts a hit whose handlers could not run. Exception context.
+    pub(crate) fn missed(&self) {
+        for &kp in self.clients() {
+            // SAFETY: as in `run_pre_handlers`.
+            unsafe { RkpKprobe::inc_nmissed(kp) };
+        }
+    }
+
+    /// Whether any client is enabled. Writer.
+    fn any_enabled(&self) -> bool {
+        self.clients()
+            .iter()
+            // SAFETY: registered clients are valid.
+            .any(|&kp| unsafe { RkpKprobe::flags(kp) } & flags::DISABLED == 0)
+    }
+}
+
+/// What the registration mutex protects.
+struct Registry {
+    /// Every point, for listing and teardown.
+    points: KVec<*mut Point>,
+    /// Whether probes are armed (`/sys/kernel/debug/rkprobes/enabled`).
+    enabled: bool,
+}
+
+// SAFETY: the raw pointers are to points owned by the registry, used only
+// with the registration mutex held.
+unsafe impl Send for Registry {}
+
+/// Where a probe goes, before it is registered.
+struct Target {
+    addr: usize,
+    func: usize,
+    module: *mut bindings::module,
+}
+
+/// The probe core: module-wide state.
+#[pin_data(PinnedDrop)]
+pub(crate) struct Core {
+    #[pin]
+    reg: Mutex<Registry>,
+    table: Table<Point>,
+    #[pin]
+    slots: SlotCache,
+    rt: Runtime,
+    ksyms: Kallsyms,
+    blacklist: Blacklist,
+    /// The architecture's hit-path state: per-CPU blocks, die notifiers.
+    #[pin]
+    pub(crate) arch: arch::ArchState,
+}
+
+/// The core, while the module's state exists; for the exported C functions.
+static CORE: AtomicPtr<Core> = AtomicPtr::new(core::ptr::null_mut());
+
+impl Core {
+    /// Builds the core. Process context, may sleep.
+    pub(crate) fn new(
+        ksyms: Kallsyms,
+        rt: Runtime,
+        blacklist: Blacklist,
+    ) -> Result<Pin<KBox<Self>>> {
+        let table = Table::new()?;
+        let core = KBox::try_pin_init(
+            try_pin_init!(Self {
+                reg <- new_mutex!(Registry { points: KVec::new(), enabled: true }, "rkprobes_reg"),
+                table,
+                slots <- SlotCache::new(rt),
+                rt,
+                ksyms,
+                blacklist,
+                arch <- arch::ArchState::new(),
+            }),
+            GFP_KERNEL,
+        )?;
+        core.arch.start()?;
+        CORE.store(
+            core::ptr::from_ref::<Self>(&core).cast_mut(),
+            Ordering::Release,
+        );
+        Ok(core)
+    }
+
+    /// The core, for the exported functions. `ENODEV` while rkprobes is
+    /// being unloaded.
+    pub(crate) fn get() -> Result<&'static Self> {
+        let p = CORE.load(Ordering::Acquire);
+        if p.is_null() {
+            return Err(ENODEV);
+        }
+        // SAFETY: `CORE` is set only while the pinned core is alive, and client
+        // modules, the only callers, keep rkprobes loaded while they call in.
+        Ok(unsafe { &*p })
+    }
+
+    /// The blacklist, for debugfs.
+    pub(crate) fn blacklist(&self) -> &Blacklist {
+        &self.blacklist
+    }
+
+    /// The kernel functions found at run time.
+    pub(crate) fn runtime(&self) -> &Runtime {
+        &self.rt
+    }
+
+    /// The slot cache.
+    pub(crate) fn slots(&self) -> &SlotCache {
+        &self.slots
+    }
+
+    /// The point at `addr`. Hit path (RCU read side) or writer.
+    pub(crate) fn lookup(&self, addr: usize) -> Option<&Point> {
+        self.table.lookup(addr)
+    }
+
+    /// Resolves where `kp` goes: `addr` or `symbol_name`, plus `offset`,
+    /// adjusted by the architecture (past ENDBR at a function entry). Checks
+    /// that the address may be probed. Process context.
+    ///
+    /// # Safety
+    ///
+    /// `kp` is valid.
+    unsafe fn target(&self, kp: *mut RkpKprobe) -> Result<Target> {
+        // SAFETY: the caller's contract.
+        let (addr, sym, offset) = unsafe { ((*kp).addr as usize, (*kp).symbol_name, (*kp).offset) };
+        if (addr != 0) != sym.is_null() {
+            return Err(EINVAL);
+        }
+        let mut buf = SymbolBuf::new()?;
+        let base = if sym.is_null() {
+            addr
+        } else {
+            // SAFETY: a non-null `symbol_name` is a NUL-terminated string.
+            let name = unsafe { CStr::from_char_ptr(sym) };
+            self.ksyms.lookup(&mut buf, name).ok_or(ENOENT)?
+        };
+        let addr = base.checked_add(offset as usize).ok_or(EINVAL)?;
+        let sym = buf.symbolise(addr).ok_or(ENOENT)?;
+        if crate::pure::ksym::is_preamble_symbol(sym.name) {
+            return Err(EINVAL);
+        }
+        let func = sym.start(addr as u64).ok_or(ENOENT)? as usize;
+        let size = sym.size as usize;
+        let addr = arch::adjust_addr(func, addr - func)?;
+        let module = self.check_address_safe(addr, func, size)?;
+        Ok(Target { addr, func, module })
+    }
+
+    /// The kernel's `check_kprobe_address_safe()`: kernel or module text,
+    /// not blacklisted, not a site another text patcher owns. Takes a
+    /// reference on the probed module, which it returns (null for vmlinux).
+    /// Process context.
+    fn check_address_safe(
+        &self,
+        addr: usize,
+        func: usize,
+        size: usize,
+    ) -> Result<*mut bindings::module> {
+        // SAFETY: `core_kernel_text` only compares the address with section
+        // bounds.
+        let core_text = unsafe { (self.rt.core_kernel_text)(addr as c_ulong) } != 0;
+        let mut module = core::ptr::null_mut();
+        if !core_text {
+            // SAFETY: `__module_text_address` requires preemption disabled,
+            // which the guard provides; a module found is pinned with a
+            // reference before preemption is enabled again.
+            unsafe {
+                crate::ffi::rkp_preempt_disable();
+                module = (self.rt.module_text_address)(addr as c_ulong);
+                let ok = !module.is_null() && bindings::try_module_get(module);
+                crate::ffi::rkp_preempt_enable();
+                if !ok {
+                    return Err(EINVAL);
+                }
+            }
+        }
+        let put = |m: *mut bindings::module| {
+            if !m.is_null() {
+                // SAFETY: the reference was taken above.
+                unsafe { bindings::module_put(m) };
+            }
+        };
+        let p = addr as *mut core::ffi::c_void;
+        // SAFETY: these queries read the kernel's site tables, which their
+        // owners keep stable for them.
+        let reserved = unsafe {
+            self.rt
+                .jump_label_text_reserved
+                .is_some_and(|f| f(p, p) != 0)
+                || self
+                    .rt
+                    .static_call_text_reserved
+                    .is_some_and(|f| f(p, p) != 0)
+        };
+        // SAFETY: `ftrace_location` only searches ftrace's sorted site tables.
+        let ftrace_site = unsafe {
+            self.rt
+                .ftrace_location
+                .is_some_and(|f| f(addr as c_ulong) == addr as c_ulong)
+        };
+        // An ftrace call site is patched by ftrace at any time; an int3 there
+        // would break it. The kernel without KPROBES_ON_FTRACE refuses it
+        // with -EINVAL too; probing through ftrace is still to be built.
+        if reserved
+            || ftrace_site
+            || addr >= func.saturating_add(size)
+            || self.blacklist.contains(addr)
+        {
+            put(module);
+            return Err(EINVAL);
+        }
+        Ok(module)
+    }
+
+    /// Registers `kps`, all or nothing, arming new points with one text
+    /// synchronisation. Process context, may sleep.
+    pub(crate) fn register_many(&self, kps: &[*mut RkpKprobe]) -> Result {
+        let mut reg = self.reg.lock();
+        let mut added: KVec<*mut RkpKprobe> = KVec::with_capacity(kps.len(), GFP_KERNEL)?;
+        let mut result = Ok(());
+        for &kp in kps {
+            // SAFETY: the caller passes valid probes.
+            match unsafe { self.register_one(&mut reg, kp) } {
+                Ok(()) => {
+                    // Cannot fail: capacity reserved.
+                    let _ = added.push(kp, GFP_KERNEL);
+                }
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            }
+        }
+        if result.is_err() {
+            // Never armed: unpublish and free what this call added.
+            self.unregister_locked(&mut reg, &added);
+            return result;
+        }
+        self.arm_points(&reg, &added);
+        Ok(())
+    }
+
+    /// Adds `kp` to a new or existing point, unarmed. Process context.
+    ///
+    /// # Safety
+    ///
+    /// `kp` is valid and stays allocated until unregistered.
+    unsafe fn register_one(&self, reg: &mut Registry, kp: *mut RkpKprobe) -> Result {
+        if kp.is_null() {
+            return Err(EINVAL);
+        }
+        // SAFETY: the caller's contract.
+        if unsafe { !(*kp).rkp_private.is_null() } {
+            // Already registered (the kernel's -EINVAL for re-registration).
+            return Err(EINVAL);
+        }
+        // SAFETY: the caller's contract.
+        let target = unsafe { self.target(kp) }?;
+        // Only DISABLED is the caller's to set.
+        // SAFETY: the caller's contract.
+        unsafe { RkpKprobe::update_flags(kp, 0, !flags::DISABLED) };
+        let point_ptr = match self.table.lookup(target.addr) {
+            Some(point) => {
+                let r = self.add_client(point, kp);
+                if !target.module.is_null() {
+                    // The point holds its own reference.
+                    // SAFETY: taken by `target`.
+                    unsafe { bindings::module_put(target.module) };
+                }
+                r?;
+                core::ptr::from_ref(point).cast_mut()
+            }
+            None => match self.new_point(reg, &target, kp) {
+                Ok(p) => p,
+                Err(e) => {
+                    if !target.module.is_null() {
+                        // SAFETY: taken by `target`.
+                        unsafe { bindings::module_put(target.module) };
+                    }
+                    return Err(e);
+                }
+            },
+        };
+        // SAFETY: the caller's contract; these fields are ours to write now.
+        unsafe {
+            (*kp).addr = target.addr as *mut _;
+            (*kp).rkp_private = point_ptr.cast();
+        }
+        Ok(())
+    }
+
+    /// Creates, prepares and publishes a point with one client. Writer.
+    fn new_point(&self, reg: &mut Registry, t: &Target, kp: *mut RkpKprobe) -> Result<*mut Point> {
+        reg.points.reserve(1, GFP_KERNEL)?;
+        let mut list = KVec::with_capacity(1, GFP_KERNEL)?;
+        list.push(kp, GFP_KERNEL)?;
+        let clients = KBox::into_raw(KBox::new(Clients { list }, GFP_KERNEL)?);
+        let free_clients = || {
+            // SAFETY: never published.
+            drop(unsafe { KBox::from_raw(clients) });
+        };
+        let insn = match arch::prepare(self, t.addr, t.func) {
+            Ok(i) => i,
+            Err(e) => {
+                free_clients();
+                return Err(e);
+            }
+        };
+        let point = match KBox::new(
+            Point {
+                addr: t.addr,
+                arch: insn,
+                clients: AtomicPtr::new(clients),
+                armed: AtomicBool::new(false),
+                module: t.module,
+            },
+            GFP_KERNEL,
+        ) {
+            Ok(p) => KBox::into_raw(p),
+            Err(e) => {
+                free_clients();
+                return Err(e.into());
+            }
+        };
+        // SAFETY: the registration mutex is held; the point lives until
+        // removed and reclaimed.
+        if let Err(e) = unsafe { self.table.insert(t.addr, point) } {
+            // SAFETY: never published.
+            let p = unsafe { KBox::from_raw(point) };
+            arch::release(&self.slots, &p.arch);
+            free_clients();
+            return Err(e);
+        }
+        // Cannot fail: reserved above.
+        let _ = reg.points.push(point, GFP_KERNEL);
+        Ok(point)
+    }
+
+    /// Publishes a client list with `kp` appended. Writer.
+    fn add_client(&self, point: &Point, kp: *mut RkpKprobe) -> Result {
+        let old = point.clients();
+        if old.contains(&kp) {
+            return Err(EINVAL);
+        }
+        let mut list = KVec::with_capacity(old.len() + 1, GFP_KERNEL)?;
+        list.extend_from_slice(old, GFP_KERNEL)?;
+        list.push(kp, GFP_KERNEL)?;
+        let new = KBox::into_raw(KBox::new(Clients { list }, GFP_KERNEL)?);
+        let old = point.clients.swap(new, Ordering::AcqRel);
+        // A hit in progress may still walk the old list.
+        // SAFETY: `synchronize_rcu` may be called in process context.
+        unsafe { bindings::synchronize_rcu() };
+        // SAFETY: unpublished and past a grace period.
+        drop(unsafe { KBox::from_raw(old) });
+        Ok(())
+    }
+
+    /// Arms every point of `kps` that should be and is not, with one
+    /// synchronisation. Writer.
+    fn arm_points(&self, reg: &Registry, kps: &[*mut RkpKprobe]) {
+        if !reg.enabled {
+            return;
+        }
+        let guard = TextGuard::lock(&self.rt);
+        let mut poked = false;
+        for &kp in kps {
+            // SAFETY: registered by this call, so `rkp_private` is its point.
+            let point = unsafe { &*(*kp).rkp_private.cast::<Point>() };
+            if !point.armed.load(Ordering::Relaxed) && point.any_enabled() {
+                // SAFETY: the point is published, so a hit finds it.
+                unsafe { arch::arm(&guard, point.addr, &point.arch) };
+                point.armed.store(true, Ordering::Relaxed);
+                poked = true;
+            }
+        }
+        if poked {
+            guard.sync();
+        }
+    }
+
+    /// Disarms `point` if armed; the caller syncs. Writer.
+    fn disarm(&self, guard: &TextGuard<'_>, point: &Point) -> bool {
+        if point.armed.swap(false, Ordering::Relaxed) {
+            // SAFETY: restores the original first byte at an armed point.
+            unsafe { arch::disarm(guard, point.addr, &point.arch) };
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Unregisters `kps`; returns when no CPU can be in their handlers or
+    /// slots any more. Process context, may sleep.
+    pub(crate) fn unregister_many(&self, kps: &[*mut RkpKprobe]) {
+        let mut reg = self.reg.lock();
+        self.unregister_locked(&mut reg, kps);
+    }
+
+    /// Removes each of `kps` from its point, disarming and unpublishing points
+    /// left without clients, then waits for one grace period and frees. Writer.
+    fn unregister_locked(&self, reg: &mut Registry, kps: &[*mut RkpKprobe]) {
+        // Old client lists and dead points, freed after the grace period.
+        let mut old_lists: KVec<*mut Clients> = KVec::new();
+        let mut dead: KVec<*mut Point> = KVec::new();
+        if old_lists.reserve(kps.len(), GFP_KERNEL).is_err()
+            || dead.reserve(kps.len(), GFP_KERNEL).is_err()
+        {
+            // Without room to remember what to free, unregister one at a time.
+            if kps.len() > 1 {
+                for kp in kps {
+                    self.unregister_locked(reg, core::slice::from_ref(kp));
+                }
+            }
+            return;
+        }
+        {
+            let guard = TextGuard::lock(&self.rt);
+            let mut poked = false;
+            for &kp in kps {
+                // SAFETY: the caller passes valid probes.
+                let point = unsafe { (*kp).rkp_private }.cast::<Point>();
+                if point.is_null() || !reg.points.contains(&point) {
+                    continue;
+                }
+                // SAFETY: a registered point is live until freed below.
+                let p = unsafe { &*point };
+                let remaining: usize = p.clients().iter().filter(|&&c| c != kp).count();
+                if remaining == 0 {
+                    poked |= self.disarm(&guard, p);
+                    // SAFETY: the registration mutex is held.
+                    let _ = unsafe { self.table.remove(p.addr) };
+                    if let Some(i) = reg.points.iter().position(|&q| q == point) {
+                        crate::vec::swap_remove(&mut reg.points, i);
+                    }
+                    let _ = dead.push(point, GFP_KERNEL);
+                } else if let Ok(mut list) = KVec::with_capacity(remaining, GFP_KERNEL) {
+                    for &c in p.clients().iter().filter(|&&c| c != kp) {
+                        let _ = list.push(c, GFP_KERNEL);
+                    }
+                    match KBox::new(Clients { list }, GFP_KERNEL) {
+                        Ok(b) => {
+                            let old = p.clients.swap(KBox::into_raw(b), Ordering::AcqRel);
+                            let _ = old_lists.push(old, GFP_KERNEL);
+                        }
+                        Err(_) => continue,
+                    }
+                    if !p.any_enabled() {
+                        poked |= self.disarm(&guard, p);
+                    }
+                } else {
+                    continue;
+                }
+                // SAFETY: the caller's probe; it is no longer registered.
+                unsafe { (*kp).rkp_private = core::ptr::null_mut() };
+            }
+            if poked {
+                guard.sync();
+            }
+        }
+        // No CPU can be in a handler, or single-stepping in a slot (it does so
+        // with interrupts off), of what was unpublished above after this.
+        // SAFETY: process context.
+        unsafe { bindings::synchronize_rcu() };
+        // SAFETY: the registration mutex is held and a grace period passed.
+        unsafe { self.table.reclaim() };
+        for old in old_lists {
+            // SAFETY: unpublished and past a grace period.
+            drop(unsafe { KBox::from_raw(old) });
+        }
+        for point in dead {
+            // SAFETY: unpublished and past a grace period.
+            let p = unsafe { KBox::from_raw(point) };
+            arch::release(&self.slots, &p.arch);
+            // SAFETY: the type invariant: the only remaining pointer to the list.
+            drop(unsafe { KBox::from_raw(p.clients.load(Ordering::Relaxed)) });
+            if !p.module.is_null() {
+                // SAFETY: the point's reference.
+                unsafe { bindings::module_put(p.module) };
+            }
+        }
+    }
+
+    /// `rkp_enable_kprobe`/`rkp_disable_kprobe`. Process context.
+    pub(crate) fn set_enabled(&self, kp: *mut RkpKprobe, enable: bool) -> Result {
+        let reg = self.reg.lock();
+        // SAFETY: the caller passes a valid probe.
+        let point = unsafe { (*kp).rkp_private }.cast::<Point>();
+        if point.is_null() || !reg.points.contains(&point) {
+            return Err(EINVAL);
+        }
+        // SAFETY: a registered point is live while the mutex is held.
+        let p = unsafe { &*point };
+        // SAFETY: a registered probe.
+        if unsafe { RkpKprobe::flags(kp) } & flags::GONE != 0 {
+            return Err(EINVAL);
+        }
+        let (set, clear) = if enable {
+            (0, flags::DISABLED)
+        } else {
+            (flags::DISABLED, 0)
+        };
+        // SAFETY: a registered probe.
+        unsafe { RkpKprobe::update_flags(kp, set, clear) };
+        if enable {
+            self.arm_points(&reg, &[kp]);
+        } else if !p.any_enabled() {
+            let guard = TextGuard::lock(&self.rt);
+            if self.disarm(&guard, p) {
+                guard.sync();
+            }
+        }
+        Ok(())
+    }
+
+    /// Arms or disarms every point (`/sys/kernel/debug/rkprobes/enabled`).
+    /// Process context.
+    pub(crate) fn set_all_armed(&self, on: bool) {
+        let mut reg = self.reg.lock();
+        if reg.enabled == on {
+            return;
+        }
+        reg.enabled = on;
+        let guard = TextGuard::lock(&self.rt);
+        for &point in reg.points.iter() {
+            // SAFETY: registered points are live while the mutex is held.
+            let p = unsafe { &*point };
+            if on && !p.armed.load(Ordering::Relaxed) && p.any_enabled() {
+                // SAFETY: a published point.
+                unsafe { arch::arm(&guard, p.addr, &p.arch) };
+                p.armed.store(true, Ordering::Relaxed);
+            } else if !on {
+                self.disarm(&guard, p);
+            }
+        }
+        guard.sync();
+    }
+
+    /// Reads the first `buf.len()` original bytes at `addr`, as they were
+    /// before any probe of rkprobes patched them. Process context.
+    pub(crate) fn read_original(&self, addr: usize, buf: &mut [u8]) -> Result {
+        text::read(addr, buf)?;
+        for (i, b) in buf.iter_mut().enumerate() {
+            if let Some(p) = addr.checked_add(i).and_then(|a| self.table.lookup(a)) {
+                *b = p.arch.orig_byte();
+            }
+        }
+        Ok(())
+    }
+}
+
+#[pinned_drop]
+impl PinnedDrop for Core {
+    fn drop(self: Pin<&mut Self>) {
+        CORE.store(core::ptr::null_mut(), Ordering::Release);
+        // Client modules depend on rkprobes, so none is loaded now; probes of
+        // the events interface are gone with it. Whatever is left is removed
+        // so that the original bytes are back before the module's text goes.
+        let points: KVec<*mut RkpKprobe> = {
+            let reg = self.reg.lock();
+            let mut v = KVec::new();
+            for &p in reg.points.iter() {
+                // SAFETY: registered points are live while the mutex is held.
+                for &kp in unsafe { &*p }.clients() {
+                    let _ = v.push(kp, GFP_KERNEL);
+                }
+            }
+            v
+        };
+        if !points.is_empty() {
+            pr_warn!(
+                "{} probes still registered at unload; removing them\n",
+                points.len()
+            );
+            self.unregister_many(&points);
+        }
+        self.arch.stop();
+    }
+}
+
+/// `/sys/kernel/debug/rkprobes/enabled`: arms (1) or disarms (0) every probe,
+/// as the kernel's `kprobes/enabled`.
+pub(crate) struct EnabledFile;
+
+impl Show for EnabledFile {
+    type Data = Core;
+
+    fn show(core: &Core, out: &mut SeqFile) -> Result {
+        let _ = writeln!(out, "{}", u8::from(core.reg.lock().enabled));
+        Ok(())
+    }
+}
+
+impl Store for EnabledFile {
+    fn store(core: &Core, input: &[u8]) -> Result {
+        let mut s = [0u8; 8];
+        let n = input.len().min(s.len() - 1);
+        s.get_mut(..n)
+            .ok_or(EINVAL)?
+            .copy_from_slice(input.get(..n).ok_or(EINVAL)?);
+        let mut on = false;
+        // SAFETY: `s` is NUL-terminated; `kstrtobool` parses it as the
+        // kernel's own file does (y/n/1/0/on/off).
+        kernel::error::to_result(unsafe { bindings::kstrtobool(s.as_ptr().cast(), &mut on) })?;
+        core.set_all_armed(on);
+        Ok(())
+    }
+}
+
+/// `/sys/kernel/debug/rkprobes/list`.
+pub(crate) struct ListFile;
+
+impl Show for ListFile {
+    type Data = Core;
+
+    /// The format of the kernel's `kprobes/list`: address, type,
+    /// symbol+offset, module, flags.
+    fn show(core: &Core, out: &mut SeqFile) -> Result {
+        let mut buf = SymbolBuf::new()?;
+        let reg = core.reg.lock();
+        for &point in reg.points.iter() {
+            // SAFETY: registered points are live while the mutex is held.
+            let p = unsafe { &*point };
+            for &kp in p.clients() {
+                // SAFETY: registered clients are valid.
+                let f = unsafe { RkpKprobe::flags(kp) };
+                let _ = write!(out, "{:016x}  k  ", p.addr);
+                let _ = match buf.symbolise(p.addr) {
+                    Some(s) => write!(
+                        out,
+                        "{}+0x{:x}  {} ",
+                        s.name,
+                        s.offset,
+                        s.module.unwrap_or(" ")
+                    ),
+                    None => write!(out, "0x{:x} ", p.addr),
+                };
+                let _ = writeln!(
+                    out,
+                    "{}{}{}{}",
+                    if f & flags::GONE != 0 { "[GONE]" } else { "" },
+                    if f & flags::DISABLED != 0 && f & flags::GONE == 0 {
+                        "[DISABLED]"
+                    } else {
+                        ""
+                    },
+                    if f & flags::OPTIMIZED != 0 {
+                        "[OPTIMIZED]"
+                    } else {
+                        ""
+                    },
+                    if f & flags::FTRACE != 0 {
+                        "[FTRACE]"
+                    } else {
+                        ""
+                    },
+                );
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,172 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Out-of-line instruction slots.
+//!
+//! A probed instruction is copied into a slot in an executable page, where
+//! it is single-stepped (or run and followed by a jump back, when boosted).
+//! Pages come from `execmem_alloc(EXECMEM_KPROBES)`, which places them within
+//! ±2 GiB of kernel and module text so that RIP-relative operands and rel32
+//! jumps can reach back, and are made read-only and executable at once; slot
+//! contents are then written with `text_poke()` like any other text.
+//!
+//! A slot is freed only after every CPU has left it: the probe core frees it
+//! after the synchronisation of unregistration, never from a probe hit.
+//!
+//! Lock order: the cache's mutex is taken before `text_mutex`.
+
+use crate::{runtime::Runtime, text::TextGuard};
+use kernel::{ffi::c_ulong, new_mutex, prelude::*, sync::Mutex};
+
+/// Size of a slot: the longest x86 instruction (15 bytes) plus a rel32 jump
+/// back (5 bytes), rounded up to keep slots 16-byte aligned.
+pub(crate) const SLOT_SIZE: usize = 32;
+const PAGE_SIZE: usize = 4096;
+const SLOTS_PER_PAGE: usize = PAGE_SIZE / SLOT_SIZE;
+
+/// One executable page and which of its slots are in use.
+#[derive(Clone, Copy)]
+struct SlotPage {
+    base: usize,
+    used: [bool; SLOTS_PER_PAGE],
+    nused: usize,
+}
+
+/// An allocated slot: `SLOT_SIZE` executable bytes at `addr`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Slot {
+    /// Address of the slot's first byte.
+    pub(crate) addr: usize,
+}
+
+/// The slot allocator.
+#[pin_data(PinnedDrop)]
+pub(crate) struct SlotCache {
+    #[pin]
+    pages: Mutex<KVec<SlotPage>>,
+    rt: Runtime,
+}
+
+impl SlotCache {
+    /// A cache with no pages yet.
+    pub(crate) fn new(rt: Runtime) -> impl PinInit<Self> {
+        pin_init!(Self {
+            pages <- new_mutex!(KVec::new(), "rkprobes_slots"),
+            rt,
+        })
+    }
+
+    /// Allocates a slot, filled with int3 until [`SlotCache::write`].
+    /// Process context, may sleep.
+    pub(crate) fn alloc(&self) -> Result<Slot> {
+        let mut pages = self.pages.lock();
+        let found = pages.iter_mut().find_map(|p| {
+            let i = p.used.iter().position(|u| !*u)?;
+            Some((p, i))
+        });
+        let (page, index) = match found {
+            Some(f) => f,
+            None => {
+                let base = self.new_page()?;
+                let page = SlotPage {
+                    base,
+                    used: [false; SLOTS_PER_PAGE],
+                    nused: 0,
+                };
+                if let Err(e) = pages.push(page, GFP_KERNEL) {
+                    self.free_page(base);
+                    return Err(e.into());
+                }
+                (pages.last_mut().ok_or(ENOMEM)?, 0)
+            }
+        };
+        let addr = page.base + index * SLOT_SIZE;
+        if let Some(u) = page.used.get_mut(index) {
+            *u = true;
+        }
+        page.nused += 1;
+        Ok(Slot { addr })
+    }
+
+    /// Writes `code` at the start of `slot`, which no CPU may run yet, and
+    /// makes every CPU see it. Process context, may sleep.
+    pub(crate) fn write(&self, slot: Slot, code: &[u8]) -> Result {
+        if code.len() > SLOT_SIZE {
+            return Err(EINVAL);
+        }
+        let guard = TextGuard::lock(&self.rt);
+        // SAFETY: the slot is ours and not published, so no CPU executes it;
+        // it lies in an executable page of this cache.
+        unsafe { guard.poke(slot.addr, code) };
+        guard.sync();
+        Ok(())
+    }
+
+    /// Frees `slot`, and its page when that was its last slot.
+    ///
+    /// The caller guarantees that no CPU executes in the slot any more (the
+    /// probe was unpublished and the grace period that follows has passed).
+    /// Process context, may sleep.
+    pub(crate) fn free(&self, slot: Slot) {
+        let mut pages = self.pages.lock();
+        let Some(pos) = pages
+            .iter()
+            .position(|p| p.base <= slot.addr && slot.addr < p.base + PAGE_SIZE)
+        else {
+            pr_err!("freeing a slot that is not ours: {:#x}\n", slot.addr);
+            return;
+        };
+        let Some(page) = pages.get_mut(pos) else {
+            return;
+        };
+        let index = (slot.addr - page.base) / SLOT_SIZE;
+        if let Some(used) = page.used.get_mut(index) {
+            if *used {
+                *used = false;
+                page.nused -= 1;
+            }
+        }
+        if page.nused == 0 {
+            let base = page.base;
+            crate::vec::swap_remove(&mut pages, pos);
+            self.free_page(base);
+        }
+    }
+
+    /// Allocates an executable page filled with int3. May sleep.
+    fn new_page(&self) -> Result<usize> {
+        // SAFETY: `execmem_alloc` may be called in process context with any
+        // type and size.
+        let page = unsafe { (self.rt.execmem_alloc)(crate::runtime::EXECMEM_KPROBES, PAGE_SIZE) };
+        if page.is_null() {
+            return Err(ENOMEM);
+        }
+        // Filled while still writable: a stray jump into an unused slot traps.
+        // SAFETY: `page` is a fresh, writable allocation of `PAGE_SIZE` bytes.
+        unsafe { core::ptr::write_bytes(page.cast::<u8>(), 0xcc, PAGE_SIZE) };
+        // SAFETY: `page` is a page-aligned execmem allocation of one page.
+        let ret = unsafe { (self.rt.set_memory_rox)(page as c_ulong, 1) };
+        if ret != 0 {
+            // SAFETY: allocated above and never published.
+            unsafe { (self.rt.execmem_free)(page) };
+            return Err(Error::from_errno(ret));
+        }
+        Ok(page as usize)
+    }
+
+    /// Frees a page that has no slot in use.
+    fn free_page(&self, base: usize) {
+        // SAFETY: `base` came from `execmem_alloc` and no slot of it is in use,
+        // so no CPU can execute in it.
+        unsafe { (self.rt.execmem_free)(base as *mut _) };
+    }
+}
+
+#[pinned_drop]
+impl PinnedDrop for SlotCache {
+    fn drop(self: Pin<&mut Self>) {
+        let pages = self.pages.lock();
+        for page in pages.iter() {
+            self.free_page(page.base);
+        }
+    }
+}

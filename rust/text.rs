@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Reading and patching kernel text.
+//!
+//! Kernel and module text is read-only, so rkprobes writes it the way the
+//! kernel's kprobes do: `text_poke()` with `text_mutex` held, then
+//! `text_poke_sync()` so that no CPU keeps executing a stale copy. Writing a
+//! single byte (the int3) is atomic with respect to instruction fetch, which
+//! is why arming and disarming a probe needs no stop_machine. A batch of pokes
+//! shares one sync: [`TextGuard::poke`] any number of times, then
+//! [`TextGuard::sync`] once.
+//!
+//! Lock order: `text_mutex` is taken after rkprobes' own registration mutex
+//! and never the other way round; nothing that holds it sleeps on anything of
+//! rkprobes.
+
+use crate::runtime::Runtime;
+use kernel::{bindings, prelude::*};
+
+/// Reads `buf.len()` bytes of kernel memory at `addr`, without faulting.
+///
+/// Fails with `EFAULT` when the memory cannot be read. Any context.
+pub(crate) fn read(addr: usize, buf: &mut [u8]) -> Result {
+    // SAFETY: `buf` is valid for writes of its length; `copy_from_kernel_nofault`
+    // checks the source and returns an error instead of faulting.
+    let ret = unsafe {
+        bindings::copy_from_kernel_nofault(buf.as_mut_ptr().cast(), addr as *const _, buf.len())
+    };
+    if ret == 0 {
+        Ok(())
+    } else {
+        Err(EFAULT)
+    }
+}
+
+/// `text_mutex`, held.
+///
+/// # Invariants
+///
+/// The current task holds `rt.text_mutex` until the guard drops.
+pub(crate) struct TextGuard<'a> {
+    rt: &'a Runtime,
+}
+
+impl<'a> TextGuard<'a> {
+    /// Takes `text_mutex`. Process context, may sleep.
+    pub(crate) fn lock(rt: &'a Runtime) -> Self {
+        // SAFETY: `text_mutex` is the kernel's (the invariant of `Runtime`).
+        unsafe { bindings::mutex_lock(rt.text_mutex) };
+        // INVARIANT: locked just above.
+        Self { rt }
+    }
+
+    /// Writes `bytes` at `addr` in kernel or module text, or in an executable
+    /// page of rkprobes. Other CPUs may run stale instructions until
+    /// [`TextGuard::sync`].
+    ///
+    /// # Safety
+    ///
+    /// `addr..addr + bytes.len()` is mapped text that no CPU can be executing
+    /// in a way that a partial write breaks: either one byte at an instruction
+    /// boundary (int3 in, or the original byte back), or memory that no CPU
+    /// can reach yet (a slot not yet published).
+    pub(crate) unsafe fn poke(&self, addr: usize, bytes: &[u8]) {
+        // SAFETY: `text_mutex` is held (type invariant); the caller guarantees
+        // the target is mapped text that may be written this way.
+        unsafe { (self.rt.text_poke)(addr as *mut _, bytes.as_ptr().cast(), bytes.len()) };
+    }
+
+    /// Makes every CPU see the pokes done so far (IPIs every CPU). May sleep.
+    pub(crate) fn sync(&self) {
+        // SAFETY: `text_poke_sync` has no preconditions beyond process context.
+        unsafe { (self.rt.text_poke_sync)() };
+    }
+}
+
+impl Drop for TextGuard<'_> {
+    fn drop(&mut self) {
+        // SAFETY: held since `lock` (type invariant).
+        unsafe { bindings::mutex_unlock(self.rt.text_mutex) };
+    }
+}

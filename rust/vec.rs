@@ -1,0 +1,19 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! What rkprobes needs of `KVec` beyond the 6.12 kernel crate's API.
+
+use kernel::prelude::*;
+
+/// Removes element `i` by moving the last element into its place; returns it.
+///
+/// Only for `Copy` elements, so that shortening the vector drops nothing.
+pub(crate) fn swap_remove<T: Copy>(v: &mut KVec<T>, i: usize) -> Option<T> {
+    let last = v.len().checked_sub(1)?;
+    let slice = v.as_mut_slice();
+    let item = *slice.get(i)?;
+    slice.swap(i, last);
+    // SAFETY: `last < len`, and the element past the new length is a `Copy`
+    // value that needs no drop.
+    unsafe { v.set_len(last) };
+    Some(item)
+}

@@ -1,0 +1,195 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! rkp_sweep: a probe at every offset 0..255 of a function, checked against
+//! the kernel's own kprobes.
+//!
+//! At load, for each offset of `symbol=NAME` (below the function's size),
+//! the kernel's `register_kprobe()` is tried first (and the probe removed
+//! again), then rkprobes'; both answers are printed. rkprobes' probes stay
+//! registered, all at once, until the module is unloaded, so that whatever
+//! the guest test does next hits them. At unload the function's bytes are
+//! compared with those read before the first probe.
+//!
+//! Output lines (`rkp_sweep: ...`) are parsed by tools/testing/guest/.
+
+use core::sync::atomic::{AtomicU64, Ordering};
+use kernel::prelude::*;
+
+#[path = "../../../rust/client/mod.rs"]
+pub mod rkprobes;
+
+use rkprobes::{read_kernel, Action, Kprobe, KprobeHandler, ProbeInfo, Regs, Target};
+
+module! {
+    type: RkpSweep,
+    name: "rkp_sweep",
+    author: "rkprobes developers",
+    description: "rkprobes test: probes at every offset of a function",
+    license: "GPL",
+}
+
+string_param!(SYMBOL, "symbol", "kernel_clone", 128);
+
+const OFFSETS: usize = 256;
+/// Bytes compared before and after: every probed byte and the longest
+/// instruction that can start at the last offset.
+const SPAN: usize = OFFSETS + 16;
+
+static HITS: AtomicU64 = AtomicU64::new(0);
+
+struct Count;
+
+impl KprobeHandler for Count {
+    const HAS_POST: bool = true;
+
+    fn pre(&self, _p: &ProbeInfo, _regs: &mut Regs) -> Action {
+        HITS.fetch_add(1, Ordering::Relaxed);
+        Action::Continue
+    }
+}
+
+/// The kernel's own `register_kprobe()`, through a `struct kprobe` laid out by
+/// hand (6.12's `include/linux/kprobes.h`): hlist (16 bytes), list (16),
+/// nmissed, addr at 40, symbol_name at 48, offset at 56. The layout is
+/// checked on every success: the kernel writes the probed address back.
+#[cfg(CONFIG_KPROBES)]
+mod native {
+    use kernel::ffi::{c_char, c_int, c_void};
+
+    extern "C" {
+        fn register_kprobe(p: *mut c_void) -> c_int;
+        fn unregister_kprobe(p: *mut c_void);
+    }
+
+    #[repr(C, align(8))]
+    struct RawKprobe([u8; 256]);
+
+    /// Registers and unregisters a native probe at `sym+offset`; returns the
+    /// error, or the address the kernel chose.
+    pub(crate) fn try_probe(sym: *const c_char, offset: u32) -> Result<usize, i32> {
+        let mut kp = RawKprobe([0; 256]);
+        let base = kp.0.as_mut_ptr();
+        // SAFETY: the offsets are inside the buffer and aligned for the
+        // fields written; the buffer outlives the registration.
+        unsafe {
+            base.add(48).cast::<*const c_char>().write(sym);
+            base.add(56).cast::<u32>().write(offset);
+            let ret = register_kprobe(base.cast());
+            if ret != 0 {
+                return Err(ret);
+            }
+            let addr = base.add(40).cast::<usize>().read();
+            unregister_kprobe(base.cast());
+            Ok(addr)
+        }
+    }
+}
+
+struct RkpSweep {
+    probes: KVec<Pin<KBox<Kprobe<Count>>>>,
+    func: usize,
+    before: KBox<[u8; SPAN]>,
+}
+
+/// Reads `SPAN` bytes at `addr`.
+fn read_span(addr: usize, out: &mut [u8; SPAN]) -> Result {
+    for (i, b) in out.iter_mut().enumerate() {
+        *b = read_kernel::<u8>(addr + i)?;
+    }
+    Ok(())
+}
+
+impl kernel::Module for RkpSweep {
+    fn init(_module: &'static ThisModule) -> Result<Self> {
+        let sym = SYMBOL.get();
+        let name = sym.to_str().unwrap_or("?");
+        // Where the function starts: the first probe that registers at an
+        // offset past any ENDBR tells (its address is the start plus offset).
+        let mut func = None;
+        for off in 5..64u32 {
+            let mut p = KBox::pin_init(Kprobe::new(Target::Symbol(sym, off), Count), GFP_KERNEL)?;
+            if p.as_mut().register().is_ok() {
+                func = Some(p.addr() - off as usize);
+                break;
+            }
+        }
+        let func = func.ok_or(EINVAL)?;
+        let mut before = KBox::new([0u8; SPAN], GFP_KERNEL)?;
+        read_span(func, &mut before)?;
+        // The kernel's answers first, on text without rkprobes' int3s (each of
+        // its probes is removed before the next is tried).
+        let mut natives = KVec::with_capacity(OFFSETS, GFP_KERNEL)?;
+        for _off in 0..OFFSETS as u32 {
+            #[cfg(CONFIG_KPROBES)]
+            let native = native::try_probe(sym.as_char_ptr(), _off);
+            #[cfg(not(CONFIG_KPROBES))]
+            let native: core::result::Result<usize, i32> = Err(0);
+            natives.push(native, GFP_KERNEL)?;
+        }
+        let mut probes = KVec::with_capacity(OFFSETS, GFP_KERNEL)?;
+        let (mut accepted, mut mismatches) = (0, 0);
+        for (off, &native) in natives.iter().enumerate() {
+            let off = off as u32;
+            let mut p = KBox::pin_init(Kprobe::new(Target::Symbol(sym, off), Count), GFP_KERNEL)?;
+            let ours = p.as_mut().register().map_err(|e| e.to_errno());
+            let ours = match ours {
+                Ok(()) => {
+                    accepted += 1;
+                    let a = p.addr();
+                    probes.push(p, GFP_KERNEL)?;
+                    Ok(a)
+                }
+                Err(e) => Err(e),
+            };
+            let show = |r: &core::result::Result<usize, i32>| match r {
+                Ok(a) => a.wrapping_sub(func) as i64,
+                Err(e) => i64::from(*e) * 10000,
+            };
+            if cfg!(CONFIG_KPROBES) && ours != native {
+                mismatches += 1;
+                // The five bytes where the kernel put its probe (else at the
+                // offset), to tell ftrace's NOP call sites.
+                let at = native.unwrap_or(func + off as usize);
+                let mut b = [0u8; 5];
+                for (i, x) in b.iter_mut().enumerate() {
+                    *x = read_kernel(at + i).unwrap_or(0);
+                }
+                pr_info!(
+                    "mismatch {} +{}: native {} rkprobes {} bytes {:02x?}\n",
+                    name,
+                    off,
+                    show(&native),
+                    show(&ours),
+                    b
+                );
+            }
+        }
+        pr_info!(
+            "swept {}: {} offsets accepted by rkprobes, {} differ from the kernel's kprobes\n",
+            name,
+            accepted,
+            mismatches
+        );
+        Ok(RkpSweep {
+            probes,
+            func,
+            before,
+        })
+    }
+}
+
+impl Drop for RkpSweep {
+    fn drop(&mut self) {
+        let n = self.probes.len();
+        // Unregister every probe before comparing.
+        drop(core::mem::replace(&mut self.probes, KVec::new()));
+        let mut after = [0u8; SPAN];
+        let same = read_span(self.func, &mut after).is_ok() && after == *self.before;
+        pr_info!(
+            "unloaded {} probes after {} hits; bytes restored: {}\n",
+            n,
+            HITS.load(Ordering::Relaxed),
+            if same { "yes" } else { "NO" }
+        );
+    }
+}
