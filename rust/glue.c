@@ -39,3 +39,53 @@ EXPORT_SYMBOL_GPL(rkp_register_kprobes);
 EXPORT_SYMBOL_GPL(rkp_unregister_kprobes);
 EXPORT_SYMBOL_GPL(rkp_enable_kprobe);
 EXPORT_SYMBOL_GPL(rkp_disable_kprobe);
+
+#ifdef CONFIG_DYNAMIC_FTRACE_WITH_REGS
+#include <linux/ftrace.h>
+#include <linux/irqflags.h>
+
+/*
+ * Probes at ftrace call sites go through ftrace: one ftrace_ops, filtered
+ * to the probed sites. The callback only adapts ftrace's calling convention
+ * (registers, recursion protection, interrupts off for rkprobes' per-CPU
+ * state) and calls rkp_ftrace_hit() in rust/arch/x86/ftrace.rs.
+ */
+static notrace void rkp_ftrace_func(unsigned long ip, unsigned long parent_ip,
+				    struct ftrace_ops *op,
+				    struct ftrace_regs *fregs)
+{
+	struct pt_regs *regs = ftrace_get_regs(fregs);
+	unsigned long flags;
+	int bit;
+
+	bit = ftrace_test_recursion_trylock(ip, parent_ip);
+	if (bit < 0)
+		return;
+	if (regs) {
+		local_irq_save(flags);
+		rkp_ftrace_hit(ip, regs);
+		local_irq_restore(flags);
+	}
+	ftrace_test_recursion_unlock(bit);
+}
+
+static struct ftrace_ops rkp_ftrace_ops = {
+	.func = rkp_ftrace_func,
+	.flags = FTRACE_OPS_FL_SAVE_REGS | FTRACE_OPS_FL_IPMODIFY,
+};
+
+int rkp_ftrace_filter_ip(unsigned long ip, int remove)
+{
+	return ftrace_set_filter_ip(&rkp_ftrace_ops, ip, remove, 0);
+}
+
+int rkp_ftrace_register(void)
+{
+	return register_ftrace_function(&rkp_ftrace_ops);
+}
+
+int rkp_ftrace_unregister(void)
+{
+	return unregister_ftrace_function(&rkp_ftrace_ops);
+}
+#endif /* CONFIG_DYNAMIC_FTRACE_WITH_REGS */

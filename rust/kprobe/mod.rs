@@ -143,6 +143,9 @@ struct Registry {
     points: KVec<*mut Point>,
     /// Whether probes are armed (`/sys/kernel/debug/rkprobes/enabled`).
     enabled: bool,
+    /// Points armed through ftrace; rkprobes' ftrace_ops is registered while
+    /// this is non-zero (an ops with an empty filter would trace everything).
+    ftrace_armed: usize,
 }
 
 // SAFETY: the raw pointers are to points owned by the registry, used only
@@ -154,6 +157,8 @@ struct Target {
     addr: usize,
     func: usize,
     module: *mut bindings::module,
+    /// An ftrace call site, probed through ftrace.
+    ftrace: bool,
 }
 
 /// The probe core: module-wide state.
@@ -185,7 +190,7 @@ impl Core {
         let table = Table::new()?;
         let core = KBox::try_pin_init(
             try_pin_init!(Self {
-                reg <- new_mutex!(Registry { points: KVec::new(), enabled: true }, "rkprobes_reg"),
+                reg <- new_mutex!(Registry { points: KVec::new(), enabled: true, ftrace_armed: 0 }, "rkprobes_reg"),
                 table,
                 slots <- SlotCache::new(rt),
                 rt,
@@ -264,8 +269,18 @@ impl Core {
         let func = sym.start(addr as u64).ok_or(ENOENT)? as usize;
         let size = sym.size as usize;
         let addr = arch::adjust_addr(func, addr - func)?;
+        let ftrace = self.is_ftrace_site(addr);
+        // An int3 on an ftrace call site would break ftrace's own patching.
+        if ftrace && !arch::FTRACE_PROBES {
+            return Err(EINVAL);
+        }
         let module = self.check_address_safe(addr, func, size)?;
-        Ok(Target { addr, func, module })
+        Ok(Target {
+            addr,
+            func,
+            module,
+            ftrace,
+        })
     }
 
     /// The kernel's `check_kprobe_address_safe()`: kernel or module text,
@@ -314,20 +329,7 @@ impl Core {
                     .static_call_text_reserved
                     .is_some_and(|f| f(p, p) != 0)
         };
-        // SAFETY: `ftrace_location` only searches ftrace's sorted site tables.
-        let ftrace_site = unsafe {
-            self.rt
-                .ftrace_location
-                .is_some_and(|f| f(addr as c_ulong) == addr as c_ulong)
-        };
-        // An ftrace call site is patched by ftrace at any time; an int3 there
-        // would break it. The kernel without KPROBES_ON_FTRACE refuses it
-        // with -EINVAL too; probing through ftrace is still to be built.
-        if reserved
-            || ftrace_site
-            || addr >= func.saturating_add(size)
-            || self.blacklist.contains(addr)
-        {
+        if reserved || addr >= func.saturating_add(size) || self.blacklist.contains(addr) {
             put(module);
             return Err(EINVAL);
         }
@@ -358,7 +360,7 @@ impl Core {
             self.unregister_locked(&mut reg, &added);
             return result;
         }
-        self.arm_points(&reg, &added);
+        self.arm_points(&mut reg, &added);
         Ok(())
     }
 
@@ -407,6 +409,9 @@ impl Core {
         unsafe {
             (*kp).addr = target.addr as *mut _;
             (*kp).rkp_private = point_ptr.cast();
+            if target.ftrace {
+                RkpKprobe::update_flags(kp, flags::FTRACE, 0);
+            }
         }
         Ok(())
     }
@@ -421,7 +426,7 @@ impl Core {
             // SAFETY: never published.
             drop(unsafe { KBox::from_raw(clients) });
         };
-        let insn = match arch::prepare(self, t.addr, t.func) {
+        let insn = match arch::prepare(self, t.addr, t.func, t.ftrace) {
             Ok(i) => i,
             Err(e) => {
                 free_clients();
@@ -477,37 +482,84 @@ impl Core {
         Ok(())
     }
 
-    /// Arms every point of `kps` that should be and is not, with one
-    /// synchronisation. Writer.
-    fn arm_points(&self, reg: &Registry, kps: &[*mut RkpKprobe]) {
+    /// Arms every point of `kps` that should be and is not. Writer.
+    fn arm_points(&self, reg: &mut Registry, kps: &[*mut RkpKprobe]) {
         if !reg.enabled {
             return;
         }
-        let guard = TextGuard::lock(&self.rt);
-        let mut poked = false;
+        let mut todo: KVec<*const Point> = KVec::new();
         for &kp in kps {
-            // SAFETY: registered by this call, so `rkp_private` is its point.
-            let point = unsafe { &*(*kp).rkp_private.cast::<Point>() };
-            if !point.armed.load(Ordering::Relaxed) && point.any_enabled() {
-                // SAFETY: the point is published, so a hit finds it.
-                unsafe { arch::arm(&guard, point.addr, &point.arch) };
-                point.armed.store(true, Ordering::Relaxed);
-                poked = true;
+            // SAFETY: a registered probe's `rkp_private` is its point.
+            let point = unsafe { (*kp).rkp_private.cast::<Point>() };
+            // SAFETY: registered points are live while the mutex is held.
+            let p = unsafe { &*point };
+            if !p.armed.load(Ordering::Relaxed)
+                && p.any_enabled()
+                && !todo.contains(&point.cast_const())
+            {
+                if todo.push(point, GFP_KERNEL).is_err() {
+                    // Arm what fits; the rest stays registered but unarmed,
+                    // which the caller's probe sees as not firing.
+                    break;
+                }
             }
         }
-        if poked {
-            guard.sync();
-        }
+        self.set_armed(reg, &todo, true);
     }
 
-    /// Disarms `point` if armed; the caller syncs. Writer.
-    fn disarm(&self, guard: &TextGuard<'_>, point: &Point) -> bool {
-        if point.armed.swap(false, Ordering::Relaxed) {
-            // SAFETY: restores the original first byte at an armed point.
-            unsafe { arch::disarm(guard, point.addr, &point.arch) };
-            true
-        } else {
-            false
+    /// Arms or disarms `points` (each in the other state): int3 sites with
+    /// one text synchronisation for the batch, ftrace sites through ftrace
+    /// (which patches text itself, so not under `text_mutex`). Writer.
+    fn set_armed(&self, reg: &mut Registry, points: &[*const Point], on: bool) {
+        let pts = || {
+            points.iter().map(|&p| {
+                // SAFETY: the points are registered and live while the mutex
+                // is held.
+                unsafe { &*p }
+            })
+        };
+        if pts().any(|p| !p.arch.is_ftrace()) {
+            let guard = TextGuard::lock(&self.rt);
+            for p in pts().filter(|p| !p.arch.is_ftrace()) {
+                if p.armed.swap(on, Ordering::Relaxed) != on {
+                    // SAFETY: the point is published in the table (a hit finds
+                    // it) and was in the opposite state.
+                    unsafe {
+                        if on {
+                            arch::arm(&guard, p.addr, &p.arch)
+                        } else {
+                            arch::disarm(&guard, p.addr, &p.arch)
+                        }
+                    };
+                }
+            }
+            guard.sync();
+        }
+        for p in pts().filter(|p| p.arch.is_ftrace()) {
+            if p.armed.load(Ordering::Relaxed) == on {
+                continue;
+            }
+            let r = if on {
+                arch::ftrace_arm(p.addr, reg.ftrace_armed == 0)
+            } else {
+                arch::ftrace_disarm(p.addr, reg.ftrace_armed == 1)
+            };
+            match r {
+                Ok(()) => {
+                    p.armed.store(on, Ordering::Relaxed);
+                    if on {
+                        reg.ftrace_armed += 1;
+                    } else {
+                        reg.ftrace_armed -= 1;
+                    }
+                }
+                Err(e) => pr_err!(
+                    "ftrace {} {:#x} failed: {}\n",
+                    if on { "arm" } else { "disarm" },
+                    p.addr,
+                    e.to_errno()
+                ),
+            }
         }
     }
 
@@ -521,10 +573,12 @@ impl Core {
     /// Removes each of `kps` from its point, disarming and unpublishing points
     /// left without clients, then waits for one grace period and frees. Writer.
     fn unregister_locked(&self, reg: &mut Registry, kps: &[*mut RkpKprobe]) {
-        // Old client lists and dead points, freed after the grace period.
+        // Old client lists, points to disarm, dead points.
         let mut old_lists: KVec<*mut Clients> = KVec::new();
+        let mut disarm: KVec<*const Point> = KVec::new();
         let mut dead: KVec<*mut Point> = KVec::new();
         if old_lists.reserve(kps.len(), GFP_KERNEL).is_err()
+            || disarm.reserve(kps.len(), GFP_KERNEL).is_err()
             || dead.reserve(kps.len(), GFP_KERNEL).is_err()
         {
             // Without room to remember what to free, unregister one at a time.
@@ -535,48 +589,52 @@ impl Core {
             }
             return;
         }
-        {
-            let guard = TextGuard::lock(&self.rt);
-            let mut poked = false;
-            for &kp in kps {
-                // SAFETY: the caller passes valid probes.
-                let point = unsafe { (*kp).rkp_private }.cast::<Point>();
-                if point.is_null() || !reg.points.contains(&point) {
-                    continue;
-                }
-                // SAFETY: a registered point is live until freed below.
-                let p = unsafe { &*point };
-                let remaining: usize = p.clients().iter().filter(|&&c| c != kp).count();
-                if remaining == 0 {
-                    poked |= self.disarm(&guard, p);
-                    // SAFETY: the registration mutex is held.
-                    let _ = unsafe { self.table.remove(p.addr) };
-                    if let Some(i) = reg.points.iter().position(|&q| q == point) {
-                        crate::vec::swap_remove(&mut reg.points, i);
-                    }
-                    let _ = dead.push(point, GFP_KERNEL);
-                } else if let Ok(mut list) = KVec::with_capacity(remaining, GFP_KERNEL) {
-                    for &c in p.clients().iter().filter(|&&c| c != kp) {
-                        let _ = list.push(c, GFP_KERNEL);
-                    }
-                    match KBox::new(Clients { list }, GFP_KERNEL) {
-                        Ok(b) => {
-                            let old = p.clients.swap(KBox::into_raw(b), Ordering::AcqRel);
-                            let _ = old_lists.push(old, GFP_KERNEL);
-                        }
-                        Err(_) => continue,
-                    }
-                    if !p.any_enabled() {
-                        poked |= self.disarm(&guard, p);
-                    }
-                } else {
-                    continue;
-                }
-                // SAFETY: the caller's probe; it is no longer registered.
-                unsafe { (*kp).rkp_private = core::ptr::null_mut() };
+        for &kp in kps {
+            // SAFETY: the caller passes valid probes.
+            let point = unsafe { (*kp).rkp_private }.cast::<Point>();
+            if point.is_null() || !reg.points.contains(&point) {
+                continue;
             }
-            if poked {
-                guard.sync();
+            // SAFETY: a registered point is live until freed below.
+            let p = unsafe { &*point };
+            let remaining: usize = p.clients().iter().filter(|&&c| c != kp).count();
+            if remaining == 0 {
+                if !dead.contains(&point) {
+                    let _ = dead.push(point, GFP_KERNEL);
+                    if p.armed.load(Ordering::Relaxed) {
+                        let _ = disarm.push(point, GFP_KERNEL);
+                    }
+                }
+            } else {
+                let Ok(mut list) = KVec::with_capacity(remaining, GFP_KERNEL) else {
+                    continue;
+                };
+                for &c in p.clients().iter().filter(|&&c| c != kp) {
+                    let _ = list.push(c, GFP_KERNEL);
+                }
+                let Ok(b) = KBox::new(Clients { list }, GFP_KERNEL) else {
+                    continue;
+                };
+                let old = p.clients.swap(KBox::into_raw(b), Ordering::AcqRel);
+                let _ = old_lists.push(old, GFP_KERNEL);
+                if !p.any_enabled()
+                    && p.armed.load(Ordering::Relaxed)
+                    && !disarm.contains(&point.cast_const())
+                {
+                    let _ = disarm.push(point, GFP_KERNEL);
+                }
+            }
+            // SAFETY: the caller's probe; it is no longer registered.
+            unsafe { (*kp).rkp_private = core::ptr::null_mut() };
+        }
+        // Disarm before unpublishing: a CPU that trapped on an int3 finds its
+        // point until then.
+        self.set_armed(reg, &disarm, false);
+        for &point in dead.iter() {
+            // SAFETY: the registration mutex is held; the point is live.
+            let _ = unsafe { self.table.remove((*point).addr) };
+            if let Some(i) = reg.points.iter().position(|&q| q == point) {
+                crate::vec::swap_remove(&mut reg.points, i);
             }
         }
         // No CPU can be in a handler, or single-stepping in a slot (it does so
@@ -604,7 +662,7 @@ impl Core {
 
     /// `rkp_enable_kprobe`/`rkp_disable_kprobe`. Process context.
     pub(crate) fn set_enabled(&self, kp: *mut RkpKprobe, enable: bool) -> Result {
-        let reg = self.reg.lock();
+        let mut reg = self.reg.lock();
         // SAFETY: the caller passes a valid probe.
         let point = unsafe { (*kp).rkp_private }.cast::<Point>();
         if point.is_null() || !reg.points.contains(&point) {
@@ -624,12 +682,9 @@ impl Core {
         // SAFETY: a registered probe.
         unsafe { RkpKprobe::update_flags(kp, set, clear) };
         if enable {
-            self.arm_points(&reg, &[kp]);
-        } else if !p.any_enabled() {
-            let guard = TextGuard::lock(&self.rt);
-            if self.disarm(&guard, p) {
-                guard.sync();
-            }
+            self.arm_points(&mut reg, &[kp]);
+        } else if !p.any_enabled() && p.armed.load(Ordering::Relaxed) {
+            self.set_armed(&mut reg, &[point.cast_const()], false);
         }
         Ok(())
     }
@@ -642,31 +697,45 @@ impl Core {
             return;
         }
         reg.enabled = on;
-        let guard = TextGuard::lock(&self.rt);
+        let mut todo: KVec<*const Point> = KVec::new();
         for &point in reg.points.iter() {
             // SAFETY: registered points are live while the mutex is held.
             let p = unsafe { &*point };
-            if on && !p.armed.load(Ordering::Relaxed) && p.any_enabled() {
-                // SAFETY: a published point.
-                unsafe { arch::arm(&guard, p.addr, &p.arch) };
-                p.armed.store(true, Ordering::Relaxed);
-            } else if !on {
-                self.disarm(&guard, p);
+            let want = on && p.any_enabled();
+            if p.armed.load(Ordering::Relaxed) != want && todo.push(point, GFP_KERNEL).is_err() {
+                break;
             }
         }
-        guard.sync();
+        self.set_armed(&mut reg, &todo, on);
     }
 
     /// Reads the first `buf.len()` original bytes at `addr`, as they were
-    /// before any probe of rkprobes patched them. Process context.
+    /// before any int3 of rkprobes replaced them. Process context.
     pub(crate) fn read_original(&self, addr: usize, buf: &mut [u8]) -> Result {
         text::read(addr, buf)?;
         for (i, b) in buf.iter_mut().enumerate() {
             if let Some(p) = addr.checked_add(i).and_then(|a| self.table.lookup(a)) {
-                *b = p.arch.orig_byte();
+                // An ftrace site is not patched by rkprobes: its bytes are
+                // ftrace's (see `is_ftrace_site`).
+                if !p.arch.is_ftrace() {
+                    *b = p.arch.orig_byte();
+                }
             }
         }
         Ok(())
+    }
+
+    /// Whether `addr` is an ftrace call site. Its bytes change whenever
+    /// ftrace patches it (a NOP, a call, an int3 in the middle of an update),
+    /// so decoders treat it as the 5-byte NOP it is at rest, as the kernel's
+    /// `recover_probed_instruction()` does. Process context.
+    pub(crate) fn is_ftrace_site(&self, addr: usize) -> bool {
+        // SAFETY: `ftrace_location` only searches ftrace's sorted site tables.
+        unsafe {
+            self.rt
+                .ftrace_location
+                .is_some_and(|f| f(addr as c_ulong) == addr as c_ulong)
+        }
     }
 }
 

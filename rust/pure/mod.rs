@@ -11,3 +11,4 @@ pub mod emulate;
 pub mod ksym;
 
 pub mod insn;
+pub mod probe_events;

@@ -53,6 +53,8 @@ pub(super) enum Op {
     JmpIndirect(u8),
     /// `cli`, `sti`, `pushf` or `popf`.
     IfModifier(IfModifier),
+    /// An ftrace call site, run through ftrace (no int3, no slot).
+    Ftrace,
 }
 
 /// A probed instruction, analysed.
@@ -73,6 +75,11 @@ impl ArchInsn {
     pub(crate) fn orig_byte(&self) -> u8 {
         self.orig
     }
+
+    /// Whether the probe goes through ftrace.
+    pub(crate) fn is_ftrace(&self) -> bool {
+        self.op == Op::Ftrace
+    }
 }
 
 /// The kernel's `arch_adjust_kprobe_addr()`: a probe at a function's entry
@@ -85,9 +92,16 @@ pub(crate) fn adjust_addr(func: usize, offset: usize) -> Result<usize> {
     func.checked_add(offset as usize).ok_or(EINVAL)
 }
 
+/// The 5-byte NOP an ftrace call site holds at rest.
+const FTRACE_NOP: [u8; 5] = [0x0f, 0x1f, 0x44, 0x00, 0x00];
+
 /// Reads and decodes the instruction at `addr` as it is without rkprobes'
-/// int3s.
+/// int3s; an ftrace call site decodes as its resting NOP, whatever ftrace
+/// has written there.
 fn insn_at(core: &Core, addr: usize) -> Result<Insn> {
+    if core.is_ftrace_site(addr) {
+        return Insn::decode(&FTRACE_NOP).map_err(|_| eilseq());
+    }
     let mut buf = [0u8; MAX_INSN_SIZE];
     // The last instruction of a mapping may be followed by unmapped memory:
     // shorten the read until it succeeds.
@@ -135,8 +149,9 @@ pub(super) fn classify(insn: &Insn, addr: u64) -> Result<Op> {
 }
 
 /// Analyses the instruction at `addr` in the function starting at `func` and,
-/// for a stepped one, copies it into a slot. Process context, may sleep.
-pub(crate) fn prepare(core: &Core, addr: usize, func: usize) -> Result<ArchInsn> {
+/// for a stepped one, copies it into a slot; an ftrace call site (`ftrace`)
+/// needs neither. Process context, may sleep.
+pub(crate) fn prepare(core: &Core, addr: usize, func: usize, ftrace: bool) -> Result<ArchInsn> {
     // Is `addr` an instruction boundary? Decode from the function's start.
     let mut a = func;
     while a < addr {
@@ -147,7 +162,11 @@ pub(crate) fn prepare(core: &Core, addr: usize, func: usize) -> Result<ArchInsn>
         return Err(eilseq());
     }
     let insn = insn_at(core, addr)?;
-    let op = classify(&insn, addr as u64)?;
+    let op = if ftrace {
+        Op::Ftrace
+    } else {
+        classify(&insn, addr as u64)?
+    };
     let rt = core.runtime();
     {
         let _guard = TextGuard::lock(rt);

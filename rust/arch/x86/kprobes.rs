@@ -55,7 +55,7 @@ const MAX_DEPTH: usize = 4;
 
 /// Where a CPU is in handling a probe.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Status {
+pub(super) enum Status {
     /// Running pre-handlers.
     HitActive,
     /// Single-stepping the copy, handlers to follow.
@@ -68,16 +68,16 @@ enum Status {
 
 /// One level of probe handling on a CPU.
 #[derive(Clone, Copy)]
-struct Frame {
-    point: *const Point,
-    status: Status,
+pub(super) struct Frame {
+    pub(super) point: *const Point,
+    pub(super) status: Status,
     /// TF and IF of the interrupted code, restored after the step.
-    saved_flags: u64,
+    pub(super) saved_flags: u64,
 }
 
 /// A CPU's probe state (the kernel's `struct kprobe_ctlblk`).
 #[derive(Clone, Copy)]
-struct Ctl {
+pub(super) struct Ctl {
     depth: usize,
     frames: [Frame; MAX_DEPTH],
 }
@@ -93,12 +93,16 @@ unsafe impl Sync for PerCpuCtl {}
 unsafe impl Send for PerCpuCtl {}
 
 impl Ctl {
-    fn top(&mut self) -> Option<&mut Frame> {
+    pub(super) fn depth(&self) -> usize {
+        self.depth
+    }
+
+    pub(super) fn top(&mut self) -> Option<&mut Frame> {
         let i = self.depth.checked_sub(1)?;
         self.frames.get_mut(i)
     }
 
-    fn push(&mut self, f: Frame) -> bool {
+    pub(super) fn push(&mut self, f: Frame) -> bool {
         match self.frames.get_mut(self.depth) {
             Some(slot) => {
                 *slot = f;
@@ -109,7 +113,7 @@ impl Ctl {
         }
     }
 
-    fn pop(&mut self) {
+    pub(super) fn pop(&mut self) {
         self.depth = self.depth.saturating_sub(1);
     }
 }
@@ -191,7 +195,7 @@ impl ArchState {
     /// Interrupts are off and the caller holds no other reference from this
     /// function.
     #[allow(clippy::mut_from_ref)]
-    unsafe fn this_cpu(&self) -> Option<&mut Ctl> {
+    pub(super) unsafe fn this_cpu(&self) -> Option<&mut Ctl> {
         // SAFETY: interrupts are off, so the CPU cannot change under us.
         let cpu = unsafe { ffi::rkp_smp_processor_id() } as usize;
         // SAFETY: only this CPU touches its block, and not reentrantly (the
@@ -268,6 +272,19 @@ unsafe extern "C" fn die_notify(
 fn int3(core: &Core, regs: &mut bindings::pt_regs) -> bool {
     let addr = regs.ip.wrapping_sub(1);
     let Some(point) = core.lookup(addr) else {
+        // An int3 whose byte is gone was removed while this CPU trapped on it
+        // (the kernel's kprobe_int3_handler() does the same): run the
+        // original instruction again. Unreachable for rkprobes' own probes,
+        // which are disarmed before they are unpublished, but a kernel
+        // without kprobes has nobody else to do it.
+        // SAFETY: the CPU just executed the byte at `addr`, so it is mapped
+        // and readable (kernel text is never execute-only on x86); a plain
+        // read avoids calling anything that could itself be probed.
+        let byte = unsafe { (addr as *const u8).read_volatile() };
+        if byte != super::insn::INT3 {
+            regs.ip = addr;
+            return true;
+        }
         return false;
     };
     // SAFETY: int3 context has interrupts off; no other reference is live.
@@ -358,7 +375,8 @@ fn emulate(insn: &ArchInsn, addr: usize, regs: &mut bindings::pt_regs) {
         v
     };
     let ip = match insn.op {
-        Op::Step => next,
+        // Never emulated (a stepped instruction; an ftrace site has no int3).
+        Op::Step | Op::Ftrace => next,
         Op::Call(target) => {
             push(regs, next);
             target

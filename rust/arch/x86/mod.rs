@@ -3,11 +3,13 @@
 //! x86-64 probing, the counterpart of the kernel's
 //! `arch/x86/kernel/kprobes/core.c`: how a probed instruction is analysed and
 //! copied out of line (`insn`), and the int3/#DB handlers that run probes
-//! (`kprobes`).
+//! (`kprobes`), and probes on ftrace call sites (`ftrace`).
 
+mod ftrace;
 mod insn;
 mod kprobes;
 mod regs;
 
+pub(crate) use ftrace::{ftrace_arm, ftrace_disarm, FTRACE_PROBES};
 pub(crate) use insn::{adjust_addr, arm, disarm, prepare, release, ArchInsn};
 pub(crate) use kprobes::ArchState;

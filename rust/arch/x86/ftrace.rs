@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Probes on ftrace call sites, through ftrace.
+//!
+//! A function entry compiled with the function tracer starts (after ENDBR)
+//! with a 5-byte call site that ftrace rewrites at will; an int3 there would
+//! break it. As the kernel's kprobes do (`KPROBES_ON_FTRACE`), rkprobes asks
+//! ftrace to call it at such a site instead: one `ftrace_ops` with
+//! `SAVE_REGS | IPMODIFY`, filtered to the probed sites (`rust/glue.c`). On a
+//! hit the handlers see `ip` as after an int3 at the site, then, for the
+//! post-handlers, as after the 5-byte NOP; a pre-handler that moves `ip`
+//! (returns non-zero) makes ftrace return there.
+
+use kernel::prelude::*;
+
+#[cfg(CONFIG_DYNAMIC_FTRACE_WITH_REGS)]
+use super::kprobes::{Frame, Status};
+#[cfg(CONFIG_DYNAMIC_FTRACE_WITH_REGS)]
+use crate::kprobe::Core;
+#[cfg(CONFIG_DYNAMIC_FTRACE_WITH_REGS)]
+use kernel::{
+    bindings,
+    ffi::{c_int, c_ulong},
+};
+
+/// Whether this kernel lets rkprobes probe ftrace call sites.
+pub(crate) const FTRACE_PROBES: bool = cfg!(CONFIG_DYNAMIC_FTRACE_WITH_REGS);
+
+/// The size of an ftrace call site (`MCOUNT_INSN_SIZE`).
+#[cfg(CONFIG_DYNAMIC_FTRACE_WITH_REGS)]
+const MCOUNT_INSN_SIZE: usize = 5;
+
+#[cfg(CONFIG_DYNAMIC_FTRACE_WITH_REGS)]
+extern "C" {
+    fn rkp_ftrace_filter_ip(ip: c_ulong, remove: c_int) -> c_int;
+    fn rkp_ftrace_register() -> c_int;
+    fn rkp_ftrace_unregister() -> c_int;
+}
+
+/// Arms the ftrace site `addr`; `first` registers rkprobes' ftrace_ops after
+/// the filter is set (never before: an ops with an empty filter traces every
+/// function). Process context, without `text_mutex` (ftrace takes it).
+#[cfg(CONFIG_DYNAMIC_FTRACE_WITH_REGS)]
+pub(crate) fn ftrace_arm(addr: usize, first: bool) -> Result {
+    // SAFETY: process context; the ops is static in glue.c.
+    kernel::error::to_result(unsafe { rkp_ftrace_filter_ip(addr as c_ulong, 0) })?;
+    if first {
+        // SAFETY: as above.
+        let r = kernel::error::to_result(unsafe { rkp_ftrace_register() });
+        if r.is_err() {
+            // SAFETY: as above; undo the filter so that nothing is half done.
+            unsafe { rkp_ftrace_filter_ip(addr as c_ulong, 1) };
+        }
+        return r;
+    }
+    Ok(())
+}
+
+/// Disarms the ftrace site `addr`; `last` unregisters the ops first, for the
+/// reason given at [`ftrace_arm`]. Process context.
+#[cfg(CONFIG_DYNAMIC_FTRACE_WITH_REGS)]
+pub(crate) fn ftrace_disarm(addr: usize, last: bool) -> Result {
+    if last {
+        // SAFETY: process context; the ops was registered by `ftrace_arm`.
+        kernel::error::to_result(unsafe { rkp_ftrace_unregister() })?;
+    }
+    // SAFETY: process context.
+    kernel::error::to_result(unsafe { rkp_ftrace_filter_ip(addr as c_ulong, 1) })
+}
+
+/// Without dynamic ftrace with registers there are no such probes.
+#[cfg(not(CONFIG_DYNAMIC_FTRACE_WITH_REGS))]
+pub(crate) fn ftrace_arm(_addr: usize, _first: bool) -> Result {
+    Err(EINVAL)
+}
+
+/// Without dynamic ftrace with registers there are no such probes.
+#[cfg(not(CONFIG_DYNAMIC_FTRACE_WITH_REGS))]
+pub(crate) fn ftrace_disarm(_addr: usize, _last: bool) -> Result {
+    Err(EINVAL)
+}
+
+/// Called by the ftrace callback in `glue.c` for a hit at the call site `ip`,
+/// with interrupts off and ftrace's recursion protection held.
+///
+/// # Safety
+///
+/// `regs` are the registers ftrace saved for this call, writable (IPMODIFY).
+#[cfg(CONFIG_DYNAMIC_FTRACE_WITH_REGS)]
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rkp_ftrace_hit(ip: usize, regs: *mut bindings::pt_regs) {
+    let Ok(core) = Core::get() else {
+        return;
+    };
+    let Some(point) = core.lookup(ip) else {
+        return;
+    };
+    if !point.arch.is_ftrace() {
+        return;
+    }
+    // SAFETY: interrupts are off (glue.c); no other reference is live.
+    let Some(ctl) = (unsafe { core.arch.this_cpu() }) else {
+        return;
+    };
+    if ctl.depth() > 0 {
+        point.missed();
+        return;
+    }
+    if !ctl.push(Frame {
+        point,
+        status: Status::HitActive,
+        saved_flags: 0,
+    }) {
+        return;
+    }
+    // SAFETY: ftrace's saved registers for this call (the caller's contract).
+    let r = unsafe { &mut *regs };
+    let orig_ip = r.ip;
+    // As if an int3 at the site had trapped.
+    r.ip = ip + 1;
+    if !point.run_pre_handlers(regs) {
+        // As if the NOP had been stepped.
+        r.ip = ip + MCOUNT_INSN_SIZE;
+        if let Some(f) = ctl.top() {
+            f.status = Status::HitSsDone;
+        }
+        point.run_post_handlers(regs, 0);
+        r.ip = orig_ip;
+    }
+    ctl.pop();
+}

@@ -1,0 +1,1171 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Fetchargs: parsing one `[NAME=]FETCHARG[:TYPE]` into a fetch program.
+//!
+//! The kernel compiles each fetcharg into at most `FETCH_INSN_MAX` fetch
+//! instructions (load, dereferences, store, bitfield, array loop, end) and
+//! several of its errors ("Dereference is too much nested") are decided by
+//! running out of those slots, so the program here has the same slots and is
+//! filled in the same order. Nested `+OFFS(...)` dereferences are walked with
+//! an explicit, bounded stack instead of the kernel's recursion, reproducing
+//! its order of checks (braces and offsets outside in, the rest inside out)
+//! and its error offsets, including where they are off by one.
+
+use core::fmt;
+
+use super::error::{Errno, ErrorCode, ParseError};
+use super::kstr::{
+    at, find, head, is_alpha, is_digit, kstrtoll, kstrtoll_negated, kstrtoull, rfind, tail,
+};
+use super::print::{ByteWrite, Fmt};
+use super::types::{split_type, ArgType, Bitfield, FetchType};
+use super::{
+    DentryOffsets, FETCH_INSN_MAX, MAX_ARGSTR_LEN, MAX_ARG_NAME_LEN, MAX_PROBE_EVENT_SIZE,
+    PARAM_MAX_STACK,
+};
+
+/// An x86-64 register a fetcharg can name as `%REG`: exactly the kernel's
+/// `regoffset_table` (names are case-sensitive).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Register {
+    /// `%r15`
+    R15,
+    /// `%r14`
+    R14,
+    /// `%r13`
+    R13,
+    /// `%r12`
+    R12,
+    /// `%r11`
+    R11,
+    /// `%r10`
+    R10,
+    /// `%r9`
+    R9,
+    /// `%r8`
+    R8,
+    /// `%bx`
+    Bx,
+    /// `%cx`
+    Cx,
+    /// `%dx`
+    Dx,
+    /// `%si`
+    Si,
+    /// `%di`
+    Di,
+    /// `%bp`
+    Bp,
+    /// `%ax`
+    Ax,
+    /// `%orig_ax`
+    OrigAx,
+    /// `%ip`
+    Ip,
+    /// `%cs`
+    Cs,
+    /// `%flags`
+    Flags,
+    /// `%sp`
+    Sp,
+    /// `%ss`
+    Ss,
+}
+
+impl Register {
+    /// Every register, in the kernel's table order.
+    pub const ALL: [Register; 21] = [
+        Register::R15,
+        Register::R14,
+        Register::R13,
+        Register::R12,
+        Register::R11,
+        Register::R10,
+        Register::R9,
+        Register::R8,
+        Register::Bx,
+        Register::Cx,
+        Register::Dx,
+        Register::Si,
+        Register::Di,
+        Register::Bp,
+        Register::Ax,
+        Register::OrigAx,
+        Register::Ip,
+        Register::Cs,
+        Register::Flags,
+        Register::Sp,
+        Register::Ss,
+    ];
+
+    /// The name after `%`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Register::R15 => "r15",
+            Register::R14 => "r14",
+            Register::R13 => "r13",
+            Register::R12 => "r12",
+            Register::R11 => "r11",
+            Register::R10 => "r10",
+            Register::R9 => "r9",
+            Register::R8 => "r8",
+            Register::Bx => "bx",
+            Register::Cx => "cx",
+            Register::Dx => "dx",
+            Register::Si => "si",
+            Register::Di => "di",
+            Register::Bp => "bp",
+            Register::Ax => "ax",
+            Register::OrigAx => "orig_ax",
+            Register::Ip => "ip",
+            Register::Cs => "cs",
+            Register::Flags => "flags",
+            Register::Sp => "sp",
+            Register::Ss => "ss",
+        }
+    }
+
+    /// Byte offset of the register in x86-64 `struct pt_regs`.
+    pub fn pt_regs_offset(self) -> u16 {
+        match self {
+            Register::R15 => 0,
+            Register::R14 => 8,
+            Register::R13 => 16,
+            Register::R12 => 24,
+            Register::Bp => 32,
+            Register::Bx => 40,
+            Register::R11 => 48,
+            Register::R10 => 56,
+            Register::R9 => 64,
+            Register::R8 => 72,
+            Register::Ax => 80,
+            Register::Cx => 88,
+            Register::Dx => 96,
+            Register::Si => 104,
+            Register::Di => 112,
+            Register::OrigAx => 120,
+            Register::Ip => 128,
+            Register::Cs => 136,
+            Register::Flags => 144,
+            Register::Sp => 152,
+            Register::Ss => 160,
+        }
+    }
+
+    /// `regs_query_register_offset()`.
+    pub fn from_name(name: &[u8]) -> Option<Register> {
+        Register::ALL
+            .iter()
+            .copied()
+            .find(|r| r.name().as_bytes() == name)
+    }
+}
+
+/// One fetch instruction (the kernel's `struct fetch_insn`); `T` is how
+/// text (a symbol, an immediate string) is held.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FetchInsn<T> {
+    /// An unused slot.
+    Nop,
+    /// Load a register.
+    Reg(Register),
+    /// Load the Nth kernel stack entry.
+    Stack(u32),
+    /// Load the stack pointer.
+    StackPointer,
+    /// Load the return value (return probes).
+    Retval,
+    /// Load an immediate value (also `@ADDR`, and the address of `@SYM`).
+    Imm(u64),
+    /// Load the address of the current task's comm.
+    Comm,
+    /// Load function argument N (0-based), on function entry.
+    Arg(u32),
+    /// Load function argument N (0-based) saved at entry, on return.
+    EntryArg(u32),
+    /// Load the address of an immediate string (`\"...`).
+    Data(T),
+    /// An unresolved `@SYM[+|-offs]`; the next slot is the `Imm` that
+    /// registration fills with the symbol's address plus offset.
+    Symbol(T),
+    /// Dereference kernel memory at value + offset.
+    Deref(i32),
+    /// Dereference user memory at value + offset.
+    UDeref(i32),
+    /// Store the value itself, `size` bytes.
+    StRaw(u8),
+    /// Store `size` bytes of kernel memory at value + offset.
+    StMem {
+        /// Offset added to the address.
+        offset: i32,
+        /// Bytes stored.
+        size: u8,
+    },
+    /// Store `size` bytes of user memory at value + offset.
+    StUMem {
+        /// Offset added to the address.
+        offset: i32,
+        /// Bytes stored.
+        size: u8,
+    },
+    /// Store the kernel string at value + offset.
+    StString {
+        /// Offset added to the address.
+        offset: i32,
+    },
+    /// Store the user string at value + offset.
+    StUString {
+        /// Offset added to the address.
+        offset: i32,
+    },
+    /// Store the `symbol+off/size` text of value + offset.
+    StSymStr {
+        /// Offset added to the address.
+        offset: i32,
+    },
+    /// Extract a bitfield from the stored value.
+    ModBitfield(Bitfield),
+    /// Repeat the store stage for an array of this many elements.
+    LoopArray(u32),
+    /// End of the program.
+    End,
+}
+
+impl<T> FetchInsn<T> {
+    /// The same instruction with its text mapped through `f`.
+    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> FetchInsn<U> {
+        match self {
+            FetchInsn::Nop => FetchInsn::Nop,
+            FetchInsn::Reg(r) => FetchInsn::Reg(r),
+            FetchInsn::Stack(n) => FetchInsn::Stack(n),
+            FetchInsn::StackPointer => FetchInsn::StackPointer,
+            FetchInsn::Retval => FetchInsn::Retval,
+            FetchInsn::Imm(v) => FetchInsn::Imm(v),
+            FetchInsn::Comm => FetchInsn::Comm,
+            FetchInsn::Arg(n) => FetchInsn::Arg(n),
+            FetchInsn::EntryArg(n) => FetchInsn::EntryArg(n),
+            FetchInsn::Data(t) => FetchInsn::Data(f(t)),
+            FetchInsn::Symbol(t) => FetchInsn::Symbol(f(t)),
+            FetchInsn::Deref(o) => FetchInsn::Deref(o),
+            FetchInsn::UDeref(o) => FetchInsn::UDeref(o),
+            FetchInsn::StRaw(s) => FetchInsn::StRaw(s),
+            FetchInsn::StMem { offset, size } => FetchInsn::StMem { offset, size },
+            FetchInsn::StUMem { offset, size } => FetchInsn::StUMem { offset, size },
+            FetchInsn::StString { offset } => FetchInsn::StString { offset },
+            FetchInsn::StUString { offset } => FetchInsn::StUString { offset },
+            FetchInsn::StSymStr { offset } => FetchInsn::StSymStr { offset },
+            FetchInsn::ModBitfield(b) => FetchInsn::ModBitfield(b),
+            FetchInsn::LoopArray(n) => FetchInsn::LoopArray(n),
+            FetchInsn::End => FetchInsn::End,
+        }
+    }
+}
+
+/// A byte range of an argv entry: where an instruction's text is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Span {
+    start: u16,
+    len: u16,
+}
+
+impl Span {
+    fn new(start: usize, end: usize) -> Span {
+        let start16 = u16::try_from(start).unwrap_or(u16::MAX);
+        let len = u16::try_from(end.saturating_sub(start)).unwrap_or(0);
+        Span {
+            start: start16,
+            len,
+        }
+    }
+
+    fn range(self) -> (usize, usize) {
+        let s = usize::from(self.start);
+        (s, s + usize::from(self.len))
+    }
+}
+
+/// A fetch program: `FETCH_INSN_MAX` slots, ending in [`FetchInsn::End`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FetchProgram<T> {
+    insns: [FetchInsn<T>; FETCH_INSN_MAX],
+}
+
+impl<T: Copy> FetchProgram<T> {
+    /// The instructions up to and including `End`.
+    pub fn insns(&self) -> &[FetchInsn<T>] {
+        let end = self
+            .insns
+            .iter()
+            .position(|i| matches!(i, FetchInsn::End))
+            .map_or(self.insns.len(), |p| p + 1);
+        self.insns.get(..end).unwrap_or(&self.insns)
+    }
+}
+
+/// The code buffer being filled, with the kernel's cursor.
+struct Code {
+    insns: [FetchInsn<Span>; FETCH_INSN_MAX],
+    cur: usize,
+}
+
+const END_SLOT: usize = FETCH_INSN_MAX - 1;
+
+impl Code {
+    fn new() -> Code {
+        let mut insns = [FetchInsn::Nop; FETCH_INSN_MAX];
+        if let Some(last) = insns.last_mut() {
+            *last = FetchInsn::End;
+        }
+        Code { insns, cur: 0 }
+    }
+
+    fn op(&self) -> FetchInsn<Span> {
+        self.insns.get(self.cur).copied().unwrap_or(FetchInsn::End)
+    }
+
+    fn set(&mut self, insn: FetchInsn<Span>) {
+        if let Some(slot) = self.insns.get_mut(self.cur) {
+            *slot = insn;
+        }
+    }
+
+    /// `if (++code == end)`: false when the cursor reached the end slot.
+    fn advance_to_free(&mut self) -> bool {
+        self.cur += 1;
+        self.cur < END_SLOT
+    }
+
+    /// `code++; if (code->op != FETCH_OP_NOP)`: false on an occupied slot.
+    fn advance_to_nop(&mut self) -> bool {
+        self.cur += 1;
+        matches!(self.op(), FetchInsn::Nop)
+    }
+}
+
+/// Where a probe's fetchargs are evaluated, which decides `$argN`,
+/// `$retval` and what BTF-style names report.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct ArgContext {
+    /// A kretprobe on a symbol (`TPARG_FL_RETURN`).
+    pub on_return: bool,
+    /// A kprobe at a function's entry (`TPARG_FL_FENTRY`).
+    pub on_entry: bool,
+}
+
+/// Parser state shared along one fetcharg (`traceprobe_parse_context`).
+struct Ctx {
+    flags: ArgContext,
+    index: usize,
+    offset: usize,
+}
+
+impl Ctx {
+    fn err(&self, errno: Errno, code: ErrorCode, offset: usize) -> ParseError {
+        ParseError::logged(errno, code, self.index, offset).with_expanded()
+    }
+
+    fn einval(&self, code: ErrorCode) -> ParseError {
+        self.err(Errno::EINVAL, code, self.offset)
+    }
+}
+
+/// The `+|-[u]OFFS(` levels above the innermost fetcharg. Each level takes
+/// at least four of the at most `MAX_ARGSTR_LEN` bytes, so this is deeper
+/// than any body can nest.
+const MAX_DEREF_LEVELS: usize = 32;
+
+#[derive(Clone, Copy)]
+struct Level {
+    user: bool,
+    offset: i32,
+    cur_offs: usize,
+}
+
+/// `parse_probe_arg()` on `text[s..e]`.
+fn parse_probe_arg(
+    text: &[u8],
+    mut s: usize,
+    mut e: usize,
+    code: &mut Code,
+    ctx: &mut Ctx,
+) -> Result<(), ParseError> {
+    let mut levels = [Level {
+        user: false,
+        offset: 0,
+        cur_offs: 0,
+    }; MAX_DEREF_LEVELS];
+    let mut depth = 0;
+    loop {
+        let arg = text.get(s..e).unwrap_or(&[]);
+        let sign = at(arg, 0);
+        if sign != b'+' && sign != b'-' {
+            break;
+        }
+        // The kernel turns "+u" into "+" by moving the sign over the 'u',
+        // and skips a '+' because kstrtol() would reject it.
+        let user = at(arg, 1) == b'u';
+        let mut a = usize::from(user);
+        let first = if sign == b'+' {
+            a += 1;
+            at(arg, a)
+        } else {
+            b'-'
+        };
+        let Some(paren) = find(arg, b'(') else {
+            return Err(ctx.einval(ErrorCode::DerefNeedBrace));
+        };
+        let parsed = if sign == b'+' {
+            kstrtoll(text.get(s + a..s + paren).unwrap_or(&[]), 0)
+        } else {
+            kstrtoll_negated(text.get(s + a + 1..s + paren).unwrap_or(&[]), 0)
+        };
+        let offset = match parsed {
+            Ok(v) => v,
+            Err(errno) => return Err(ctx.err(errno, ErrorCode::BadDerefOffs, ctx.offset)),
+        };
+        ctx.offset += (paren + 1).saturating_sub(a) + usize::from(first != b'-');
+        let inner = tail(arg, paren + 1);
+        let Some(rparen) = rfind(inner, b')') else {
+            return Err(ctx.einval_at(ErrorCode::DerefOpenBrace, ctx.offset + inner.len()));
+        };
+        let Some(level) = levels.get_mut(depth) else {
+            return Err(ctx.einval(ErrorCode::TooManyOps));
+        };
+        // The instruction keeps an int: the kernel truncates the long.
+        *level = Level {
+            user,
+            offset: offset as i32,
+            cur_offs: ctx.offset,
+        };
+        depth += 1;
+        e = s + paren + 1 + rparen;
+        s += paren + 1;
+    }
+
+    parse_base(text, s, e, code, ctx)?;
+
+    for level in levels.iter().take(depth).rev() {
+        ctx.offset = level.cur_offs;
+        if matches!(code.op(), FetchInsn::Comm | FetchInsn::Data(_)) {
+            return Err(ctx.einval(ErrorCode::CommCantDeref));
+        }
+        if !code.advance_to_free() {
+            return Err(ctx.einval(ErrorCode::TooManyOps));
+        }
+        code.set(if level.user {
+            FetchInsn::UDeref(level.offset)
+        } else {
+            FetchInsn::Deref(level.offset)
+        });
+    }
+    Ok(())
+}
+
+impl Ctx {
+    fn einval_at(&self, code: ErrorCode, offset: usize) -> ParseError {
+        self.err(Errno::EINVAL, code, offset)
+    }
+}
+
+/// The innermost fetcharg of `parse_probe_arg()`: everything but `+OFFS(`.
+fn parse_base(
+    text: &[u8],
+    s: usize,
+    e: usize,
+    code: &mut Code,
+    ctx: &mut Ctx,
+) -> Result<(), ParseError> {
+    let arg = text.get(s..e).unwrap_or(&[]);
+    match at(arg, 0) {
+        b'$' => parse_probe_vars(tail(arg, 1), code, ctx)?,
+        b'%' => match Register::from_name(tail(arg, 1)) {
+            Some(r) => code.set(FetchInsn::Reg(r)),
+            None => return Err(ctx.einval(ErrorCode::BadRegName)),
+        },
+        b'@' => {
+            if is_digit(at(arg, 1)) {
+                match kstrtoull(tail(arg, 1), 0) {
+                    Ok(addr) => code.set(FetchInsn::Imm(addr)),
+                    Err(errno) => {
+                        return Err(ctx.err(errno, ErrorCode::BadMemAddr, ctx.offset));
+                    }
+                }
+            } else if at(arg, 1) == b'+' {
+                return Err(ctx.einval(ErrorCode::FileOnKprobe));
+            } else {
+                code.set(FetchInsn::Symbol(Span::new(s + 1, e)));
+                if !code.advance_to_free() {
+                    return Err(ctx.einval(ErrorCode::TooManyOps));
+                }
+                code.set(FetchInsn::Imm(0));
+            }
+            if !code.advance_to_free() {
+                return Err(ctx.einval(ErrorCode::TooManyOps));
+            }
+            code.set(FetchInsn::Deref(0));
+        }
+        b'\\' => {
+            if at(arg, 1) == b'"' {
+                let str_part = tail(arg, 2);
+                let len = str_part.len();
+                if len == 0 || str_part.last() != Some(&b'"') {
+                    return Err(ctx.einval_at(ErrorCode::ImmstrNoClose, ctx.offset + 2 + len));
+                }
+                code.set(FetchInsn::Data(Span::new(s + 2, e - 1)));
+            } else {
+                match str_to_immediate(tail(arg, 1)) {
+                    Ok(v) => code.set(FetchInsn::Imm(v)),
+                    Err(errno) => {
+                        return Err(ctx.err(errno, ErrorCode::BadImm, ctx.offset + 1));
+                    }
+                }
+            }
+        }
+        c if is_alpha(c) || c == b'_' => {
+            // A BTF variable name; this kernel has no BTF arguments.
+            let errno = if ctx.flags.on_entry || ctx.flags.on_return {
+                Errno::EOPNOTSUPP
+            } else {
+                Errno::EINVAL
+            };
+            return Err(ctx.err(errno, ErrorCode::NosupBtfarg, ctx.offset));
+        }
+        _ => {}
+    }
+    if matches!(code.op(), FetchInsn::Nop) {
+        return Err(ctx.einval(ErrorCode::BadFetchArg));
+    }
+    Ok(())
+}
+
+/// `str_to_immediate()`.
+fn str_to_immediate(s: &[u8]) -> Result<u64, Errno> {
+    match at(s, 0) {
+        c if is_digit(c) => kstrtoull(s, 0),
+        b'-' => kstrtoll(s, 0).map(|v| v as u64),
+        b'+' => kstrtoll(tail(s, 1), 0).map(|v| v as u64),
+        _ => Err(Errno::EINVAL),
+    }
+}
+
+/// `parse_probe_vars()` for kprobes; `arg` follows the `$`.
+fn parse_probe_vars(arg: &[u8], code: &mut Code, ctx: &mut Ctx) -> Result<(), ParseError> {
+    if arg.starts_with(b"retval") {
+        if !ctx.flags.on_return {
+            return Err(ctx.einval(ErrorCode::RetvalOnProbe));
+        }
+        code.set(FetchInsn::Retval);
+        return Ok(());
+    }
+    if let Some(rest) = arg.strip_prefix(b"stack") {
+        if rest.is_empty() {
+            code.set(FetchInsn::StackPointer);
+            return Ok(());
+        }
+        if is_digit(at(rest, 0)) {
+            let Ok(n) = kstrtoull(rest, 10) else {
+                return Err(ctx.einval(ErrorCode::BadVar));
+            };
+            if n > PARAM_MAX_STACK {
+                return Err(ctx.einval(ErrorCode::BadStackNum));
+            }
+            code.set(FetchInsn::Stack(n as u32));
+            return Ok(());
+        }
+        return Err(ctx.einval(ErrorCode::BadVar));
+    }
+    if arg == b"comm" || arg == b"COMM" {
+        code.set(FetchInsn::Comm);
+        return Ok(());
+    }
+    if let Some(rest) = arg.strip_prefix(b"arg") {
+        let Ok(n) = kstrtoull(rest, 10) else {
+            return Err(ctx.einval(ErrorCode::BadVar));
+        };
+        if n == 0 || n > PARAM_MAX_STACK {
+            return Err(ctx.einval(ErrorCode::BadArgNum));
+        }
+        let n = (n - 1) as u32;
+        if ctx.flags.on_entry {
+            code.set(FetchInsn::Arg(n));
+        } else if ctx.flags.on_return {
+            code.set(FetchInsn::EntryArg(n));
+        } else {
+            return Err(ctx.einval(ErrorCode::NofentryArgs));
+        }
+        return Ok(());
+    }
+    Err(ctx.einval(ErrorCode::BadVar))
+}
+
+/// `finalize_fetch_insn()`: the store, bitfield and array stages.
+fn finalize(
+    code: &mut Code,
+    ty: &ArgType,
+    type_name: Option<&[u8]>,
+    type_offset: usize,
+    ctx: &Ctx,
+) -> Result<(), ParseError> {
+    let type_err = |c| ctx.einval_at(c, ctx.offset + type_offset);
+    let op = code.op();
+    let size = ty.base.size() as u8;
+    if ty.base.is_string() {
+        let symstr = ty.base == FetchType::SymStr;
+        if symstr {
+            if !matches!(
+                op,
+                FetchInsn::Reg(_)
+                    | FetchInsn::Stack(_)
+                    | FetchInsn::Retval
+                    | FetchInsn::Arg(_)
+                    | FetchInsn::Deref(_)
+            ) {
+                return Err(type_err(ErrorCode::BadSymstring));
+            }
+        } else if !matches!(
+            op,
+            FetchInsn::Deref(_)
+                | FetchInsn::UDeref(_)
+                | FetchInsn::Imm(_)
+                | FetchInsn::Comm
+                | FetchInsn::Data(_)
+        ) {
+            return Err(type_err(ErrorCode::BadString));
+        }
+        let keep_value = symstr
+            || matches!(op, FetchInsn::Imm(_) | FetchInsn::Comm | FetchInsn::Data(_))
+            || ty.count != 0;
+        // The value itself is the string's address: store in the next slot.
+        if keep_value && !code.advance_to_nop() {
+            return Err(ctx.einval(ErrorCode::TooManyOps));
+        }
+        // A store that replaces a dereference keeps its offset.
+        let (offset, user) = match code.op() {
+            FetchInsn::Deref(o) => (o, false),
+            FetchInsn::UDeref(o) => (o, true),
+            _ => (0, false),
+        };
+        code.set(if ty.base == FetchType::UString || user {
+            FetchInsn::StUString { offset }
+        } else if symstr {
+            FetchInsn::StSymStr { offset }
+        } else {
+            FetchInsn::StString { offset }
+        });
+    } else if let FetchInsn::Deref(offset) = op {
+        code.set(FetchInsn::StMem { offset, size });
+    } else if let FetchInsn::UDeref(offset) = op {
+        code.set(FetchInsn::StUMem { offset, size });
+    } else {
+        if !code.advance_to_nop() {
+            return Err(ctx.err(Errno::E2BIG, ErrorCode::TooManyOps, ctx.offset));
+        }
+        code.set(FetchInsn::StRaw(size));
+    }
+    let store = code.op();
+
+    if let Some(name) = type_name {
+        if at(name, 0) == b'b' {
+            let Ok(bf) = Bitfield::parse(name, ty.base) else {
+                return Err(type_err(ErrorCode::BadBitfield));
+            };
+            if !code.advance_to_nop() {
+                return Err(type_err(ErrorCode::BadBitfield));
+            }
+            code.set(FetchInsn::ModBitfield(bf));
+        }
+    }
+
+    if ty.count != 0 {
+        if !matches!(
+            store,
+            FetchInsn::StMem { .. } | FetchInsn::StString { .. } | FetchInsn::StUString { .. }
+        ) {
+            return Err(type_err(ErrorCode::BadString));
+        }
+        if !code.advance_to_nop() {
+            return Err(ctx.err(Errno::E2BIG, ErrorCode::TooManyOps, ctx.offset));
+        }
+        code.set(FetchInsn::LoopArray(ty.count));
+    }
+    code.cur += 1;
+    code.set(FetchInsn::End);
+    Ok(())
+}
+
+/// Names the kernel reserves for an event's own fields.
+pub const RESERVED_FIELD_NAMES: [&str; 8] = [
+    "common_type",
+    "common_flags",
+    "common_preempt_count",
+    "common_pid",
+    "common_tgid",
+    "__probe_ip",
+    "__probe_ret_ip",
+    "__probe_func",
+];
+
+/// `is_good_name()` (`hash_ok` false) and `is_good_system_name()` (true):
+/// a C identifier, letters per the kernel's Latin-1 `isalpha()`.
+pub fn is_good_name(name: &[u8], hash_ok: bool) -> bool {
+    let ok_first = |c: u8| is_alpha(c) || c == b'_' || (hash_ok && c == b'-');
+    match name.split_first() {
+        None => false,
+        Some((&first, rest)) => ok_first(first) && rest.iter().all(|&c| ok_first(c) || is_digit(c)),
+    }
+}
+
+/// A fetcharg's name: given as `NAME=`, or generated as `argN`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ArgName<'a> {
+    /// `NAME=` as written.
+    Given(&'a [u8]),
+    /// `argN`, N counting from 1, for an unnamed fetcharg.
+    Auto(AutoArgName),
+}
+
+/// The text of a generated `argN` name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct AutoArgName {
+    buf: [u8; 8],
+    len: u8,
+}
+
+impl AutoArgName {
+    fn new(n: usize) -> AutoArgName {
+        let mut w = super::print::SliceWriter::new([0u8; 8]);
+        let _ = fmt::Write::write_fmt(&mut Fmt(&mut w), format_args!("arg{n}"));
+        let (buf, len) = w.into_parts();
+        AutoArgName {
+            buf,
+            len: len as u8,
+        }
+    }
+}
+
+impl<'a> ArgName<'a> {
+    /// The name's bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        match self {
+            ArgName::Given(s) => s,
+            ArgName::Auto(a) => head(&a.buf, usize::from(a.len)),
+        }
+    }
+}
+
+/// What the kernel expands `VAR:%pd` / `VAR:%pD` to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct DentryArg<'a> {
+    /// The fetcharg the `%pd` applies to.
+    pub inner: &'a [u8],
+    /// `%pD`: a `struct file *` rather than a `struct dentry *`.
+    pub file: bool,
+    /// The struct offsets used in the expansion.
+    pub offsets: DentryOffsets,
+}
+
+impl DentryArg<'_> {
+    fn write_to<W: ByteWrite + ?Sized>(&self, w: &mut W) -> Result<usize, fmt::Error> {
+        let mut c = Counter { inner: w, n: 0 };
+        {
+            let mut f = Fmt(&mut c);
+            fmt::Write::write_fmt(
+                &mut f,
+                format_args!("+0x0(+0x{:x}(", self.offsets.dentry_name),
+            )?;
+            if self.file {
+                fmt::Write::write_fmt(&mut f, format_args!("+0x{:x}(", self.offsets.file_dentry))?;
+            }
+        }
+        c.write_bytes(self.inner)?;
+        c.write_bytes(if self.file { b")))" } else { b"))" })?;
+        c.write_bytes(b":string")?;
+        Ok(c.n)
+    }
+}
+
+/// Counts what passes through to `inner`.
+struct Counter<'w, W: ?Sized> {
+    inner: &'w mut W,
+    n: usize,
+}
+
+impl<W: ByteWrite + ?Sized> ByteWrite for Counter<'_, W> {
+    fn write_bytes(&mut self, b: &[u8]) -> fmt::Result {
+        self.n = self.n.saturating_add(b.len());
+        self.inner.write_bytes(b)
+    }
+}
+
+/// A sink that only counts.
+struct Discard;
+
+impl ByteWrite for Discard {
+    fn write_bytes(&mut self, _: &[u8]) -> fmt::Result {
+        Ok(())
+    }
+}
+
+/// A fetcharg's text as `kprobe_events` lists it after `NAME=`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ArgText<'a> {
+    /// As written.
+    Plain(&'a [u8]),
+    /// Expanded from `%pd`/`%pD`.
+    Dentry(DentryArg<'a>),
+}
+
+impl ArgText<'_> {
+    /// Writes the text.
+    pub fn write_to<W: ByteWrite + ?Sized>(&self, w: &mut W) -> fmt::Result {
+        match self {
+            ArgText::Plain(s) => w.write_bytes(s),
+            ArgText::Dentry(d) => d.write_to(w).map(|_| ()),
+        }
+    }
+
+    /// Whether the text equals `s`.
+    pub fn eq_bytes(&self, s: &[u8]) -> bool {
+        match self {
+            ArgText::Plain(p) => *p == s,
+            ArgText::Dentry(_) => {
+                let mut cmp = Compare {
+                    rest: s,
+                    equal: true,
+                };
+                let _ = self.write_to(&mut cmp);
+                cmp.equal && cmp.rest.is_empty()
+            }
+        }
+    }
+}
+
+/// Compares what is written with a byte string.
+struct Compare<'s> {
+    rest: &'s [u8],
+    equal: bool,
+}
+
+impl ByteWrite for Compare<'_> {
+    fn write_bytes(&mut self, b: &[u8]) -> fmt::Result {
+        match self.rest.strip_prefix(b) {
+            Some(r) => self.rest = r,
+            None => {
+                self.equal = false;
+                return Err(fmt::Error);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One parsed fetcharg.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FetchArg<'a> {
+    /// The argument's field name.
+    pub name: ArgName<'a>,
+    /// The text after `NAME=`, as listed (the kernel's `comm`).
+    pub comm: ArgText<'a>,
+    /// The type.
+    pub ty: ArgType,
+    /// Byte offset of the value in the event record, after the header.
+    pub offset: u32,
+    /// The fetch program; text is symbol names (`@SYM+offs`, resolved at
+    /// registration) and immediate strings.
+    pub program: FetchProgram<&'a [u8]>,
+}
+
+impl FetchArg<'_> {
+    /// Whether `other` has the same name and type, the kernel's test for
+    /// appending a probe to an existing event.
+    pub fn same_field(&self, other: &FetchArg<'_>) -> bool {
+        self.name.as_bytes() == other.name.as_bytes()
+            && self.ty.base == other.ty.base
+            && self.ty.count == other.ty.count
+    }
+}
+
+/// Whether an argv entry is a `%pd`/`%pD` argument (`*:%p[dD]`).
+fn dentry_kind(arg: &[u8]) -> Option<bool> {
+    let n = arg.len();
+    let suffix = arg.get(n.checked_sub(4)?..)?;
+    match suffix {
+        b":%pd" => Some(false),
+        b":%pD" => Some(true),
+        _ => None,
+    }
+}
+
+/// The layout of an expanded `%pd` argument.
+#[derive(Clone, Copy)]
+struct DentryLayout<'a> {
+    /// `NAME` of `NAME=`, if any.
+    name: Option<&'a [u8]>,
+    arg: DentryArg<'a>,
+    /// Offset of the inner fetcharg in the original and expanded text.
+    inner_orig: usize,
+    inner_expanded: usize,
+}
+
+fn dentry_layout<'a>(arg: &'a [u8], offsets: &DentryOffsets) -> Option<DentryLayout<'a>> {
+    let file = dentry_kind(arg)?;
+    let tmp = head(arg, arg.len() - 4);
+    let (name, inner, inner_orig) = match find(tmp, b'=') {
+        Some(eq) => (Some(head(tmp, eq)), tail(tmp, eq + 1), eq + 1),
+        None => (None, tmp, 0),
+    };
+    let d = DentryArg {
+        inner: &[],
+        file,
+        offsets: *offsets,
+    };
+    let prefix = d.write_to(&mut Discard).ok()? - ":string".len() - if file { 3 } else { 2 };
+    Some(DentryLayout {
+        name,
+        arg: DentryArg { inner, ..d },
+        inner_orig,
+        inner_expanded: inner_orig + prefix,
+    })
+}
+
+/// Writes an argv entry as the kernel shows it after `%pd` expansion and
+/// returns its length.
+pub(crate) fn write_expanded_arg<W: ByteWrite + ?Sized>(
+    w: &mut W,
+    arg: &[u8],
+    offsets: &DentryOffsets,
+) -> Result<usize, fmt::Error> {
+    match dentry_layout(arg, offsets) {
+        None => {
+            w.write_bytes(arg)?;
+            Ok(arg.len())
+        }
+        Some(l) => {
+            let mut n = 0;
+            if let Some(name) = l.name {
+                w.write_bytes(name)?;
+                w.write_bytes(b"=")?;
+                n = name.len() + 1;
+            }
+            Ok(n + l.arg.write_to(w)?)
+        }
+    }
+}
+
+/// Length of the expanded form of a `%pd` argument, `None` for others.
+pub(crate) fn expanded_len(arg: &[u8], offsets: &DentryOffsets) -> Option<usize> {
+    dentry_layout(arg, offsets)?;
+    write_expanded_arg(&mut Discard, arg, offsets).ok()
+}
+
+/// Largest expanded `%pd` text (`MAX_DENTRY_ARGS_LEN` less the NUL).
+const EXPANDED_MAX: usize = super::MAX_DENTRY_ARGS_LEN;
+
+/// Everything one fetcharg's parse needs to know about its probe.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ArgEnv {
+    pub(crate) flags: ArgContext,
+    pub(crate) offsets: DentryOffsets,
+}
+
+/// Parses the fetcharg `raw` (argv entry `i + 2`, `i` counting fetchargs
+/// from 0), after fetchargs whose values end at record offset `size`;
+/// `name_used` tells whether an earlier fetcharg has a name.
+pub(crate) fn parse_fetch_arg<'a, F>(
+    raw: &'a [u8],
+    i: usize,
+    mut name_used: F,
+    size: u32,
+    env: &ArgEnv,
+) -> Result<FetchArg<'a>, ParseError>
+where
+    F: FnMut(&[u8]) -> bool,
+{
+    let layout = dentry_layout(raw, &env.offsets);
+    let mut buf = [0u8; EXPANDED_MAX];
+    let text: &[u8] = match &layout {
+        None => raw,
+        Some(_) => {
+            let mut w = super::print::SliceWriter::new(&mut buf[..]);
+            if write_expanded_arg(&mut w, raw, &env.offsets).is_err() {
+                return Err(ParseError::silent(Errno::ENOMEM).with_expanded());
+            }
+            let n = w.len();
+            head(&buf, n)
+        }
+    };
+    let resolve = |span: Span| -> &'a [u8] {
+        let (s, e) = span.range();
+        match &layout {
+            None => raw.get(s..e).unwrap_or(&[]),
+            Some(l) => {
+                let s = s.wrapping_sub(l.inner_expanded).wrapping_add(l.inner_orig);
+                let e = e.wrapping_sub(l.inner_expanded).wrapping_add(l.inner_orig);
+                raw.get(s..e).unwrap_or(&[])
+            }
+        }
+    };
+    let index = i + 2;
+    let name_err = |code| ParseError::logged(Errno::EINVAL, code, index, 0).with_expanded();
+
+    let (name, body) = match find(text, b'=') {
+        Some(eq) => {
+            if eq > MAX_ARG_NAME_LEN {
+                return Err(name_err(ErrorCode::ArgNameTooLong));
+            }
+            if eq == 0 {
+                return Err(name_err(ErrorCode::NoArgName));
+            }
+            // The name is the same bytes in the original and expanded text.
+            (ArgName::Given(raw.get(..eq).unwrap_or(&[])), eq + 1)
+        }
+        None => (ArgName::Auto(AutoArgName::new(i + 1)), 0),
+    };
+    let name_bytes = name.as_bytes();
+    if !is_good_name(name_bytes, false) {
+        return Err(name_err(ErrorCode::BadArgName));
+    }
+    let reserved = RESERVED_FIELD_NAMES
+        .iter()
+        .any(|r| r.as_bytes() == name_bytes);
+    if reserved || name_used(name_bytes) {
+        return Err(name_err(ErrorCode::UsedArgName));
+    }
+
+    let mut ctx = Ctx {
+        flags: env.flags,
+        index,
+        offset: body,
+    };
+    let body_text = tail(text, body);
+    if body_text.len() > MAX_ARGSTR_LEN {
+        return Err(ctx.err(Errno::E2BIG, ErrorCode::ArgTooLong, ctx.offset));
+    }
+    if body_text.is_empty() {
+        return Err(ctx.einval(ErrorCode::NoArgBody));
+    }
+
+    let spec = split_type(body_text, body, index).map_err(ParseError::with_expanded)?;
+    let type_offset = spec.name.map_or(0, |(_, off)| off);
+    let is_comm_like =
+        spec.body == b"$comm" || spec.body == b"$COMM" || spec.body.starts_with(b"\\\"");
+    let base = if is_comm_like {
+        if spec.count != 0 || spec.name.is_some_and(|(n, _)| n != b"string") {
+            return Err(ctx.einval_at(ErrorCode::NeedStringType, ctx.offset + type_offset));
+        }
+        Some(FetchType::String)
+    } else {
+        match spec.name {
+            None => Some(FetchType::DEFAULT),
+            Some((n, _)) => FetchType::find(n),
+        }
+    };
+    let Some(base) = base else {
+        return Err(ctx.einval_at(ErrorCode::BadType, ctx.offset + type_offset));
+    };
+    let ty_name = spec.name.map(|(n, _)| n);
+    let mut ty = ArgType {
+        base,
+        count: spec.count,
+        bitfield: None,
+    };
+
+    let mut code = Code::new();
+    parse_probe_arg(text, body, body + spec.body.len(), &mut code, &mut ctx)?;
+
+    let new_size = size.saturating_add(ty.record_size());
+    if new_size > MAX_PROBE_EVENT_SIZE {
+        return Err(ctx.err(Errno::E2BIG, ErrorCode::EventTooBig, ctx.offset));
+    }
+
+    finalize(&mut code, &ty, ty_name, type_offset, &ctx)?;
+    ty.bitfield = code.insns.iter().find_map(|i| match i {
+        FetchInsn::ModBitfield(b) => Some(*b),
+        _ => None,
+    });
+
+    let mut insns = [FetchInsn::Nop; FETCH_INSN_MAX];
+    for (dst, src) in insns.iter_mut().zip(code.insns.iter()) {
+        *dst = src.map(resolve);
+    }
+    let comm = match &layout {
+        None => ArgText::Plain(tail(raw, body)),
+        Some(l) => ArgText::Dentry(l.arg),
+    };
+    Ok(FetchArg {
+        name,
+        comm,
+        ty,
+        offset: size,
+        program: FetchProgram { insns },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(on_entry: bool, on_return: bool) -> ArgEnv {
+        ArgEnv {
+            flags: ArgContext {
+                on_return,
+                on_entry,
+            },
+            offsets: DentryOffsets::DEFAULT,
+        }
+    }
+
+    fn parse(arg: &str) -> Result<FetchArg<'_>, ParseError> {
+        parse_fetch_arg(arg.as_bytes(), 0, |_| false, 0, &env(true, false))
+    }
+
+    #[test]
+    fn registers() {
+        assert_eq!(Register::from_name(b"ax"), Some(Register::Ax));
+        assert_eq!(Register::from_name(b"AX"), None);
+        assert_eq!(Register::from_name(b"eax"), None);
+        assert_eq!(
+            Register::from_name(b"orig_ax").map(|r| r.pt_regs_offset()),
+            Some(120)
+        );
+    }
+
+    #[test]
+    fn nested_deref_program() {
+        let a = parse("+8(+0(%di)):u32").unwrap();
+        assert_eq!(
+            a.program.insns(),
+            &[
+                FetchInsn::Reg(Register::Di),
+                FetchInsn::Deref(0),
+                FetchInsn::StMem { offset: 8, size: 4 },
+                FetchInsn::End
+            ]
+        );
+    }
+
+    #[test]
+    fn symbol_and_string() {
+        let a = parse("+0(@jiffies+4):string").unwrap();
+        assert_eq!(
+            a.program.insns(),
+            &[
+                FetchInsn::Symbol(&b"jiffies+4"[..]),
+                FetchInsn::Imm(0),
+                FetchInsn::Deref(0),
+                FetchInsn::StString { offset: 0 },
+                FetchInsn::End
+            ]
+        );
+        let a = parse("s=\\\"hi there\"").unwrap();
+        assert_eq!(a.program.insns()[0], FetchInsn::Data(&b"hi there"[..]));
+    }
+
+    #[test]
+    fn dentry_expansion_maps_text_back() {
+        let a = parse("n=+0(@sym):%pD").unwrap();
+        assert_eq!(a.name.as_bytes(), b"n");
+        assert_eq!(a.program.insns()[0], FetchInsn::Symbol(&b"sym"[..]));
+        assert!(a.comm.eq_bytes(b"+0x0(+0x28(+0x48(+0(@sym)))):string"));
+    }
+}

@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The kprobe_events command language, as Linux 6.12 parses it.
+//!
+//! rkprobes' `kprobe_events` must accept exactly what the kernel's
+//! `tracing/kprobe_events` accepts and reject the rest with the same errno
+//! and the same error_log entry. This module is the pure part of that: it
+//! splits a write into commands ([`WriteLines`]), parses a command
+//! ([`parse_command`]) into a probe definition or a deletion, compiles each
+//! fetcharg into a fetch program, prints a probe as `cat kprobe_events`
+//! shows it and formats fetched values as trace output does. Looking up
+//! symbols and registering the probe stay in the module; the parser asks the
+//! module what it needs through [`ProbeEnv`].
+//!
+//! Nothing here allocates: a parsed command borrows the command's text and
+//! re-parses one fetcharg at a time ([`ProbeDef::args`]). A successful
+//! [`parse_command`] has parsed every fetcharg once, so that iterating them
+//! afterwards cannot fail.
+
+pub mod error;
+pub mod fetch;
+pub mod kstr;
+pub mod parse;
+pub mod print;
+pub mod types;
+
+pub use error::{write_error_log, Errno, ErrorCode, ErrorLog, ParseError};
+pub use fetch::{ArgContext, ArgName, ArgText, FetchArg, FetchInsn, FetchProgram, Register};
+pub use parse::{
+    parse_command, Command, DeleteCmd, EventName, FetchArgs, ProbeDef, ProbeLocation, WriteLines,
+};
+pub use print::{write_listing, ByteWrite, SymbolResolver};
+pub use types::{ArgType, Bitfield, FetchType};
+
+/// Most fetchargs a probe can have.
+pub const MAX_TRACE_ARGS: usize = 128;
+/// Longest fetcharg body (after `NAME=`).
+pub const MAX_ARGSTR_LEN: usize = 63;
+/// Largest array length in `TYPE[N]`.
+pub const MAX_ARRAY_LEN: u32 = 64;
+/// Longest fetcharg name.
+pub const MAX_ARG_NAME_LEN: usize = 32;
+/// Size of the kernel's event and group name buffers: names are shorter.
+pub const MAX_EVENT_NAME_LEN: usize = 64;
+/// Largest string a string fetcharg stores (`PATH_MAX`).
+pub const MAX_STRING_SIZE: usize = 4096;
+/// Largest total size of a probe's fixed fields.
+pub const MAX_PROBE_EVENT_SIZE: u32 = 3072;
+/// Fetch instructions per fetcharg, including the final end.
+pub const FETCH_INSN_MAX: usize = 16;
+/// Largest kretprobe maxactive.
+pub const KRETPROBE_MAXACTIVE_MAX: u32 = 4096;
+/// Size of the kernel's write buffer; a command line holds at most
+/// `WRITE_BUFSIZE - 2` bytes and its newline.
+pub const WRITE_BUFSIZE: usize = 4096;
+/// Room for all `%pd`/`%pD` expansions of one command.
+pub const MAX_DENTRY_ARGS_LEN: usize = 256;
+/// Largest N of `$stackN` and `$argN`: `THREAD_SIZE / sizeof(long)` for
+/// x86-64's 16 KiB stacks.
+pub const PARAM_MAX_STACK: u64 = 2048;
+/// The group of events created without `GRP/` (the kernel uses `kprobes`).
+pub const DEFAULT_GROUP: &str = "rkprobes";
+
+/// Offsets `%pd`/`%pD` expand to, which depend on the kernel's build.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct DentryOffsets {
+    /// `offsetof(struct dentry, d_name.name)`.
+    pub dentry_name: u64,
+    /// `offsetof(struct file, f_path.dentry)`.
+    pub file_dentry: u64,
+}
+
+impl DentryOffsets {
+    /// The offsets of an x86-64 6.12 build without lock debugging.
+    pub const DEFAULT: DentryOffsets = DentryOffsets {
+        dentry_name: 0x28,
+        file_dentry: 0x48,
+    };
+
+    /// The offsets `env` reports.
+    pub fn from_env<E: ProbeEnv + ?Sized>(env: &E) -> DentryOffsets {
+        env.dentry_offsets()
+    }
+}
+
+/// What `validate_probe_symbol()` finds for `[MOD:]SYM`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SymbolCheck {
+    /// Exactly one symbol of that name: accepted.
+    Unique,
+    /// `MOD:` names a module that is not loaded: accepted, the probe is
+    /// registered when the module comes.
+    ModuleNotLoaded,
+    /// No such symbol: "Invalid probed address or symbol".
+    NotFound,
+    /// Several symbols of that name: "The symbol is not unique".
+    NotUnique,
+}
+
+/// What `kprobe_on_func_entry()` answers for a symbol and offset.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FuncEntry {
+    /// The address is a function's entry (allows `$argN` on a kprobe).
+    Entry,
+    /// The address is inside a function (`-EINVAL`; a kretprobe there is
+    /// refused with "Retprobe address must be an function entry").
+    NotEntry,
+    /// The symbol could not be resolved (`-ENOENT`, say for a module not
+    /// loaded yet); decided again at registration.
+    Unknown,
+}
+
+/// The kernel state the parser consults, provided by the module.
+///
+/// The kernel looks symbols up while parsing, before it reads the event
+/// name, so the answers decide which error a bad command gets.
+pub trait ProbeEnv {
+    /// `validate_probe_symbol()`: looks up `symbol` (after `MOD:`) in
+    /// `module`, or in the whole kernel and all modules when `None`.
+    fn check_symbol(&self, module: Option<&[u8]>, symbol: &[u8]) -> SymbolCheck;
+
+    /// `kprobe_on_func_entry()` for `symbol` (as written, `MOD:SYM`
+    /// included) plus `offset`.
+    fn func_entry(&self, symbol: &[u8], offset: u64) -> FuncEntry;
+
+    /// The value `%p` prints for an address (the kernel hashes pointers);
+    /// used in generated event names and in the listing of address probes.
+    fn pointer_id(&self, addr: u64) -> u64 {
+        addr
+    }
+
+    /// The group of events given without `GRP/`.
+    fn default_group(&self) -> &'static [u8] {
+        DEFAULT_GROUP.as_bytes()
+    }
+
+    /// The struct offsets `%pd`/`%pD` use.
+    fn dentry_offsets(&self) -> DentryOffsets {
+        DentryOffsets::DEFAULT
+    }
+}
+
+/// A [`ProbeEnv`] that accepts every symbol as unique and at function entry
+/// when the offset is 0: for checking syntax alone.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SyntaxOnlyEnv;
+
+impl ProbeEnv for SyntaxOnlyEnv {
+    fn check_symbol(&self, _module: Option<&[u8]>, _symbol: &[u8]) -> SymbolCheck {
+        SymbolCheck::Unique
+    }
+
+    fn func_entry(&self, _symbol: &[u8], offset: u64) -> FuncEntry {
+        if offset == 0 {
+            FuncEntry::Entry
+        } else {
+            FuncEntry::NotEntry
+        }
+    }
+}

@@ -1,0 +1,700 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Commands: splitting a write into lines and parsing one command line.
+//!
+//! This follows `trace_parse_run_command()` (lines and comments),
+//! `create_or_delete_trace_kprobe()`/`dyn_event_release()` (deletion) and
+//! `__trace_kprobe_create()` (creation) step by step, since the order of the
+//! kernel's checks decides which error a command with several mistakes gets.
+
+use core::fmt;
+
+use super::error::{Errno, ErrorCode, ParseError};
+use super::fetch::{self, ArgContext, ArgEnv, FetchArg};
+use super::kstr::{
+    at, c_str, find, head, is_digit, is_space, kstrtoll, kstrtouint, kstrtoull, tail,
+};
+use super::print::{ByteWrite, Fmt, SliceWriter};
+use super::{
+    DentryOffsets, FuncEntry, ProbeEnv, SymbolCheck, KRETPROBE_MAXACTIVE_MAX, MAX_DENTRY_ARGS_LEN,
+    MAX_EVENT_NAME_LEN, MAX_TRACE_ARGS, WRITE_BUFSIZE,
+};
+
+/// Splits a command into arguments at the kernel's white space
+/// (`argv_split()`), which includes byte 0xa0.
+#[derive(Clone, Debug)]
+pub struct Argv<'a> {
+    rest: &'a [u8],
+}
+
+impl<'a> Argv<'a> {
+    /// The arguments of `line`.
+    pub fn new(line: &'a [u8]) -> Argv<'a> {
+        Argv { rest: line }
+    }
+
+    /// What follows the arguments returned so far (from just after the
+    /// last one).
+    pub fn rest(&self) -> &'a [u8] {
+        self.rest
+    }
+}
+
+impl<'a> Iterator for Argv<'a> {
+    type Item = &'a [u8];
+
+    fn next(&mut self) -> Option<&'a [u8]> {
+        let start = self.rest.iter().position(|&c| !is_space(c))?;
+        let s = tail(self.rest, start);
+        let len = s.iter().position(|&c| is_space(c)).unwrap_or(s.len());
+        self.rest = tail(s, len);
+        Some(head(s, len))
+    }
+}
+
+/// One line of a write, or the reason the kernel gave up on the write.
+pub type WriteLine<'a> = Result<&'a [u8], ParseError>;
+
+/// Splits a write to kprobe_events into command lines as
+/// `trace_parse_run_command()` does: lines end at `\n`, `#` starts a
+/// comment, a NUL byte or a line longer than `WRITE_BUFSIZE - 2` fails
+/// the rest of the write with `-EINVAL` (lines before it have been run).
+///
+/// Each yielded line (comments removed, possibly empty) is to be passed to
+/// [`parse_command`]; stop at the first error, since the kernel does. After
+/// the last line the write returns its full length.
+#[derive(Clone, Debug)]
+pub struct WriteLines<'a> {
+    buf: &'a [u8],
+    done: usize,
+    /// Start of the kernel's current `WRITE_BUFSIZE` chunk.
+    chunk: usize,
+    failed: bool,
+}
+
+impl<'a> WriteLines<'a> {
+    /// The lines of `buf`, the whole of one `write()`.
+    pub fn new(buf: &'a [u8]) -> WriteLines<'a> {
+        WriteLines {
+            buf,
+            done: 0,
+            chunk: 0,
+            failed: false,
+        }
+    }
+
+    /// Bytes consumed so far: what the write returns once all lines ran.
+    pub fn consumed(&self) -> usize {
+        self.done
+    }
+}
+
+impl<'a> Iterator for WriteLines<'a> {
+    type Item = WriteLine<'a>;
+
+    fn next(&mut self) -> Option<WriteLine<'a>> {
+        let count = self.buf.len();
+        if self.failed || self.done >= count {
+            return None;
+        }
+        loop {
+            // The kernel copies up to WRITE_BUFSIZE - 1 bytes and works on
+            // them as a C string: a NUL ends the chunk early.
+            let chunk_len = (count - self.chunk).min(WRITE_BUFSIZE - 1);
+            let chunk = self
+                .buf
+                .get(self.chunk..self.chunk + chunk_len)
+                .unwrap_or(&[]);
+            let chunk = c_str(chunk);
+            let pos = self.done - self.chunk;
+            let line_all = tail(chunk, pos);
+            let (line, size) = match find(line_all, b'\n') {
+                Some(nl) => (head(line_all, nl), nl + 1),
+                None => {
+                    let size = line_all.len();
+                    if self.done + size < count {
+                        if pos != 0 {
+                            // Re-read from this line's start.
+                            self.chunk = self.done;
+                            continue;
+                        }
+                        self.failed = true;
+                        return Some(Err(ParseError::silent(Errno::EINVAL)));
+                    }
+                    (line_all, size)
+                }
+            };
+            self.done += size;
+            let line = match find(line, b'#') {
+                Some(h) => head(line, h),
+                None => line,
+            };
+            return Some(Ok(line));
+        }
+    }
+}
+
+/// An event name: as given, or generated from the probe point.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EventName<'a> {
+    /// `EVENT` as written.
+    Given(&'a [u8]),
+    /// `p_SYM_OFFS`, `r_SYM_OFFS` or `p_0xADDR`, sanitised.
+    Auto(AutoEventName),
+}
+
+/// A generated event name (at most `MAX_EVENT_NAME_LEN - 1` bytes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct AutoEventName {
+    buf: [u8; MAX_EVENT_NAME_LEN - 1],
+    len: u8,
+}
+
+impl EventName<'_> {
+    /// The name's bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        match self {
+            EventName::Given(s) => s,
+            EventName::Auto(a) => head(&a.buf, usize::from(a.len)),
+        }
+    }
+}
+
+/// Where a probe is placed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ProbeLocation<'a> {
+    /// `[MOD:]SYM[+OFFS]`: `symbol` keeps `MOD:`, loses `+OFFS`/`%return`.
+    Symbol {
+        /// `[MOD:]SYM`.
+        symbol: &'a [u8],
+        /// The offset into the symbol.
+        offset: u32,
+    },
+    /// A bare address.
+    Address(u64),
+}
+
+impl<'a> ProbeLocation<'a> {
+    /// The module of `MOD:SYM`, if given.
+    pub fn module(&self) -> Option<&'a [u8]> {
+        match *self {
+            ProbeLocation::Symbol { symbol, .. } => find(symbol, b':').map(|c| head(symbol, c)),
+            ProbeLocation::Address(_) => None,
+        }
+    }
+
+    /// The symbol without `MOD:`.
+    pub fn symbol_name(&self) -> Option<&'a [u8]> {
+        match *self {
+            ProbeLocation::Symbol { symbol, .. } => Some(match find(symbol, b':') {
+                Some(c) => tail(symbol, c + 1),
+                None => symbol,
+            }),
+            ProbeLocation::Address(_) => None,
+        }
+    }
+}
+
+/// A parsed `p`/`r` command: a probe to register.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ProbeDef<'a> {
+    /// A kretprobe (`r`, or `p` with `%return`).
+    pub is_return: bool,
+    /// Kretprobe instances, 0 for the default.
+    pub maxactive: u32,
+    /// The event's group.
+    pub group: &'a [u8],
+    /// The event's name.
+    pub event: EventName<'a>,
+    /// Where to probe.
+    pub location: ProbeLocation<'a>,
+    /// How `$argN`/`$retval` are evaluated.
+    pub context: ArgContext,
+    /// Number of fetchargs.
+    pub nr_args: usize,
+    /// Total size of the fetchargs' fixed fields in the event record.
+    pub size: u32,
+    args_text: &'a [u8],
+    offsets: DentryOffsets,
+}
+
+impl<'a> ProbeDef<'a> {
+    /// The fetchargs, parsed one at a time. [`parse_command`] has parsed
+    /// them all already, so no item is an error.
+    pub fn args(&self) -> FetchArgs<'a> {
+        FetchArgs {
+            argv: Argv::new(self.args_text),
+            all: self.args_text,
+            index: 0,
+            size: 0,
+            env: ArgEnv {
+                flags: self.context,
+                offsets: self.offsets,
+            },
+        }
+    }
+
+    /// The `index`th fetcharg (from 0).
+    pub fn arg(&self, index: usize) -> Option<FetchArg<'a>> {
+        self.args().nth(index)?.ok()
+    }
+
+    /// `trace_probe_compare_arg_type()`: `None` when `other` has the same
+    /// argument names and types, else the 1-based position of the first
+    /// difference (which the kernel reports with [`ParseError::diff_arg_type`]).
+    pub fn compare_arg_types(&self, other: &ProbeDef<'_>) -> Option<usize> {
+        if self.nr_args != other.nr_args {
+            return Some(self.nr_args.min(other.nr_args) + 1);
+        }
+        for (i, (a, b)) in self.args().zip(other.args()).enumerate() {
+            match (a, b) {
+                (Ok(a), Ok(b)) if a.same_field(&b) => {}
+                _ => return Some(i + 1),
+            }
+        }
+        None
+    }
+
+    /// `trace_kprobe_has_same_kprobe()` for one probe: same symbol (address
+    /// probes all count as symbol "unknown"), offset and argument texts.
+    pub fn same_probe(&self, other: &ProbeDef<'_>) -> bool {
+        fn key<'k>(l: &ProbeLocation<'k>) -> (Option<&'k [u8]>, u32) {
+            match *l {
+                ProbeLocation::Symbol { symbol, offset } => (Some(symbol), offset),
+                ProbeLocation::Address(_) => (None, 0),
+            }
+        }
+        let (sa, oa) = key(&self.location);
+        let (sb, ob) = key(&other.location);
+        if sa != sb || oa != ob || self.nr_args != other.nr_args {
+            return false;
+        }
+        self.args().zip(other.args()).all(|(a, b)| match (a, b) {
+            (Ok(a), Ok(b)) => {
+                let mut buf = [0u8; 256];
+                let mut w = SliceWriter::new(&mut buf[..]);
+                a.comm.write_to(&mut w).is_ok() && b.comm.eq_bytes(w.as_bytes())
+            }
+            _ => false,
+        })
+    }
+}
+
+/// Iterator over a probe's fetchargs.
+#[derive(Clone, Debug)]
+pub struct FetchArgs<'a> {
+    argv: Argv<'a>,
+    all: &'a [u8],
+    index: usize,
+    size: u32,
+    env: ArgEnv,
+}
+
+impl<'a> Iterator for FetchArgs<'a> {
+    type Item = Result<FetchArg<'a>, ParseError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let raw = self.argv.next()?;
+        let i = self.index;
+        self.index += 1;
+        let all = self.all;
+        let name_used = |name: &[u8]| {
+            Argv::new(all)
+                .take(i)
+                .enumerate()
+                .any(|(j, a)| match arg_name(a) {
+                    Some(n) => n == name,
+                    None => auto_arg_name(j + 1).bytes() == name,
+                })
+        };
+        let r = fetch::parse_fetch_arg(raw, i, name_used, self.size, &self.env);
+        if let Ok(a) = &r {
+            self.size = self.size.saturating_add(a.ty.record_size());
+        }
+        Some(r)
+    }
+}
+
+/// A generated `argN` name.
+struct AutoName([u8; 8], usize);
+
+impl AutoName {
+    fn bytes(&self) -> &[u8] {
+        head(&self.0, self.1)
+    }
+}
+
+fn auto_arg_name(n: usize) -> AutoName {
+    let mut w = SliceWriter::new([0u8; 8]);
+    let _ = fmt::Write::write_fmt(&mut Fmt(&mut w), format_args!("arg{n}"));
+    let (b, l) = w.into_parts();
+    AutoName(b, l)
+}
+
+/// The name part of a fetcharg: `Some(NAME)` for `NAME=...`.
+fn arg_name(arg: &[u8]) -> Option<&[u8]> {
+    // A %pd expansion keeps the name bytes, so the original text is enough.
+    find(arg, b'=').map(|eq| head(arg, eq))
+}
+
+/// A parsed `-:` command.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct DeleteCmd<'a> {
+    /// `GRP` of `GRP/EVENT`; `None` matches every group.
+    pub group: Option<&'a [u8]>,
+    /// `EVENT`; empty matches every event (of the group).
+    pub event: &'a [u8],
+    /// The arguments after `-:GRP/EVENT`, which must match the probe's
+    /// listing (location, then `NAME=ARG` fetchargs) for it to be deleted.
+    pub args: &'a [u8],
+}
+
+impl DeleteCmd<'_> {
+    /// `trace_kprobe_match()`: whether this command deletes `probe`. The
+    /// module deletes every matching probe and returns `-ENOENT` if none
+    /// matched.
+    pub fn matches<E: ProbeEnv + ?Sized>(&self, probe: &ProbeDef<'_>, env: &E) -> bool {
+        if !self.event.is_empty() && self.event != probe.event.as_bytes() {
+            return false;
+        }
+        if self.group.is_some_and(|g| g != probe.group) {
+            return false;
+        }
+        let mut argv = Argv::new(self.args);
+        let Some(head_arg) = argv.next() else {
+            return true;
+        };
+        // The kernel formats the location into a MAX_ARGSTR_LEN + 1 buffer.
+        let mut buf = [0u8; super::MAX_ARGSTR_LEN];
+        let mut w = SliceWriter::new(&mut buf[..]);
+        let _ = super::print::write_location(&mut w, &probe.location, env);
+        if w.as_bytes() != head_arg {
+            return false;
+        }
+        let given = argv.clone().count();
+        if probe.nr_args < given {
+            return false;
+        }
+        argv.zip(probe.args()).all(|(g, a)| {
+            let Ok(a) = a else {
+                return false;
+            };
+            let name = a.name.as_bytes();
+            match g.strip_prefix(name).and_then(|r| r.strip_prefix(b"=")) {
+                Some(comm) => a.comm.eq_bytes(comm),
+                None => false,
+            }
+        })
+    }
+}
+
+/// One command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Command<'a> {
+    /// Nothing to do: an empty or blank line.
+    Empty,
+    /// Create (or append to) an event.
+    Probe(ProbeDef<'a>),
+    /// Delete events.
+    Delete(DeleteCmd<'a>),
+}
+
+/// Parses one command line (as [`WriteLines`] yields it) against the kernel
+/// state `env` reports.
+///
+/// On success every fetcharg has been parsed. On failure the error carries
+/// the errno and error_log entry of the kernel for this command.
+pub fn parse_command<'a, E: ProbeEnv + ?Sized>(
+    line: &'a [u8],
+    env: &E,
+) -> Result<Command<'a>, ParseError> {
+    let line = c_str(line);
+    if at(line, 0) == b'-' {
+        return parse_delete(line).map(Command::Delete);
+    }
+    let mut argv = Argv::new(line);
+    let Some(argv0) = argv.next() else {
+        return Ok(Command::Empty);
+    };
+    let is_return = match at(argv0, 0) {
+        b'r' => true,
+        b'p' => false,
+        // -ECANCELED from every dynamic event type becomes -EINVAL.
+        _ => return Err(ParseError::silent(Errno::EINVAL)),
+    };
+    let Some(argv1) = argv.next() else {
+        return Err(ParseError::silent(Errno::EINVAL));
+    };
+    parse_probe(argv0, argv1, argv.rest(), is_return, env).map(Command::Probe)
+}
+
+/// `dyn_event_release()`'s parsing of `-:[GRP/][EVENT] [ARGS]`.
+fn parse_delete(line: &[u8]) -> Result<DeleteCmd<'_>, ParseError> {
+    let mut argv = Argv::new(line);
+    let argv0 = argv.next().unwrap_or(&[]);
+    if at(argv0, 1) != b':' {
+        return Err(ParseError::silent(Errno::EINVAL));
+    }
+    let event = tail(argv0, 2);
+    let (group, event) = match find(event, b'/') {
+        Some(slash) => (Some(head(event, slash)), tail(event, slash + 1)),
+        None => (None, event),
+    };
+    if group.is_none() && event.is_empty() {
+        return Err(ParseError::silent(Errno::EINVAL));
+    }
+    Ok(DeleteCmd {
+        group,
+        event,
+        args: argv.rest(),
+    })
+}
+
+fn log_err(code: ErrorCode, index: usize, offset: usize) -> ParseError {
+    ParseError::logged(Errno::EINVAL, code, index, offset)
+}
+
+/// `__trace_kprobe_create()` up to the registration.
+fn parse_probe<'a, E: ProbeEnv + ?Sized>(
+    argv0: &'a [u8],
+    argv1: &'a [u8],
+    args_text: &'a [u8],
+    mut is_return: bool,
+    env: &E,
+) -> Result<ProbeDef<'a>, ParseError> {
+    let colon = find(tail(argv0, 1), b':').map(|c| c + 1);
+    let event_start = colon.map(|c| c + 1);
+
+    let mut maxactive = 0;
+    if is_digit(at(argv0, 1)) {
+        if !is_return {
+            return Err(log_err(ErrorCode::BadMaxactType, 0, 1));
+        }
+        let end = colon.unwrap_or(argv0.len());
+        let digits = argv0.get(1..end).unwrap_or(&[]);
+        if digits.len() > MAX_EVENT_NAME_LEN - 1 {
+            return Err(log_err(ErrorCode::BadMaxact, 0, 1));
+        }
+        maxactive = match kstrtouint(digits, 0) {
+            Ok(n) if n != 0 => n,
+            _ => return Err(log_err(ErrorCode::BadMaxact, 0, 1)),
+        };
+        if maxactive > KRETPROBE_MAXACTIVE_MAX {
+            return Err(log_err(ErrorCode::MaxactTooBig, 0, 1));
+        }
+    }
+
+    let mut on_entry = false;
+    let mut on_return = false;
+    let location = match kstrtoull(argv1, 0) {
+        Ok(addr) => ProbeLocation::Address(addr),
+        Err(_) => {
+            if find(argv1, b'/').is_some() && find(argv1, b':').is_some() {
+                // A uprobe: kprobes decline, and so does every other type.
+                return Err(ParseError::silent(Errno::EINVAL));
+            }
+            let mut symbol = argv1;
+            if let Some(pct) = find(symbol, b'%') {
+                if tail(symbol, pct) == b"%return" {
+                    symbol = head(symbol, pct);
+                    is_return = true;
+                } else {
+                    return Err(log_err(ErrorCode::BadAddrSuffix, 1, pct));
+                }
+            }
+            let (symbol, offset) = split_symbol_offset(symbol)
+                .ok()
+                .and_then(|(s, o)| Some((s, u32::try_from(o).ok()?)))
+                .ok_or_else(|| log_err(ErrorCode::BadProbeAddr, 1, 0))?;
+            let (module, name) = match find(symbol, b':') {
+                Some(c) => (Some(head(symbol, c)), tail(symbol, c + 1)),
+                None => (None, symbol),
+            };
+            match env.check_symbol(module, name) {
+                SymbolCheck::Unique | SymbolCheck::ModuleNotLoaded => {}
+                SymbolCheck::NotUnique => return Err(log_err(ErrorCode::NonUniqSymbol, 1, 0)),
+                SymbolCheck::NotFound => return Err(log_err(ErrorCode::BadProbeAddr, 1, 0)),
+            }
+            on_return = is_return;
+            match env.func_entry(symbol, u64::from(offset)) {
+                FuncEntry::Entry => on_entry = !is_return,
+                FuncEntry::NotEntry if is_return => {
+                    return Err(log_err(ErrorCode::BadRetprobe, 1, 0));
+                }
+                FuncEntry::NotEntry | FuncEntry::Unknown => {}
+            }
+            ProbeLocation::Symbol { symbol, offset }
+        }
+    };
+
+    let mut group = env.default_group();
+    let mut event = None;
+    if let Some(start) = event_start {
+        let (g, e) = parse_event_name(tail(argv0, start), start)?;
+        if let Some(g) = g {
+            group = g;
+        }
+        event = e;
+    }
+    let event = match event {
+        Some(e) => EventName::Given(e),
+        None => EventName::Auto(auto_event_name(is_return, &location, env)),
+    };
+
+    let context = ArgContext {
+        on_return,
+        on_entry,
+    };
+    check_meta_args(args_text, &context)?;
+    let nr_args = Argv::new(args_text).count();
+    if nr_args > MAX_TRACE_ARGS {
+        return Err(ParseError::silent(Errno::E2BIG));
+    }
+    let offsets = env.dentry_offsets();
+    let mut used = 0usize;
+    for arg in Argv::new(args_text) {
+        if let Some(n) = fetch::expanded_len(arg, &offsets) {
+            if n >= MAX_DENTRY_ARGS_LEN - used {
+                return Err(ParseError::silent(Errno::ENOMEM));
+            }
+            used += n + 1;
+        }
+    }
+
+    let mut def = ProbeDef {
+        is_return,
+        maxactive,
+        group,
+        event,
+        location,
+        context,
+        nr_args,
+        size: 0,
+        args_text,
+        offsets,
+    };
+    let mut args = def.args();
+    for arg in args.by_ref() {
+        arg?;
+    }
+    def.size = args.size;
+    Ok(def)
+}
+
+/// `traceprobe_split_symbol_offset()`: splits at the first `+` or `-`.
+pub fn split_symbol_offset(symbol: &[u8]) -> Result<(&[u8], i64), Errno> {
+    match symbol.iter().position(|&c| c == b'+' || c == b'-') {
+        Some(p) => Ok((head(symbol, p), kstrtoll(tail(symbol, p), 0)?)),
+        None => Ok((symbol, 0)),
+    }
+}
+
+/// `(group, event)` as given after `p:`.
+type EventNameParts<'a> = (Option<&'a [u8]>, Option<&'a [u8]>);
+
+/// `traceprobe_parse_event_name()` on the text after `p:`, which starts at
+/// byte `offset` of argv\[0\]: `(group, event)`, `event` `None` for `GRP/`.
+fn parse_event_name(text: &[u8], offset: usize) -> Result<EventNameParts<'_>, ParseError> {
+    let slash = find(text, b'/').or_else(|| find(text, b'.'));
+    let mut group = None;
+    let mut event = text;
+    let mut offset = offset;
+    if let Some(slash) = slash {
+        if slash == 0 {
+            return Err(log_err(ErrorCode::NoGroupName, 0, offset));
+        }
+        if slash + 1 > MAX_EVENT_NAME_LEN {
+            return Err(log_err(ErrorCode::GroupTooLong, 0, offset));
+        }
+        let g = head(text, slash);
+        if !fetch::is_good_name(g, true) {
+            return Err(log_err(ErrorCode::BadGroupName, 0, offset));
+        }
+        group = Some(g);
+        event = tail(text, slash + 1);
+        offset += slash + 1;
+    }
+    if event.is_empty() {
+        if slash.is_some() {
+            return Ok((group, None));
+        }
+        return Err(log_err(ErrorCode::NoEventName, 0, offset));
+    }
+    if event.len() >= MAX_EVENT_NAME_LEN {
+        return Err(log_err(ErrorCode::EventTooLong, 0, offset));
+    }
+    if !fetch::is_good_name(event, false) {
+        return Err(log_err(ErrorCode::BadEventName, 0, offset));
+    }
+    Ok((group, Some(event)))
+}
+
+/// The kernel's generated event name: `snprintf()` into a 64-byte buffer,
+/// then `sanitize_event_name()`.
+fn auto_event_name<E: ProbeEnv + ?Sized>(
+    is_return: bool,
+    location: &ProbeLocation<'_>,
+    env: &E,
+) -> AutoEventName {
+    let mut w = SliceWriter::new([0u8; MAX_EVENT_NAME_LEN - 1]);
+    let kind = if is_return { "r" } else { "p" };
+    let _ = match *location {
+        ProbeLocation::Symbol { symbol, offset } => (|| {
+            w.write_bytes(kind.as_bytes())?;
+            w.write_bytes(b"_")?;
+            w.write_bytes(symbol)?;
+            fmt::Write::write_fmt(&mut Fmt(&mut w), format_args!("_{offset}"))
+        })(),
+        ProbeLocation::Address(addr) => fmt::Write::write_fmt(
+            &mut Fmt(&mut w),
+            format_args!("{kind}_0x{:016x}", env.pointer_id(addr)),
+        ),
+    };
+    let (mut buf, len) = w.into_parts();
+    for c in buf.iter_mut().take(len).skip(1) {
+        if matches!(*c, b':' | b'.' | b'*') {
+            *c = b'_';
+        }
+    }
+    AutoEventName {
+        buf,
+        len: len as u8,
+    }
+}
+
+/// `argv_has_var_arg()` and the BTF-less end of
+/// `traceprobe_expand_meta_args()`: `$arg*` needs BTF.
+fn check_meta_args(args_text: &[u8], ctx: &ArgContext) -> Result<(), ParseError> {
+    let mut star: Option<usize> = None;
+    let mut last = None;
+    for (i, arg) in Argv::new(args_text).enumerate() {
+        if !arg.starts_with(b"$arg") {
+            continue;
+        }
+        let index = i + 2;
+        last = Some(index);
+        if !ctx.on_entry && !ctx.on_return {
+            return Err(log_err(ErrorCode::NofentryArgs, index, 0));
+        }
+        let c = at(arg, 4);
+        if is_digit(c) {
+            continue;
+        }
+        if c != b'*' {
+            return Err(log_err(ErrorCode::BadVar, index, 0));
+        }
+        if star.is_some() {
+            return Err(log_err(ErrorCode::DoubleArgs, index, 0));
+        }
+        star = Some(i);
+    }
+    if let (Some(_), Some(index)) = (star, last) {
+        return Err(ParseError::logged(
+            Errno::EOPNOTSUPP,
+            ErrorCode::NosupBtfarg,
+            index,
+            0,
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,432 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! What users read back: the `kprobe_events` listing and trace output values.
+//!
+//! `cat kprobe_events` prints each probe in a canonical form
+//! (`trace_kprobe_show()`) that scripts parse and that can be written back;
+//! trace output prints each fetched value with its type's printf format
+//! (`print_type_*()`, `trace_probe_print_args()`). Both are reproduced here.
+//! Command text and strings are bytes, not UTF-8, so output goes to a
+//! [`ByteWrite`]; [`FmtWriter`] adapts a `core::fmt::Write`.
+
+use core::fmt;
+
+use super::super::ksym::SymbolAddr;
+use super::fetch::FetchArg;
+use super::parse::{ProbeDef, ProbeLocation};
+use super::types::FetchType;
+use super::ProbeEnv;
+
+/// A byte sink: what the kernel's `seq_file`/`trace_seq` are.
+pub trait ByteWrite {
+    /// Appends `b`.
+    fn write_bytes(&mut self, b: &[u8]) -> fmt::Result;
+}
+
+impl<W: ByteWrite + ?Sized> ByteWrite for &mut W {
+    fn write_bytes(&mut self, b: &[u8]) -> fmt::Result {
+        (**self).write_bytes(b)
+    }
+}
+
+/// Lets `write!` format into a [`ByteWrite`].
+pub struct Fmt<'w, W: ?Sized>(pub &'w mut W);
+
+impl<W: ByteWrite + ?Sized> fmt::Write for Fmt<'_, W> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        self.0.write_bytes(s.as_bytes())
+    }
+}
+
+/// A [`ByteWrite`] over a `core::fmt::Write`: bytes that are not UTF-8
+/// (which the kernel would copy verbatim) become U+FFFD.
+pub struct FmtWriter<'w, W: ?Sized>(pub &'w mut W);
+
+impl<W: fmt::Write + ?Sized> ByteWrite for FmtWriter<'_, W> {
+    fn write_bytes(&mut self, b: &[u8]) -> fmt::Result {
+        // `<[u8]>::utf8_chunks` would do, but the kernel's minimum Rust
+        // version (1.78) predates it.
+        let mut rest = b;
+        while !rest.is_empty() {
+            match core::str::from_utf8(rest) {
+                Ok(s) => return self.0.write_str(s),
+                Err(e) => {
+                    let (valid, after) = rest.split_at(e.valid_up_to());
+                    // `valid_up_to` bytes are valid UTF-8 by definition.
+                    self.0
+                        .write_str(core::str::from_utf8(valid).unwrap_or(""))?;
+                    self.0.write_char(char::REPLACEMENT_CHARACTER)?;
+                    let skip = e.error_len().unwrap_or(after.len()).max(1);
+                    rest = after.get(skip..).unwrap_or(&[]);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A [`ByteWrite`] into a fixed buffer; fails when the buffer is full,
+/// keeping what fitted.
+pub struct SliceWriter<B> {
+    buf: B,
+    len: usize,
+}
+
+impl<B: AsMut<[u8]> + AsRef<[u8]>> SliceWriter<B> {
+    /// An empty writer over `buf`.
+    pub fn new(buf: B) -> SliceWriter<B> {
+        SliceWriter { buf, len: 0 }
+    }
+
+    /// Bytes written so far.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether nothing was written.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The bytes written.
+    pub fn as_bytes(&self) -> &[u8] {
+        self.buf.as_ref().get(..self.len).unwrap_or(&[])
+    }
+
+    /// The buffer and the number of bytes written.
+    pub fn into_parts(self) -> (B, usize) {
+        (self.buf, self.len)
+    }
+}
+
+impl<B: AsMut<[u8]> + AsRef<[u8]>> ByteWrite for SliceWriter<B> {
+    fn write_bytes(&mut self, b: &[u8]) -> fmt::Result {
+        let buf = self.buf.as_mut();
+        let room = buf.len().saturating_sub(self.len);
+        let n = b.len().min(room);
+        if let (Some(dst), Some(src)) = (buf.get_mut(self.len..self.len + n), b.get(..n)) {
+            dst.copy_from_slice(src);
+        }
+        self.len += n;
+        if n < b.len() {
+            Err(fmt::Error)
+        } else {
+            Ok(())
+        }
+    }
+}
+
+/// Writes a probe's location as the listing shows it: `0x%p` for an
+/// address, `SYM+OFFS` (decimal) or `SYM`.
+pub fn write_location<W: ByteWrite + ?Sized, E: ProbeEnv + ?Sized>(
+    w: &mut W,
+    location: &ProbeLocation<'_>,
+    env: &E,
+) -> fmt::Result {
+    use fmt::Write as _;
+    match *location {
+        ProbeLocation::Address(addr) => write!(Fmt(w), "0x{:016x}", env.pointer_id(addr)),
+        ProbeLocation::Symbol { symbol, offset } => {
+            w.write_bytes(symbol)?;
+            if offset != 0 {
+                write!(Fmt(w), "+{offset}")?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Writes one line of `cat kprobe_events` for `def`, newline included:
+/// `p:GRP/EVENT SYM+OFFS NAME=ARG...`, `r16:...` with a maxactive.
+pub fn write_listing<W: ByteWrite + ?Sized, E: ProbeEnv + ?Sized>(
+    w: &mut W,
+    def: &ProbeDef<'_>,
+    env: &E,
+) -> fmt::Result {
+    use fmt::Write as _;
+    w.write_bytes(if def.is_return { b"r" } else { b"p" })?;
+    if def.is_return && def.maxactive != 0 {
+        write!(Fmt(w), "{}", def.maxactive)?;
+    }
+    w.write_bytes(b":")?;
+    w.write_bytes(def.group)?;
+    w.write_bytes(b"/")?;
+    w.write_bytes(def.event.as_bytes())?;
+    w.write_bytes(b" ")?;
+    write_location(w, &def.location, env)?;
+    for arg in def.args() {
+        let Ok(arg) = arg else {
+            return Err(fmt::Error);
+        };
+        w.write_bytes(b" ")?;
+        w.write_bytes(arg.name.as_bytes())?;
+        w.write_bytes(b"=")?;
+        arg.comm.write_to(w)?;
+    }
+    w.write_bytes(b"\n")
+}
+
+/// Finds the symbol around an address, for `%pS` and `symstr`.
+pub trait SymbolResolver {
+    /// The symbol containing `addr`, as `kallsyms_lookup()` reports it.
+    fn lookup(&self, addr: u64) -> Option<SymbolAddr<'_>>;
+}
+
+/// A resolver that knows no symbol: `%pS` prints bare addresses.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoSymbols;
+
+impl SymbolResolver for NoSymbols {
+    fn lookup(&self, _addr: u64) -> Option<SymbolAddr<'_>> {
+        None
+    }
+}
+
+/// Writes `addr` as `sprint_symbol()` (`%pS`) does: `NAME+0xOFF/0xSIZE`,
+/// then ` [MODULE]` for a module, or `0xADDR` when no symbol covers it.
+/// This is also the text a `symstr` fetcharg stores.
+pub fn write_symbol<W: ByteWrite + ?Sized, R: SymbolResolver + ?Sized>(
+    w: &mut W,
+    addr: u64,
+    resolver: &R,
+) -> fmt::Result {
+    use fmt::Write as _;
+    match resolver.lookup(addr) {
+        None => write!(Fmt(w), "{addr:#x}"),
+        Some(sym) => {
+            w.write_bytes(sym.name.as_bytes())?;
+            write!(Fmt(w), "+{:#x}/{:#x}", sym.offset, sym.size)?;
+            if let Some(m) = sym.module {
+                w.write_bytes(b" [")?;
+                w.write_bytes(m.as_bytes())?;
+                w.write_bytes(b"]")?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// What trace output prints for a string that could not be fetched.
+pub const FAULT_STRING: &str = "(fault)";
+
+/// One stored element of a fetcharg's value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Element<'d> {
+    /// A fixed-size value: its little-endian bytes (at least the type's
+    /// size; extra bytes are ignored).
+    Scalar(&'d [u8]),
+    /// A string's stored bytes (they end at the first NUL), or `None` for
+    /// a fault (a zero-length `__data_loc`).
+    Str(Option<&'d [u8]>),
+}
+
+fn le_u64(b: &[u8], size: u32) -> u64 {
+    let mut v = 0u64;
+    for (i, byte) in b.iter().take(size as usize).enumerate() {
+        v |= u64::from(*byte) << (8 * i);
+    }
+    v
+}
+
+/// Writes one element of type `ty` as the kernel's `print_type_*()` does.
+/// Elements of the wrong kind for the type print as [`FAULT_STRING`].
+pub fn write_element<W: ByteWrite + ?Sized, R: SymbolResolver + ?Sized>(
+    w: &mut W,
+    ty: FetchType,
+    elem: Element<'_>,
+    resolver: &R,
+) -> fmt::Result {
+    use fmt::Write as _;
+    let bytes = match elem {
+        Element::Str(s) => {
+            return match (ty.is_string(), s) {
+                (true, Some(s)) => {
+                    let s = super::kstr::c_str(s);
+                    w.write_bytes(b"\"")?;
+                    w.write_bytes(s)?;
+                    w.write_bytes(b"\"")
+                }
+                _ => w.write_bytes(FAULT_STRING.as_bytes()),
+            };
+        }
+        Element::Scalar(b) if !ty.is_string() => b,
+        Element::Scalar(_) => return w.write_bytes(FAULT_STRING.as_bytes()),
+    };
+    let v = le_u64(bytes, ty.size());
+    let mut f = Fmt(w);
+    match ty {
+        FetchType::U8 | FetchType::U16 | FetchType::U32 | FetchType::U64 => write!(f, "{v}"),
+        FetchType::S8 => write!(f, "{}", v as u8 as i8),
+        FetchType::S16 => write!(f, "{}", v as u16 as i16),
+        FetchType::S32 => write!(f, "{}", v as u32 as i32),
+        FetchType::S64 => write!(f, "{}", v as i64),
+        FetchType::X8 | FetchType::X16 | FetchType::X32 | FetchType::X64 => write!(f, "0x{v:x}"),
+        FetchType::Char => {
+            f.0.write_bytes(b"'")?;
+            f.0.write_bytes(&[v as u8])?;
+            f.0.write_bytes(b"'")
+        }
+        FetchType::Symbol => write_symbol(f.0, v, resolver),
+        FetchType::String | FetchType::UString | FetchType::SymStr => Ok(()),
+    }
+}
+
+/// Writes ` NAME=VALUE` for one fetcharg, as `trace_probe_print_args()`
+/// does: arrays as `{a,b,c}`. `elems` yields the stored elements (one for a
+/// scalar, the array's count otherwise).
+pub fn write_arg_value<'d, W, R, I>(
+    w: &mut W,
+    arg: &FetchArg<'_>,
+    elems: I,
+    resolver: &R,
+) -> fmt::Result
+where
+    W: ByteWrite + ?Sized,
+    R: SymbolResolver + ?Sized,
+    I: IntoIterator<Item = Element<'d>>,
+{
+    w.write_bytes(b" ")?;
+    w.write_bytes(arg.name.as_bytes())?;
+    w.write_bytes(b"=")?;
+    let mut elems = elems.into_iter();
+    if arg.ty.count == 0 {
+        let e = elems.next().unwrap_or(Element::Str(None));
+        return write_element(w, arg.ty.base, e, resolver);
+    }
+    w.write_bytes(b"{")?;
+    for j in 0..arg.ty.count {
+        let e = elems.next().unwrap_or(Element::Str(None));
+        write_element(w, arg.ty.base, e, resolver)?;
+        w.write_bytes(if j + 1 == arg.ty.count { b"}" } else { b"," })?;
+    }
+    Ok(())
+}
+
+/// Writes the event's `print fmt` line as `__set_print_fmt()` builds it
+/// (without the `print fmt: ` prefix).
+pub fn write_print_fmt<W: ByteWrite + ?Sized>(w: &mut W, def: &ProbeDef<'_>) -> fmt::Result {
+    use fmt::Write as _;
+    let (fmt_head, fmt_args) = if def.is_return {
+        ("(%lx <- %lx)", ", REC->__probe_func, REC->__probe_ret_ip")
+    } else {
+        ("(%lx)", ", REC->__probe_ip")
+    };
+    write!(Fmt(w), "\"{fmt_head}")?;
+    for arg in def.args() {
+        let arg = arg.map_err(|_| fmt::Error)?;
+        w.write_bytes(b" ")?;
+        w.write_bytes(arg.name.as_bytes())?;
+        w.write_bytes(b"=")?;
+        let f = arg.ty.base.print_fmt();
+        if arg.ty.count != 0 {
+            write!(Fmt(w), "{{{f}")?;
+            for _ in 1..arg.ty.count {
+                write!(Fmt(w), ",{f}")?;
+            }
+            w.write_bytes(b"}")?;
+        } else {
+            w.write_bytes(f.as_bytes())?;
+        }
+    }
+    write!(Fmt(w), "\"{fmt_args}")?;
+    for arg in def.args() {
+        let arg = arg.map_err(|_| fmt::Error)?;
+        let (pre, post) = if arg.ty.base.is_string() {
+            (", __get_str(", ")")
+        } else {
+            (", REC->", "")
+        };
+        let count = arg.ty.count;
+        if count == 0 {
+            w.write_bytes(pre.as_bytes())?;
+            w.write_bytes(arg.name.as_bytes())?;
+            w.write_bytes(post.as_bytes())?;
+        } else {
+            for j in 0..count {
+                w.write_bytes(pre.as_bytes())?;
+                w.write_bytes(arg.name.as_bytes())?;
+                write!(Fmt(w), "[{j}]{post}")?;
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Buf(std::vec::Vec<u8>);
+
+    impl ByteWrite for Buf {
+        fn write_bytes(&mut self, b: &[u8]) -> fmt::Result {
+            self.0.extend_from_slice(b);
+            Ok(())
+        }
+    }
+
+    fn elem(ty: FetchType, e: Element<'_>) -> std::string::String {
+        let mut b = Buf(std::vec::Vec::new());
+        write_element(&mut b, ty, e, &NoSymbols).unwrap();
+        std::string::String::from_utf8_lossy(&b.0).into_owned()
+    }
+
+    #[test]
+    fn scalars_print_like_the_kernel() {
+        let m1 = (-1i64).to_le_bytes();
+        assert_eq!(elem(FetchType::U8, Element::Scalar(&m1)), "255");
+        assert_eq!(elem(FetchType::S8, Element::Scalar(&m1)), "-1");
+        assert_eq!(elem(FetchType::S16, Element::Scalar(&m1)), "-1");
+        assert_eq!(elem(FetchType::X16, Element::Scalar(&m1)), "0xffff");
+        assert_eq!(
+            elem(FetchType::U64, Element::Scalar(&m1)),
+            "18446744073709551615"
+        );
+        assert_eq!(elem(FetchType::X32, Element::Scalar(&[0, 0, 0, 0])), "0x0");
+        assert_eq!(elem(FetchType::Char, Element::Scalar(b"A")), "'A'");
+        assert_eq!(
+            elem(FetchType::Symbol, Element::Scalar(&0x1234u64.to_le_bytes())),
+            "0x1234"
+        );
+    }
+
+    #[test]
+    fn strings_print_quoted_or_fault() {
+        assert_eq!(
+            elem(FetchType::String, Element::Str(Some(b"bash\0junk"))),
+            "\"bash\""
+        );
+        assert_eq!(elem(FetchType::String, Element::Str(None)), "(fault)");
+        assert_eq!(elem(FetchType::UString, Element::Str(Some(b""))), "\"\"");
+    }
+
+    struct OneSym;
+
+    impl SymbolResolver for OneSym {
+        fn lookup(&self, addr: u64) -> Option<SymbolAddr<'_>> {
+            (0x1000..0x1100).contains(&addr).then_some(SymbolAddr {
+                name: "vfs_read",
+                offset: addr - 0x1000,
+                size: 0x100,
+                module: if addr == 0x1000 { None } else { Some("ext4") },
+            })
+        }
+    }
+
+    #[test]
+    fn symbols_print_like_sprint_symbol() {
+        let mut b = Buf(std::vec::Vec::new());
+        write_symbol(&mut b, 0x1000, &OneSym).unwrap();
+        assert_eq!(b.0, b"vfs_read+0x0/0x100");
+        let mut b = Buf(std::vec::Vec::new());
+        write_symbol(&mut b, 0x1010, &OneSym).unwrap();
+        assert_eq!(b.0, b"vfs_read+0x10/0x100 [ext4]");
+    }
+
+    #[test]
+    fn slice_writer_truncates() {
+        let mut w = SliceWriter::new([0u8; 4]);
+        assert!(w.write_bytes(b"abcdef").is_err());
+        assert_eq!(w.as_bytes(), b"abcd");
+    }
+}
