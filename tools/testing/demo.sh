@@ -4,13 +4,34 @@
 
 diag "uname: $(uname -r), $(nproc) CPUs"
 check "insmod rkprobes.ko" insmod $MODDIR/rkprobes.ko
-diag "lsmod:"
-lsmod | sed 's/^/#   /'
 diag "/sys/kernel/debug/rkprobes/:"
-ls -la /sys/kernel/debug/rkprobes/ | sed 's/^/#   /'
-check "debugfs tree present" test -d /sys/kernel/debug/rkprobes
-check "insmod sample rkprobes_minimal" insmod $MODDIR/rkprobes_minimal.ko
-check "rmmod sample" rmmod rkprobes_minimal
+ls /sys/kernel/debug/rkprobes/ | sed 's/^/#   /'
+diag "the first lines of its blacklist:"
+head -3 /sys/kernel/debug/rkprobes/blacklist | sed 's/^/#   /'
+
+diag ""
+diag "kprobe_example: pre- and post-handlers on kernel_clone, then on"
+diag "do_sys_openat2 (function entries: ftrace sites, probed through ftrace);"
+diag "rkp_sweep then puts an int3 probe at every instruction of vfs_read's"
+diag "first 256 bytes, single-stepped out of line"
+dmesg -c > /dev/null
+check "insmod kprobe_example.ko" insmod $MODDIR/kprobe_example.ko
+diag "rkprobes/list:"
+sed 's/^/#   /' /sys/kernel/debug/rkprobes/list
+/bin/true
+check "rmmod kprobe_example" rmmod kprobe_example
+check "insmod kprobe_example.ko symbol=do_sys_openat2" \
+	insmod $MODDIR/kprobe_example.ko symbol=do_sys_openat2
+sed 's/^/#   /' /sys/kernel/debug/rkprobes/list
+cat /proc/version > /dev/null
+check "rmmod kprobe_example" rmmod kprobe_example
+diag "kernel log:"
+dmesg | grep -E 'kprobe_example' | head -12 | sed 's/^/#   /'
+check "handlers fired" sh -c 'dmesg | grep -q "p->addr = .*, ip = "'
+check "insmod rkp_sweep.ko symbol=vfs_read" insmod $MODDIR/rkp_sweep.ko symbol=vfs_read
+diag "rkprobes/list (first lines of $(wc -l < /sys/kernel/debug/rkprobes/list)):"
+head -6 /sys/kernel/debug/rkprobes/list | sed 's/^/#   /'
+cat /proc/version > /dev/null
+check "rmmod rkp_sweep" rmmod rkp_sweep
+dmesg | grep -E 'rkp_sweep: (swept|unloaded)' | sed 's/^/#   /'
 check "rmmod rkprobes" rmmod rkprobes
-diag "kernel log of the demo:"
-dmesg | grep -E 'rkprobes' | sed 's/^/#   /'
