@@ -90,14 +90,25 @@ impl Regs {
         Some(v as u64)
     }
 
-    /// Emulates `ret` for a pre-handler at a function's entry: pops the
-    /// return address into `ip`. Fails when the stack cannot be read.
-    pub fn emulate_return(&mut self) -> Result {
-        let ret: u64 = read_kernel(self.sp())?;
-        self.0.sp = self.0.sp.wrapping_add(8);
-        self.0.ip = ret as _;
-        Ok(())
+    /// For a pre-handler at a function's entry: makes the function return
+    /// `value` to its caller without running (fault injection). The handler
+    /// then returns [`Action::Skip`].
+    ///
+    /// As the kernel's `override_function_with_return()`, this moves `ip`
+    /// to a function that only returns and leaves the stack alone, which
+    /// works both for int3 probes and for probes through ftrace (whose
+    /// return path cannot change the stack pointer).
+    pub fn override_return(&mut self, value: u64) {
+        self.0.ax = value as _;
+        self.0.ip = rkp_just_return as *const () as _;
     }
+}
+
+/// The landing place of [`Regs::override_return`]: returns at once.
+#[inline(never)]
+extern "C" fn rkp_just_return() {
+    // Keeps the function from being merged with another empty one.
+    core::hint::black_box(());
 }
 
 /// Plain integer types that any bit pattern makes valid.

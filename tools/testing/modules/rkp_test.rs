@@ -93,11 +93,8 @@ struct Inject;
 
 impl KprobeHandler for Inject {
     fn pre(&self, _p: &ProbeInfo, regs: &mut Regs) -> Action {
-        regs.set_ax(42);
-        match regs.emulate_return() {
-            Ok(()) => Action::Skip,
-            Err(_) => Action::Continue,
-        }
+        regs.override_return(42);
+        Action::Skip
     }
 }
 
