@@ -27,7 +27,7 @@ KDIR = $(shell cat $(RKPROBES_CACHE)/kdir)
 endif
 
 .PHONY: all modules setup kernel demo check host-test clippy fmt fmt-check \
-	guest-test runner-selftest clean
+	guest-test runner-selftest bench clean
 
 all: modules
 
@@ -79,3 +79,9 @@ guest-test: modules
 
 runner-selftest: modules
 	tools/testing/vm/selftest --kdir $(KDIR)
+
+# The probe benchmark beside the kernel's kprobes: normal TCG, then with a
+# deterministic instruction-counting clock (guest time = instructions).
+bench: modules
+	tools/testing/vm/run --kdir $(KDIR) --quiet-console --script tools/testing/bench.sh
+	tools/testing/vm/run --kdir $(KDIR) --quiet-console --icount shift=0 --script tools/testing/bench.sh

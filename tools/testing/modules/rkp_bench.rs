@@ -1,0 +1,214 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! rkp_bench: the cost of a probe hit, rkprobes beside the kernel's kprobes.
+//!
+//! At load, two targets are called in a loop: a function of this module
+//! (probed at its entry by an int3: Rust functions have no ftrace site) and
+//! `kfree(NULL)` (probed at its entry, an ftrace call site, so both
+//! implementations go through ftrace). Each loop runs with no probe, with a
+//! kernel kprobe and with an rkprobes probe, both with the same empty
+//! pre-handler, and the times per call are printed with the ratio of the
+//! probe overheads. This is a benchmark, not a test: it asserts nothing
+//! about the numbers. `make bench` runs it in normal TCG and with
+//! `-icount shift=0`.
+
+use kernel::{bindings, c_str, prelude::*};
+
+#[path = "../../../rust/client/mod.rs"]
+pub mod rkprobes;
+
+use rkprobes::{Action, Kprobe, KprobeHandler, ProbeInfo, Regs, Target};
+
+module! {
+    type: RkpBench,
+    name: "rkp_bench",
+    author: "rkprobes developers",
+    description: "rkprobes benchmark: probe hit cost beside the kernel's kprobes",
+    license: "GPL",
+}
+
+string_param!(ITERS, "iters", "20000", 12);
+
+/// The int3 target.
+#[no_mangle]
+#[inline(never)]
+pub extern "C" fn rkp_bench_target(x: u64) -> u64 {
+    core::hint::black_box(x).wrapping_mul(3)
+}
+
+fn call_target(n: u64) {
+    let f = core::hint::black_box(rkp_bench_target as extern "C" fn(u64) -> u64);
+    for i in 0..n {
+        core::hint::black_box(f(i));
+    }
+}
+
+fn call_kfree(n: u64) {
+    for _ in 0..n {
+        // SAFETY: kfree(NULL) does nothing.
+        unsafe { bindings::kfree(core::hint::black_box(core::ptr::null())) };
+    }
+}
+
+struct Empty;
+
+impl KprobeHandler for Empty {
+    fn pre(&self, _p: &ProbeInfo, _regs: &mut Regs) -> Action {
+        Action::Continue
+    }
+}
+
+/// The kernel's kprobes, through a `struct kprobe` laid out by hand as in
+/// rkp_sweep (symbol_name at 48, offset at 56, pre_handler at 64, addr at 40
+/// written back).
+#[cfg(CONFIG_KPROBES)]
+mod native {
+    use kernel::{
+        bindings,
+        ffi::{c_char, c_int, c_void},
+    };
+
+    extern "C" {
+        fn register_kprobe(p: *mut c_void) -> c_int;
+        fn unregister_kprobe(p: *mut c_void);
+    }
+
+    /// The kernel kprobe's empty pre-handler.
+    ///
+    /// # Safety
+    ///
+    /// Called by the kernel's kprobes; touches nothing.
+    unsafe extern "C" fn empty(_p: *mut c_void, _regs: *mut bindings::pt_regs) -> c_int {
+        0
+    }
+
+    #[repr(C, align(8))]
+    pub(crate) struct Native(kernel::types::Opaque<[u8; 256]>);
+
+    impl Native {
+        pub(crate) fn new() -> Self {
+            Self(kernel::types::Opaque::new([0; 256]))
+        }
+
+        /// Registers at `addr` or `sym`; the probe must not move until
+        /// `unregister`.
+        pub(crate) fn register(&self, addr: usize, sym: *const c_char) -> i32 {
+            let base = self.0.get().cast::<u8>();
+            // SAFETY: offsets inside the buffer, aligned for the fields.
+            unsafe {
+                base.add(40).cast::<usize>().write(addr);
+                base.add(48).cast::<*const c_char>().write(sym);
+                base.add(64)
+                    .cast::<unsafe extern "C" fn(*mut c_void, *mut bindings::pt_regs) -> c_int>()
+                    .write(empty);
+                register_kprobe(base.cast())
+            }
+        }
+
+        pub(crate) fn unregister(&self) {
+            // SAFETY: registered by `register`.
+            unsafe { unregister_kprobe(self.0.get().cast()) };
+        }
+    }
+}
+
+fn now() -> i64 {
+    // SAFETY: `ktime_get` may be called in any context.
+    unsafe { bindings::ktime_get() }
+}
+
+fn time(n: u64, f: fn(u64)) -> u64 {
+    let t = now();
+    f(n);
+    (now() - t).max(0) as u64
+}
+
+fn report(name: &str, n: u64, none: u64, native: Option<u64>, ours: u64) {
+    let per = |t: u64| t / n;
+    let over = |t: u64| t.saturating_sub(none) / n;
+    match native {
+        Some(nat) => {
+            let ratio = if over(nat) > 0 {
+                over(ours) * 100 / over(nat)
+            } else {
+                0
+            };
+            pr_info!(
+                "{}: {} calls: none {} ns/call, kprobes {} ns/call (+{} per hit), rkprobes {} ns/call (+{} per hit), rkprobes/kprobes {}.{:02}x\n",
+                name, n, per(none), per(nat), over(nat), per(ours), over(ours), ratio / 100, ratio % 100
+            );
+        }
+        None => pr_info!(
+            "{}: {} calls: none {} ns/call, rkprobes {} ns/call (+{} per hit)\n",
+            name,
+            n,
+            per(none),
+            per(ours),
+            over(ours)
+        ),
+    }
+}
+
+fn bench(name: &str, n: u64, f: fn(u64), target: Target, native_at: (usize, *const i8)) -> Result {
+    let none = time(n, f);
+    #[cfg(CONFIG_KPROBES)]
+    let native = {
+        let kp = native::Native::new();
+        match kp.register(native_at.0, native_at.1.cast()) {
+            0 => {
+                let t = time(n, f);
+                kp.unregister();
+                Some(t)
+            }
+            e => {
+                pr_info!("{}: kernel kprobe refused: {}\n", name, e);
+                None
+            }
+        }
+    };
+    #[cfg(not(CONFIG_KPROBES))]
+    let native = {
+        let _ = native_at;
+        None
+    };
+    let mut p = KBox::pin_init(Kprobe::new(target, Empty), GFP_KERNEL)?;
+    p.as_mut().register()?;
+    let ours = time(n, f);
+    drop(p);
+    report(name, n, none, native, ours);
+    Ok(())
+}
+
+struct RkpBench;
+
+impl kernel::Module for RkpBench {
+    fn init(_module: &'static ThisModule) -> Result<Self> {
+        let mut n: u64 = 0;
+        for &c in ITERS.get().as_bytes() {
+            n = n
+                .checked_mul(10)
+                .and_then(|v| v.checked_add(u64::from(c.wrapping_sub(b'0'))))
+                .filter(|_| c.is_ascii_digit())
+                .ok_or(EINVAL)?;
+        }
+        if n == 0 {
+            return Err(EINVAL);
+        }
+        let target = rkp_bench_target as *const () as usize;
+        bench(
+            "int3 at rkp_bench_target entry",
+            n,
+            call_target,
+            Target::Addr(target),
+            (target, core::ptr::null()),
+        )?;
+        bench(
+            "ftrace at kfree entry",
+            n,
+            call_kfree,
+            Target::Symbol(c_str!("kfree"), 0),
+            (0, c_str!("kfree").as_char_ptr().cast()),
+        )?;
+        Ok(RkpBench)
+    }
+}
