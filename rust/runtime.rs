@@ -64,6 +64,9 @@ pub(crate) struct Runtime {
     /// `unsigned long ftrace_location(unsigned long ip)`: the ftrace call site
     /// at `ip`, or 0; when the kernel has dynamic ftrace.
     pub(crate) ftrace_location: Option<unsafe extern "C" fn(c_ulong) -> c_ulong>,
+    /// `void synchronize_rcu_tasks(void)`, when the kernel has Tasks RCU:
+    /// waits until no task can be preempted inside a boosted slot.
+    pub(crate) synchronize_rcu_tasks: Option<unsafe extern "C" fn()>,
 }
 
 // SAFETY: the fields are addresses of kernel functions and of a kernel mutex,
@@ -110,6 +113,7 @@ impl Runtime {
         let jump_label_text_reserved = ksyms.lookup(b, c_str!("jump_label_text_reserved"));
         let static_call_text_reserved = ksyms.lookup(b, c_str!("static_call_text_reserved"));
         let ftrace_location = ksyms.lookup(b, c_str!("ftrace_location"));
+        let synchronize_rcu_tasks = ksyms.lookup(b, c_str!("synchronize_rcu_tasks"));
         // INVARIANT: every address was confirmed to start the symbol of the
         // same name; the types are the 6.12 declarations.
         Ok(Self {
@@ -139,6 +143,8 @@ impl Runtime {
             static_call_text_reserved: static_call_text_reserved.map(|a| unsafe { as_fn(a) }),
             // SAFETY: as above.
             ftrace_location: ftrace_location.map(|a| unsafe { as_fn(a) }),
+            // SAFETY: as above.
+            synchronize_rcu_tasks: synchronize_rcu_tasks.map(|a| unsafe { as_fn(a) }),
         })
     }
 }

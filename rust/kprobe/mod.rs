@@ -53,6 +53,9 @@ pub(crate) struct Point {
     pub(crate) arch: arch::ArchInsn,
     clients: AtomicPtr<Clients>,
     armed: AtomicBool,
+    /// The instruction may run boosted: it is boostable and no enabled
+    /// client has a post-handler (which needs the single-step).
+    boost: AtomicBool,
     module: *mut bindings::module,
 }
 
@@ -118,6 +121,21 @@ impl Point {
             }
         }
         false
+    }
+
+    /// Whether a hit may run the copy boosted. Hit path.
+    pub(crate) fn boost(&self) -> bool {
+        self.boost.load(Ordering::Relaxed)
+    }
+
+    /// Recomputes `boost` after the clients or their flags changed. Writer.
+    fn update_boost(&self) {
+        let post = self.clients().iter().any(|&kp| {
+            // SAFETY: registered clients are valid.
+            unsafe { (*kp).post_handler.is_some() && RkpKprobe::flags(kp) & flags::DISABLED == 0 }
+        });
+        self.boost
+            .store(self.arch.boostable() && !post, Ordering::Relaxed);
     }
 
     /// Counts a hit whose handlers could not run. Exception context.
@@ -412,6 +430,7 @@ impl Core {
             if target.ftrace {
                 RkpKprobe::update_flags(kp, flags::FTRACE, 0);
             }
+            (*point_ptr).update_boost();
         }
         Ok(())
     }
@@ -439,6 +458,7 @@ impl Core {
                 arch: insn,
                 clients: AtomicPtr::new(clients),
                 armed: AtomicBool::new(false),
+                boost: AtomicBool::new(false),
                 module: t.module,
             },
             GFP_KERNEL,
@@ -617,6 +637,7 @@ impl Core {
                 };
                 let old = p.clients.swap(KBox::into_raw(b), Ordering::AcqRel);
                 let _ = old_lists.push(old, GFP_KERNEL);
+                p.update_boost();
                 if !p.any_enabled()
                     && p.armed.load(Ordering::Relaxed)
                     && !disarm.contains(&point.cast_const())
@@ -641,6 +662,15 @@ impl Core {
         // with interrupts off), of what was unpublished above after this.
         // SAFETY: process context.
         unsafe { bindings::synchronize_rcu() };
+        // A boosted copy runs with interrupts on: a task may have been
+        // preempted in its slot, and leaves it only when it runs again.
+        // SAFETY: each point in `dead` is live until freed below.
+        if dead.iter().any(|&p| unsafe { (*p).arch.boostable() }) {
+            if let Some(sync_tasks) = self.rt.synchronize_rcu_tasks {
+                // SAFETY: process context.
+                unsafe { sync_tasks() };
+            }
+        }
         // SAFETY: the registration mutex is held and a grace period passed.
         unsafe { self.table.reclaim() };
         for old in old_lists {
@@ -681,6 +711,7 @@ impl Core {
         };
         // SAFETY: a registered probe.
         unsafe { RkpKprobe::update_flags(kp, set, clear) };
+        p.update_boost();
         if enable {
             self.arm_points(&mut reg, &[kp]);
         } else if !p.any_enabled() && p.armed.load(Ordering::Relaxed) {

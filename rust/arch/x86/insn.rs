@@ -31,6 +31,9 @@ use kernel::prelude::*;
 /// The int3 opcode.
 pub(super) const INT3: u8 = 0xcc;
 
+/// Length of `jmp rel32`.
+const JMP32_SIZE: usize = 5;
+
 /// How a probed instruction is run; branch targets are absolute.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Op {
@@ -62,12 +65,14 @@ pub(super) enum Op {
 /// # Invariants
 ///
 /// `slot` is `Some` exactly when `op` is [`Op::Step`]; it then holds the
-/// relocated copy of the instruction, of `len` bytes.
+/// relocated copy of the instruction, of `len` bytes, followed, when
+/// `boostable`, by a `jmp` back to the instruction after the probe.
 pub(crate) struct ArchInsn {
     orig: u8,
     pub(super) len: u8,
     pub(super) op: Op,
     pub(super) slot: Option<Slot>,
+    boostable: bool,
 }
 
 impl ArchInsn {
@@ -79,6 +84,14 @@ impl ArchInsn {
     /// Whether the probe goes through ftrace.
     pub(crate) fn is_ftrace(&self) -> bool {
         self.op == Op::Ftrace
+    }
+
+    /// Whether the copy may run without a single-step (the kernel's
+    /// `can_boost()`): its slot ends with a jump back. Boosted copies run
+    /// with interrupts on and can be preempted; their slots are freed only
+    /// after `synchronize_rcu_tasks()`.
+    pub(crate) fn boostable(&self) -> bool {
+        self.boostable
     }
 }
 
@@ -181,8 +194,10 @@ pub(crate) fn prepare(core: &Core, addr: usize, func: usize, ftrace: bool) -> Re
         return Err(eopnotsupp());
     }
     let len = insn.length();
+    // Boosting needs Tasks RCU to know when no task is preempted in a slot.
+    let boostable = op == Op::Step && rt.synchronize_rcu_tasks.is_some() && insn.can_boost(false);
     let slot = if op == Op::Step {
-        Some(alloc_slot(core.slots(), &insn, addr)?)
+        Some(alloc_slot(core.slots(), &insn, addr, boostable)?)
     } else {
         None
     };
@@ -193,16 +208,35 @@ pub(crate) fn prepare(core: &Core, addr: usize, func: usize, ftrace: bool) -> Re
         len: len as u8,
         op,
         slot,
+        boostable,
     })
 }
 
-/// Allocates a slot and writes the relocated copy into it. The slot's address
+/// Allocates a slot and writes the relocated copy into it, followed when
+/// `boost` by a `jmp rel32` back to the next instruction. The slot's address
 /// must be known to relocate, so the copy is written after allocation.
-fn alloc_slot(slots: &SlotCache, insn: &Insn, addr: usize) -> Result<Slot> {
+fn alloc_slot(slots: &SlotCache, insn: &Insn, addr: usize, boost: bool) -> Result<Slot> {
     // The slot is filled with int3 when allocated; nothing runs there yet.
     let slot = slots.alloc()?;
-    let mut code = [0u8; MAX_INSN_SIZE];
+    let mut code = [0u8; MAX_INSN_SIZE + JMP32_SIZE];
     let written = match copy_insn(insn, addr as u64, slot.addr as u64, &mut code) {
+        Ok(c) if boost => {
+            // The jump back: from the end of the copy to the end of the
+            // original instruction; slots are within ±2 GiB of all text.
+            let from = slot.addr as i64 + (c.len + JMP32_SIZE) as i64;
+            let to = (addr + c.len) as i64;
+            match (
+                i32::try_from(to - from),
+                code.get_mut(c.len..c.len + JMP32_SIZE),
+            ) {
+                (Ok(rel), Some(jmp)) => {
+                    jmp[0] = 0xe9;
+                    jmp[1..].copy_from_slice(&rel.to_le_bytes());
+                    slots.write(slot, code.get(..c.len + JMP32_SIZE).ok_or(EINVAL)?)
+                }
+                _ => Err(EINVAL),
+            }
+        }
         Ok(c) => slots.write(slot, code.get(..c.len).ok_or(EINVAL)?),
         Err(e) => {
             pr_err!("cannot relocate the instruction at {addr:#x}: {e:?}\n");

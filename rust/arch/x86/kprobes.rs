@@ -333,6 +333,15 @@ fn setup(point: &Point, regs: &mut bindings::pt_regs, ctl: &mut Ctl, reenter: bo
         }
         return false;
     };
+    if point.boost() {
+        // Boosted: the copy is followed by a jump back, so it runs with the
+        // interrupted flags and no #DB; there are no post-handlers to run.
+        if !reenter {
+            ctl.pop();
+        }
+        regs.ip = slot.addr as _;
+        return true;
+    }
     let frame = Frame {
         point,
         status: if reenter {

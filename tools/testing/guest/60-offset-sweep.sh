@@ -5,9 +5,13 @@
 # itself is unloaded.
 
 check "insmod rkprobes.ko" insmod $MODDIR/rkprobes.ko
-for fn in kernel_clone do_sys_openat2 vfs_read vfs_write; do
+# Two functions with post-handlers (every probe single-stepped or emulated),
+# two without (boosted wherever the instruction allows).
+for case in kernel_clone:1 do_sys_openat2:0 vfs_read:1 vfs_write:0; do
+	fn=${case%:*}
+	post=${case#*:}
 	dmesg -c > /dev/null
-	check "$fn: sweep loads" insmod $MODDIR/rkp_sweep.ko symbol=$fn
+	check "$fn: sweep loads (post=$post)" insmod $MODDIR/rkp_sweep.ko symbol=$fn post=$post
 	dmesg | sed -n 's/.*rkp_sweep: //p' > /tmp/sweep.out
 	grep -E '^swept' /tmp/sweep.out | sed 's/^/# /'
 	accepted=$(sed -n 's/^swept [^:]*: \([0-9]*\) offsets.*/\1/p' /tmp/sweep.out)
@@ -22,6 +26,11 @@ for fn in kernel_clone do_sys_openat2 vfs_read vfs_write; do
 	dmesg | sed -n 's/.*rkp_sweep: //p' | grep '^unloaded' > /tmp/unload.out
 	sed 's/^/# /' /tmp/unload.out
 	check "$fn: probes were hit" sh -c '! grep -q "after 0 hits" /tmp/unload.out'
+	if [ "$post" = 1 ]; then
+		check "$fn: post-handlers ran" sh -c '! grep -q "(0 post-handler calls)" /tmp/unload.out'
+	else
+		check "$fn: no post-handlers" grep -q "(0 post-handler calls)" /tmp/unload.out
+	fi
 	check "$fn: bytes restored" grep -q 'bytes restored: yes' /tmp/unload.out
 done
 check "list empty" sh -c '[ -z "$(cat /sys/kernel/debug/rkprobes/list)" ]'

@@ -31,6 +31,9 @@ module! {
 string_param!(SYMBOL, "symbol", "kernel_clone", 128);
 // compare=0 skips the kernel's kprobes (faster, for stress tests).
 string_param!(COMPARE, "compare", "1", 4);
+// post=0 registers probes without a post-handler, which run boosted where
+// the instruction allows it.
+string_param!(POST, "post", "1", 4);
 
 const OFFSETS: usize = 256;
 /// Bytes compared before and after: every probed byte and the longest
@@ -39,14 +42,50 @@ const SPAN: usize = OFFSETS + 16;
 
 static HITS: AtomicU64 = AtomicU64::new(0);
 
-struct Count;
+/// Counts hits; with a post-handler (never boosted) or without.
+struct Count<const POST: bool>;
 
-impl KprobeHandler for Count {
-    const HAS_POST: bool = true;
+impl<const POST: bool> KprobeHandler for Count<POST> {
+    const HAS_POST: bool = POST;
 
     fn pre(&self, _p: &ProbeInfo, _regs: &mut Regs) -> Action {
         HITS.fetch_add(1, Ordering::Relaxed);
         Action::Continue
+    }
+
+    fn post(&self, _p: &ProbeInfo, _regs: &mut Regs, _flags: u64) {
+        HITS.fetch_add(1 << 32, Ordering::Relaxed);
+    }
+}
+
+/// A probe of either kind.
+enum Probe {
+    Post(Pin<KBox<Kprobe<Count<true>>>>),
+    NoPost(Pin<KBox<Kprobe<Count<false>>>>),
+}
+
+impl Probe {
+    fn new(sym: &'static kernel::str::CStr, off: u32, post: bool) -> Result<Self> {
+        let t = Target::Symbol(sym, off);
+        Ok(if post {
+            Probe::Post(KBox::pin_init(Kprobe::new(t, Count::<true>), GFP_KERNEL)?)
+        } else {
+            Probe::NoPost(KBox::pin_init(Kprobe::new(t, Count::<false>), GFP_KERNEL)?)
+        })
+    }
+
+    fn register(&mut self) -> Result {
+        match self {
+            Probe::Post(p) => p.as_mut().register(),
+            Probe::NoPost(p) => p.as_mut().register(),
+        }
+    }
+
+    fn addr(&self) -> usize {
+        match self {
+            Probe::Post(p) => p.addr(),
+            Probe::NoPost(p) => p.addr(),
+        }
     }
 }
 
@@ -88,7 +127,7 @@ mod native {
 }
 
 struct RkpSweep {
-    probes: KVec<Pin<KBox<Kprobe<Count>>>>,
+    probes: KVec<Probe>,
     func: usize,
     before: KBox<[u8; SPAN]>,
 }
@@ -108,9 +147,10 @@ impl kernel::Module for RkpSweep {
         // Where the function starts: the first probe that registers at an
         // offset past any ENDBR tells (its address is the start plus offset).
         let mut func = None;
+        let post = POST.get().as_bytes() != b"0";
         for off in 5..64u32 {
-            let mut p = KBox::pin_init(Kprobe::new(Target::Symbol(sym, off), Count), GFP_KERNEL)?;
-            if p.as_mut().register().is_ok() {
+            let mut p = Probe::new(sym, off, post)?;
+            if p.register().is_ok() {
                 func = Some(p.addr() - off as usize);
                 break;
             }
@@ -137,8 +177,8 @@ impl kernel::Module for RkpSweep {
         let (mut accepted, mut mismatches) = (0, 0);
         for (off, &native) in natives.iter().enumerate() {
             let off = off as u32;
-            let mut p = KBox::pin_init(Kprobe::new(Target::Symbol(sym, off), Count), GFP_KERNEL)?;
-            let ours = p.as_mut().register().map_err(|e| e.to_errno());
+            let mut p = Probe::new(sym, off, post)?;
+            let ours = p.register().map_err(|e| e.to_errno());
             let ours = match ours {
                 Ok(()) => {
                     accepted += 1;
@@ -192,10 +232,12 @@ impl Drop for RkpSweep {
         drop(core::mem::replace(&mut self.probes, KVec::new()));
         let mut after = [0u8; SPAN];
         let same = read_span(self.func, &mut after).is_ok() && after == *self.before;
+        let hits = HITS.load(Ordering::Relaxed);
         pr_info!(
-            "unloaded {} probes after {} hits; bytes restored: {}\n",
+            "unloaded {} probes after {} hits ({} post-handler calls); bytes restored: {}\n",
             n,
-            HITS.load(Ordering::Relaxed),
+            hits & 0xffff_ffff,
+            hits >> 32,
             if same { "yes" } else { "NO" }
         );
     }
