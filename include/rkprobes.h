@@ -59,11 +59,79 @@ struct rkp_kprobe {
 	void *rkp_private;
 };
 
+/*
+ * Return probes, as the kernel's kretprobes. The embedded kprobe gives the
+ * function (its entry: a symbol with offset 0, or the address of a function's
+ * start); rkprobes owns its pre_handler and post_handler. At each call an
+ * instance is taken from a pool of maxactive (0: max(10, 2 * possible CPUs),
+ * written back), entry_handler runs (non-zero: no return handler for this
+ * call), and the return address is replaced by rkprobes' trampoline; when the
+ * function returns, handler runs with the registers at return. data_size
+ * bytes of ri->data are the instance's, shared by the two handlers. An empty
+ * pool counts in nmissed. Both handlers run with interrupts disabled.
+ */
+struct rkp_kretprobe;
+
+struct rkp_kretprobe_instance {
+	struct rkp_kretprobe *rp;	/* the kretprobe */
+	unsigned long ret_addr;		/* the real return address */
+	unsigned long *fp;		/* where it is on the stack */
+	/* Private to rkprobes. */
+	void *rkp_task;
+	unsigned int rkp_next;
+	unsigned int rkp_index;
+	unsigned long rkp_reserved;
+	/* data_size bytes for the handlers. */
+	char data[] __aligned(8);
+};
+
+typedef int (*rkp_kretprobe_handler_t)(struct rkp_kretprobe_instance *ri,
+				       struct pt_regs *regs);
+
+struct rkp_kretprobe {
+	struct rkp_kprobe kp;
+	rkp_kretprobe_handler_t handler;
+	rkp_kretprobe_handler_t entry_handler;
+	int maxactive;
+	int nmissed;
+	size_t data_size;
+	/* Private to rkprobes. */
+	void *rkp_private;
+};
+
+/* The largest maxactive and data_size accepted (-E2BIG above). */
+#define RKP_KRETPROBE_MAXACTIVE_MAX	4096
+#define RKP_KRETPROBE_MAX_DATA_SIZE	4096
+
 int rkp_register_kprobe(struct rkp_kprobe *p);
 void rkp_unregister_kprobe(struct rkp_kprobe *p);
 int rkp_register_kprobes(struct rkp_kprobe **kps, int num);
 void rkp_unregister_kprobes(struct rkp_kprobe **kps, int num);
 int rkp_enable_kprobe(struct rkp_kprobe *p);
 int rkp_disable_kprobe(struct rkp_kprobe *p);
+
+int rkp_register_kretprobe(struct rkp_kretprobe *rp);
+void rkp_unregister_kretprobe(struct rkp_kretprobe *rp);
+int rkp_register_kretprobes(struct rkp_kretprobe **rps, int num);
+void rkp_unregister_kretprobes(struct rkp_kretprobe **rps, int num);
+
+static inline int rkp_enable_kretprobe(struct rkp_kretprobe *rp)
+{
+	return rkp_enable_kprobe(&rp->kp);
+}
+
+static inline int rkp_disable_kretprobe(struct rkp_kretprobe *rp)
+{
+	return rkp_disable_kprobe(&rp->kp);
+}
+
+/*
+ * The unwinder cannot see through a frame whose return address rkprobes
+ * replaced: a stack trace shows the address of the frame's return stub
+ * there. This maps such an address, for a frame of the current task, back to
+ * the real return address; any other address is returned unchanged. Call it
+ * with preemption disabled (as in a handler).
+ */
+unsigned long rkp_kretprobe_find_ret_addr(unsigned long addr);
 
 #endif /* _RKPROBES_H */

@@ -42,6 +42,55 @@ pub struct RkpKprobe {
     pub rkp_private: *mut c_void,
 }
 
+/// `rkp_kretprobe_handler_t`.
+pub type KretprobeHandler =
+    unsafe extern "C" fn(*mut RkpKretprobeInstance, *mut bindings::pt_regs) -> c_int;
+
+/// `struct rkp_kretprobe`.
+#[repr(C)]
+pub struct RkpKretprobe {
+    /// The entry probe; its handlers are rkprobes'.
+    pub kp: RkpKprobe,
+    /// At return.
+    pub handler: Option<KretprobeHandler>,
+    /// At entry; non-zero: no return handler for this call.
+    pub entry_handler: Option<KretprobeHandler>,
+    /// Instances; 0 for the default (written back).
+    pub maxactive: c_int,
+    /// Calls that found no free instance.
+    pub nmissed: c_int,
+    /// Bytes of per-instance data.
+    pub data_size: usize,
+    /// rkprobes' own: the instance pool.
+    pub rkp_private: *mut c_void,
+}
+
+/// `struct rkp_kretprobe_instance`, followed by `data_size` bytes of data.
+#[repr(C)]
+pub struct RkpKretprobeInstance {
+    /// The kretprobe.
+    pub rp: *mut RkpKretprobe,
+    /// The real return address.
+    pub ret_addr: c_ulong,
+    /// Where the return address is on the stack.
+    pub fp: *mut c_ulong,
+    /// rkprobes' own: the task, referenced while the frame is out.
+    pub rkp_task: *mut c_void,
+    /// rkprobes' own: free-list link.
+    pub rkp_next: c_uint,
+    /// rkprobes' own: index in the pool.
+    pub rkp_index: c_uint,
+    /// Reserved.
+    pub rkp_reserved: c_ulong,
+    /// The handlers' data (a flexible array member in C).
+    pub data: [u64; 0],
+}
+
+/// `RKP_KRETPROBE_MAXACTIVE_MAX`.
+pub const KRETPROBE_MAXACTIVE_MAX: usize = 4096;
+/// `RKP_KRETPROBE_MAX_DATA_SIZE`, the kernel's `KRETPROBE_MAX_DATA_SIZE`.
+pub const KRETPROBE_MAX_DATA_SIZE: usize = 4096;
+
 /// `RKP_FLAG_*` of `include/rkprobes.h`, the values of the kernel's `KPROBE_FLAG_*`.
 pub mod flags {
     /// The probed code was unloaded.

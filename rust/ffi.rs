@@ -74,6 +74,47 @@ extern "C" {
     /// `preempt_enable()`, through `rust/glue.c`.
     pub(crate) fn rkp_preempt_enable();
 
+    /// `local_irq_save()`, through `rust/glue.c`: returns the flags to restore.
+    pub(crate) fn rkp_local_irq_save() -> kernel::ffi::c_ulong;
+
+    /// `local_irq_restore()`, through `rust/glue.c`.
+    pub(crate) fn rkp_local_irq_restore(flags: kernel::ffi::c_ulong);
+
+    /// `num_possible_cpus()`, through `rust/glue.c`.
+    pub(crate) fn rkp_num_possible_cpus() -> kernel::ffi::c_uint;
+
+    /// `current`, through `rust/glue.c`, without a reference: only compared.
+    pub(crate) fn rkp_current_task() -> *mut kernel::ffi::c_void;
+
+    /// `get_task_struct(current)`, through `rust/glue.c`: the current task,
+    /// with a reference taken. Any context.
+    pub(crate) fn rkp_get_current_task() -> *mut kernel::ffi::c_void;
+
+    /// `put_task_struct()`, through `rust/glue.c`. Any context for a running
+    /// task's reference; process context when it may be the last one.
+    pub(crate) fn rkp_put_task(task: *mut kernel::ffi::c_void);
+
+    /// Whether a referenced task has run for the last time (`rust/glue.c`).
+    pub(crate) fn rkp_task_is_dead(task: *mut kernel::ffi::c_void) -> c_int;
+
+    /// `__module_get(THIS_MODULE)`, through `rust/glue.c`.
+    pub(crate) fn rkp_module_get_self();
+
+    /// `module_put(THIS_MODULE)`, through `rust/glue.c`. Any context.
+    pub(crate) fn rkp_module_put_self();
+
+    /// Queues the reclaim of kretprobe instances (`rust/glue.c`). Any
+    /// context, NMI included.
+    pub(crate) fn rkp_kick_gc();
+
+    /// Queues the reclaim of kretprobe instances in a second
+    /// (`rust/glue.c`). Any context but NMI.
+    pub(crate) fn rkp_kick_gc_later();
+
+    /// Waits until no reclaim is queued or running (`rust/glue.c`).
+    /// Process context.
+    pub(crate) fn rkp_gc_sync();
+
     /// This module's `struct module`, defined by modpost in the `.mod.c` file.
     pub(crate) static mut __this_module: bindings::module;
 

@@ -6,8 +6,13 @@
  * rkprobes' int3/#DB handlers, and the whole module text is blacklisted.
  */
 #include <linux/export.h>
+#include <linux/irq_work.h>
+#include <linux/module.h>
 #include <linux/preempt.h>
+#include <linux/sched.h>
+#include <linux/sched/task.h>
 #include <linux/smp.h>
+#include <linux/workqueue.h>
 
 #include "glue.h"
 
@@ -26,6 +31,105 @@ notrace void rkp_preempt_enable(void)
 	preempt_enable();
 }
 
+notrace unsigned long rkp_local_irq_save(void)
+{
+	unsigned long flags;
+
+	local_irq_save(flags);
+	return flags;
+}
+
+notrace void rkp_local_irq_restore(unsigned long flags)
+{
+	local_irq_restore(flags);
+}
+
+notrace unsigned int rkp_num_possible_cpus(void)
+{
+	return num_possible_cpus();
+}
+
+/* The current task, without a reference: only ever compared. */
+notrace void *rkp_current_task(void)
+{
+	return current;
+}
+
+/* Takes a reference on the current task and returns it. Any context. */
+notrace void *rkp_get_current_task(void)
+{
+	return get_task_struct(current);
+}
+
+/*
+ * Drops a task reference. Any context when the task is current (its own
+ * reference keeps it alive); process context otherwise.
+ */
+notrace void rkp_put_task(void *task)
+{
+	put_task_struct(task);
+}
+
+/*
+ * Whether a task has run for the last time: it set TASK_DEAD before its
+ * final schedule, and the CPU it ran on has switched away from it.
+ */
+notrace int rkp_task_is_dead(void *task)
+{
+	struct task_struct *t = task;
+
+	return READ_ONCE(t->__state) == TASK_DEAD && !smp_load_acquire(&t->on_cpu);
+}
+
+/* A reference on rkprobes itself, held while a kretprobe frame is out. */
+notrace void rkp_module_get_self(void)
+{
+	__module_get(THIS_MODULE);
+}
+
+notrace void rkp_module_put_self(void)
+{
+	module_put(THIS_MODULE);
+}
+
+/*
+ * Reclaiming kretprobe instances (rust/kprobe/kretprobe.rs) is process
+ * context work that the hit path asks for: an irq_work (NMI-safe to queue)
+ * that schedules a work item, which calls rkp_kretprobe_gc().
+ */
+static void rkp_gc_workfn(struct work_struct *work)
+{
+	rkp_kretprobe_gc();
+}
+static DECLARE_WORK(rkp_gc_work, rkp_gc_workfn);
+
+static DECLARE_DELAYED_WORK(rkp_gc_dwork, rkp_gc_workfn);
+
+static void rkp_gc_irq_workfn(struct irq_work *work)
+{
+	schedule_work(&rkp_gc_work);
+}
+static struct irq_work rkp_gc_irq_work = IRQ_WORK_INIT(rkp_gc_irq_workfn);
+
+notrace void rkp_kick_gc(void)
+{
+	irq_work_queue(&rkp_gc_irq_work);
+}
+
+/* Reclaims again in a second: zombie pools wait for frames to return. */
+notrace void rkp_kick_gc_later(void)
+{
+	schedule_delayed_work(&rkp_gc_dwork, HZ);
+}
+
+/* Waits until no reclaim is queued or running. Process context. */
+void rkp_gc_sync(void)
+{
+	irq_work_sync(&rkp_gc_irq_work);
+	cancel_work_sync(&rkp_gc_work);
+	cancel_delayed_work_sync(&rkp_gc_dwork);
+}
+
 /*
  * The C ABI of include/rkprobes.h, implemented in rust/kprobe/abi.rs. A
  * Rust module cannot export symbols from its own crate in 6.12, so the
@@ -39,6 +143,11 @@ EXPORT_SYMBOL_GPL(rkp_register_kprobes);
 EXPORT_SYMBOL_GPL(rkp_unregister_kprobes);
 EXPORT_SYMBOL_GPL(rkp_enable_kprobe);
 EXPORT_SYMBOL_GPL(rkp_disable_kprobe);
+EXPORT_SYMBOL_GPL(rkp_register_kretprobe);
+EXPORT_SYMBOL_GPL(rkp_unregister_kretprobe);
+EXPORT_SYMBOL_GPL(rkp_register_kretprobes);
+EXPORT_SYMBOL_GPL(rkp_unregister_kretprobes);
+EXPORT_SYMBOL_GPL(rkp_kretprobe_find_ret_addr);
 
 #ifdef CONFIG_DYNAMIC_FTRACE_WITH_REGS
 #include <linux/ftrace.h>

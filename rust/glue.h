@@ -8,8 +8,23 @@
 unsigned int rkp_smp_processor_id(void);
 void rkp_preempt_disable(void);
 void rkp_preempt_enable(void);
+unsigned long rkp_local_irq_save(void);
+void rkp_local_irq_restore(unsigned long flags);
+unsigned int rkp_num_possible_cpus(void);
+void *rkp_current_task(void);
+void *rkp_get_current_task(void);
+void rkp_put_task(void *task);
+int rkp_task_is_dead(void *task);
+void rkp_module_get_self(void);
+void rkp_module_put_self(void);
+void rkp_kick_gc(void);
+void rkp_kick_gc_later(void);
+void rkp_gc_sync(void);
 
 struct pt_regs;
+
+/* Implemented in Rust (rust/kprobe/kretprobe.rs). */
+void rkp_kretprobe_gc(void);
 
 /* Implemented in Rust (rust/arch/x86/ftrace.rs). */
 void rkp_ftrace_hit(unsigned long ip, struct pt_regs *regs);

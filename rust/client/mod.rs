@@ -20,7 +20,7 @@
 #[path = "../abi.rs"]
 pub mod abi;
 
-use abi::RkpKprobe;
+use abi::{RkpKprobe, RkpKretprobe, RkpKretprobeInstance};
 use core::marker::PhantomPinned;
 use kernel::{
     bindings,
@@ -35,6 +35,9 @@ extern "C" {
     fn rkp_unregister_kprobe(p: *mut RkpKprobe);
     fn rkp_enable_kprobe(p: *mut RkpKprobe) -> c_int;
     fn rkp_disable_kprobe(p: *mut RkpKprobe) -> c_int;
+    fn rkp_register_kretprobe(rp: *mut RkpKretprobe) -> c_int;
+    fn rkp_unregister_kretprobe(rp: *mut RkpKretprobe);
+    fn rkp_kretprobe_find_ret_addr(addr: c_ulong) -> c_ulong;
 }
 
 /// The registers at a probe hit.
@@ -345,6 +348,252 @@ impl<H: KprobeHandler> PinnedDrop for Kprobe<H> {
             // SAFETY: registered (type invariant); returns when no CPU runs
             // the handlers any more, so `handler` may be dropped after it.
             unsafe { rkp_unregister_kprobe(self.raw.get()) };
+        }
+    }
+}
+
+/// The handlers of a return probe. Both run with interrupts off: they must
+/// not sleep, allocate with `GFP_KERNEL`, or take locks the probed code may
+/// hold.
+pub trait KretprobeHandler: Sync {
+    /// Per-call data, shared by `entry` and `ret` of one call. It starts as
+    /// `Default::default()` at every call.
+    type Data: Default + Copy;
+
+    /// At the function's entry. Returning `false` means no return handler
+    /// for this call.
+    fn entry(&self, _data: &mut Self::Data, _regs: &Regs) -> bool {
+        true
+    }
+
+    /// Whether `entry` is implemented (or `Data` must be initialised): a
+    /// kretprobe without an entry handler is cheaper.
+    const HAS_ENTRY: bool = false;
+
+    /// When the function returns: `regs.ax()` is its return value and
+    /// `regs.ip()` where it returns to.
+    fn ret(&self, info: &RetInfo, data: &mut Self::Data, regs: &mut Regs);
+}
+
+/// What a return handler may know of its call.
+pub struct RetInfo {
+    ret_addr: usize,
+    fp: usize,
+}
+
+impl RetInfo {
+    /// The address the function returns to.
+    pub fn ret_addr(&self) -> usize {
+        self.ret_addr
+    }
+
+    /// Where the return address was on the stack.
+    pub fn frame(&self) -> usize {
+        self.fp
+    }
+}
+
+/// Maps an address of a stack trace of the current task that is the return
+/// stub of a probed frame back to the real return address; other addresses
+/// come back unchanged. Call it with preemption off, e.g. from a handler.
+pub fn kretprobe_find_ret_addr(addr: usize) -> usize {
+    // SAFETY: a pure lookup; the caller's context keeps the answer stable.
+    unsafe { rkp_kretprobe_find_ret_addr(addr as c_ulong) as usize }
+}
+
+/// A return probe. Create it pinned with [`Kretprobe::new`], then
+/// [`Kretprobe::register`]; dropping it unregisters it.
+///
+/// # Invariants
+///
+/// `raw` is registered with rkprobes iff `registered`; while it is, `self`
+/// does not move and `handler` is valid.
+#[pin_data(PinnedDrop)]
+pub struct Kretprobe<H: KretprobeHandler> {
+    #[pin]
+    raw: Opaque<RkpKretprobe>,
+    handler: H,
+    registered: bool,
+    #[pin]
+    _pin: PhantomPinned,
+}
+
+// SAFETY: as for `Kprobe`.
+unsafe impl<H: KretprobeHandler> Sync for Kretprobe<H> {}
+// SAFETY: as for `Kprobe`.
+unsafe impl<H: KretprobeHandler + Send> Send for Kretprobe<H> {}
+
+impl<H: KretprobeHandler> Kretprobe<H> {
+    const DATA_OK: () = assert!(core::mem::align_of::<H::Data>() <= 8);
+
+    /// A return probe on the function at `target` (offset 0) with `maxactive`
+    /// instances (0: rkprobes' default), not registered yet.
+    pub fn new(target: Target, maxactive: u32, handler: H) -> impl PinInit<Self> {
+        let () = Self::DATA_OK;
+        let (addr, sym, offset) = match target {
+            Target::Symbol(s, off) => (core::ptr::null_mut(), s.as_char_ptr(), off),
+            Target::Addr(a) => (a as *mut _, core::ptr::null(), 0),
+        };
+        let entry = H::HAS_ENTRY || core::mem::size_of::<H::Data>() > 0;
+        pin_init!(Self {
+            raw <- Opaque::ffi_init(move |p: *mut RkpKretprobe| {
+                // SAFETY: `p` is valid for writes during initialisation.
+                unsafe {
+                    p.write(RkpKretprobe {
+                        kp: RkpKprobe {
+                            addr,
+                            symbol_name: sym,
+                            offset,
+                            pre_handler: None,
+                            post_handler: None,
+                            fault_handler: None,
+                            flags: 0,
+                            nmissed: 0,
+                            rkp_private: core::ptr::null_mut(),
+                        },
+                        handler: Some(Self::ret_tramp),
+                        entry_handler: if entry { Some(Self::entry_tramp) } else { None },
+                        maxactive: maxactive.min(i32::MAX as u32) as i32,
+                        nmissed: 0,
+                        data_size: core::mem::size_of::<H::Data>(),
+                        rkp_private: core::ptr::null_mut(),
+                    })
+                };
+            }),
+            handler,
+            registered: false,
+            _pin: PhantomPinned,
+        })
+    }
+
+    /// Registers the probe. Process context, may sleep.
+    pub fn register(self: Pin<&mut Self>) -> Result {
+        // SAFETY: the probe is not moved out of the pin.
+        let this = unsafe { self.get_unchecked_mut() };
+        if this.registered {
+            return Err(EBUSY);
+        }
+        // SAFETY: `raw` is pinned inside `self`, which unregisters it on drop.
+        let ret = unsafe { rkp_register_kretprobe(this.raw.get()) };
+        if ret != 0 {
+            return Err(Error::from_errno(ret));
+        }
+        // INVARIANT: registered just above.
+        this.registered = true;
+        Ok(())
+    }
+
+    /// The probed address, once registered.
+    pub fn addr(&self) -> usize {
+        // SAFETY: rkprobes writes `addr` only during registration.
+        unsafe { (*self.raw.get()).kp.addr as usize }
+    }
+
+    /// The number of instances (the effective `maxactive` once registered).
+    pub fn maxactive(&self) -> u32 {
+        // SAFETY: rkprobes writes it only during registration.
+        unsafe { (*self.raw.get()).maxactive as u32 }
+    }
+
+    /// Calls that found no free instance.
+    pub fn nmissed(&self) -> u64 {
+        // SAFETY: an aligned `int` that rkprobes updates atomically.
+        unsafe { core::ptr::read_volatile(core::ptr::addr_of!((*self.raw.get()).nmissed)) as u64 }
+    }
+
+    /// The raw `struct rkp_kretprobe`, for code that calls the C ABI directly.
+    pub fn raw_ptr(&self) -> *mut RkpKretprobe {
+        self.raw.get()
+    }
+
+    /// Enables or disables the registered probe. Process context.
+    pub fn set_enabled(&self, on: bool) -> Result {
+        // SAFETY: `raw` is valid; rkprobes checks that it is registered.
+        let ret = unsafe {
+            let kp = core::ptr::addr_of_mut!((*self.raw.get()).kp);
+            if on {
+                rkp_enable_kprobe(kp)
+            } else {
+                rkp_disable_kprobe(kp)
+            }
+        };
+        if ret != 0 {
+            return Err(Error::from_errno(ret));
+        }
+        Ok(())
+    }
+
+    /// The instance's kretprobe, and its data.
+    ///
+    /// # Safety
+    ///
+    /// `ri` is an instance rkprobes passed to a handler of a `Kretprobe<H>`.
+    unsafe fn parts<'a>(ri: *mut RkpKretprobeInstance) -> (&'a Self, &'a mut H::Data) {
+        // SAFETY: the instance's `rp` is the `raw` field of a live
+        // `Kretprobe<H>` while its handlers run; its data area has
+        // `size_of::<H::Data>()` bytes, aligned to 8 (`DATA_OK`).
+        unsafe {
+            let rp = (*ri).rp;
+            let this = &*kernel::container_of!(rp, Self, raw);
+            let data = &mut *core::ptr::addr_of_mut!((*ri).data).cast::<H::Data>();
+            (this, data)
+        }
+    }
+
+    /// The `entry_handler` given to rkprobes. int3 context.
+    ///
+    /// # Safety
+    ///
+    /// Called by rkprobes with an instance of this probe and the registers.
+    unsafe extern "C" fn entry_tramp(
+        ri: *mut RkpKretprobeInstance,
+        regs: *mut bindings::pt_regs,
+    ) -> c_int {
+        // SAFETY: rkprobes passes an instance of this probe.
+        let (this, data) = unsafe { Self::parts(ri) };
+        *data = H::Data::default();
+        // SAFETY: `Regs` is a transparent wrapper of the live `pt_regs`.
+        let regs = unsafe { &*regs.cast::<Regs>() };
+        if this.handler.entry(data, regs) {
+            0
+        } else {
+            1
+        }
+    }
+
+    /// The return `handler` given to rkprobes. Trampoline context, interrupts
+    /// off.
+    ///
+    /// # Safety
+    ///
+    /// As for `entry_tramp`.
+    unsafe extern "C" fn ret_tramp(
+        ri: *mut RkpKretprobeInstance,
+        regs: *mut bindings::pt_regs,
+    ) -> c_int {
+        // SAFETY: as in `entry_tramp`.
+        let (this, data) = unsafe { Self::parts(ri) };
+        // SAFETY: as in `entry_tramp`.
+        let info = unsafe {
+            RetInfo {
+                ret_addr: (*ri).ret_addr as usize,
+                fp: (*ri).fp as usize,
+            }
+        };
+        // SAFETY: as in `entry_tramp`.
+        let regs = unsafe { &mut *regs.cast::<Regs>() };
+        this.handler.ret(&info, data, regs);
+        0
+    }
+}
+
+#[pinned_drop]
+impl<H: KretprobeHandler> PinnedDrop for Kretprobe<H> {
+    fn drop(self: Pin<&mut Self>) {
+        if self.registered {
+            // SAFETY: registered (type invariant); returns when no CPU runs
+            // the handlers any more.
+            unsafe { rkp_unregister_kretprobe(self.raw.get()) };
         }
     }
 }

@@ -10,9 +10,12 @@
 
 use super::Core;
 use core::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
-use kernel::{ffi::c_int, prelude::*};
+use kernel::{
+    ffi::{c_int, c_ulong},
+    prelude::*,
+};
 
-pub(crate) use crate::abi::{flags, RkpKprobe};
+pub(crate) use crate::abi::{flags, RkpKprobe, RkpKretprobe};
 
 impl RkpKprobe {
     /// The flags, read atomically: the hit path reads them while
@@ -145,4 +148,92 @@ pub(crate) unsafe extern "C" fn rkp_enable_kprobe(p: *mut RkpKprobe) -> c_int {
 #[no_mangle]
 pub(crate) unsafe extern "C" fn rkp_disable_kprobe(p: *mut RkpKprobe) -> c_int {
     to_c(Core::get().and_then(|c| c.set_enabled(p, false)))
+}
+
+/// Builds a slice from the C array of `rkp_register_kretprobes`.
+///
+/// # Safety
+///
+/// `rps` points to `num` valid kretprobe pointers when `num > 0`.
+unsafe fn kretprobes<'a>(
+    rps: *mut *mut RkpKretprobe,
+    num: c_int,
+) -> Result<&'a [*mut RkpKretprobe]> {
+    let n = usize::try_from(num).map_err(|_| EINVAL)?;
+    if n == 0 || rps.is_null() {
+        return Err(EINVAL);
+    }
+    // SAFETY: the caller provides `num` elements at `rps`.
+    Ok(unsafe { core::slice::from_raw_parts(rps, n) })
+}
+
+/// `int rkp_register_kretprobe(struct rkp_kretprobe *rp)`. Process context.
+///
+/// # Safety
+///
+/// `rp` is a valid `struct rkp_kretprobe` that stays allocated until
+/// unregistered.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rkp_register_kretprobe(rp: *mut RkpKretprobe) -> c_int {
+    to_c(Core::get().and_then(|c| c.kretprobes().register(c, &[rp])))
+}
+
+/// `void rkp_unregister_kretprobe(struct rkp_kretprobe *rp)`. Process
+/// context; returns when no CPU runs its handlers any more. Frames still out
+/// return through the trampoline without handlers.
+///
+/// # Safety
+///
+/// `rp` is a valid `struct rkp_kretprobe`.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rkp_unregister_kretprobe(rp: *mut RkpKretprobe) {
+    if let Ok(c) = Core::get() {
+        c.kretprobes().unregister(c, &[rp]);
+    }
+}
+
+/// `int rkp_register_kretprobes(struct rkp_kretprobe **rps, int num)`: all or
+/// nothing. Process context.
+///
+/// # Safety
+///
+/// `rps` points to `num` valid kretprobes that stay allocated until
+/// unregistered.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rkp_register_kretprobes(
+    rps: *mut *mut RkpKretprobe,
+    num: c_int,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    to_c(unsafe { kretprobes(rps, num) }.and_then(|rs| {
+        let c = Core::get()?;
+        c.kretprobes().register(c, rs)
+    }))
+}
+
+/// `void rkp_unregister_kretprobes(struct rkp_kretprobe **rps, int num)`.
+/// Process context.
+///
+/// # Safety
+///
+/// `rps` points to `num` valid kretprobes.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rkp_unregister_kretprobes(
+    rps: *mut *mut RkpKretprobe,
+    num: c_int,
+) {
+    // SAFETY: the caller's contract.
+    if let (Ok(rs), Ok(c)) = (unsafe { kretprobes(rps, num) }, Core::get()) {
+        c.kretprobes().unregister(c, rs);
+    }
+}
+
+/// `unsigned long rkp_kretprobe_find_ret_addr(unsigned long addr)`. Caller
+/// with preemption disabled.
+#[no_mangle]
+pub(crate) extern "C" fn rkp_kretprobe_find_ret_addr(addr: c_ulong) -> c_ulong {
+    match Core::get() {
+        Ok(c) => c.kretprobes().find_ret_addr(addr as usize) as c_ulong,
+        Err(_) => addr,
+    }
 }

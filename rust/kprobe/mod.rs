@@ -14,6 +14,7 @@
 //! `text_mutex`. Nothing on the hit path takes any of them.
 
 pub(crate) mod abi;
+pub(crate) mod kretprobe;
 pub(crate) mod table;
 
 use crate::{
@@ -193,6 +194,9 @@ pub(crate) struct Core {
     /// The architecture's hit-path state: per-CPU blocks, die notifiers.
     #[pin]
     pub(crate) arch: arch::ArchState,
+    /// Return probes' pools.
+    #[pin]
+    kretprobes: kretprobe::Kretprobes,
 }
 
 /// The core, while the module's state exists; for the exported C functions.
@@ -215,6 +219,7 @@ impl Core {
                 ksyms,
                 blacklist,
                 arch <- arch::ArchState::new(),
+                kretprobes <- kretprobe::Kretprobes::new(),
             }),
             GFP_KERNEL,
         )?;
@@ -248,6 +253,11 @@ impl Core {
         &self.rt
     }
 
+    /// The return probes.
+    pub(crate) fn kretprobes(&self) -> &kretprobe::Kretprobes {
+        &self.kretprobes
+    }
+
     /// The slot cache.
     pub(crate) fn slots(&self) -> &SlotCache {
         &self.slots
@@ -259,13 +269,14 @@ impl Core {
     }
 
     /// Resolves where `kp` goes: `addr` or `symbol_name`, plus `offset`,
-    /// adjusted by the architecture (past ENDBR at a function entry). Checks
-    /// that the address may be probed. Process context.
+    /// adjusted by the architecture (past ENDBR at a function entry), as the
+    /// kernel's `_kprobe_addr()`. Returns the address, and the start and
+    /// size of its function. Process context.
     ///
     /// # Safety
     ///
     /// `kp` is valid.
-    unsafe fn target(&self, kp: *mut RkpKprobe) -> Result<Target> {
+    unsafe fn resolve(&self, kp: *mut RkpKprobe) -> Result<(usize, usize, usize)> {
         // SAFETY: the caller's contract.
         let (addr, sym, offset) = unsafe { ((*kp).addr as usize, (*kp).symbol_name, (*kp).offset) };
         if (addr != 0) != sym.is_null() {
@@ -287,6 +298,34 @@ impl Core {
         let func = sym.start(addr as u64).ok_or(ENOENT)? as usize;
         let size = sym.size as usize;
         let addr = arch::adjust_addr(func, addr - func)?;
+        Ok((addr, func, size))
+    }
+
+    /// The kernel's `kprobe_on_func_entry()`: `EINVAL` unless `kp` resolves
+    /// to a function's entry (past its ENDBR), `ENOENT` when it does not
+    /// resolve. Process context.
+    ///
+    /// # Safety
+    ///
+    /// `kp` is valid.
+    pub(crate) unsafe fn check_func_entry(&self, kp: *mut RkpKprobe) -> Result {
+        // SAFETY: the caller's contract.
+        let (addr, func, _) = unsafe { self.resolve(kp) }?;
+        if addr != arch::adjust_addr(func, 0)? {
+            return Err(EINVAL);
+        }
+        Ok(())
+    }
+
+    /// Resolves where `kp` goes and checks that the address may be probed.
+    /// Process context.
+    ///
+    /// # Safety
+    ///
+    /// `kp` is valid.
+    unsafe fn target(&self, kp: *mut RkpKprobe) -> Result<Target> {
+        // SAFETY: the caller's contract.
+        let (addr, func, size) = unsafe { self.resolve(kp) }?;
         let ftrace = self.is_ftrace_site(addr);
         // An int3 on an ftrace call site would break ftrace's own patching.
         if ftrace && !arch::FTRACE_PROBES {
@@ -795,6 +834,9 @@ impl PinnedDrop for Core {
             );
             self.unregister_many(&points);
         }
+        // Zombie kretprobe pools hold rkprobes loaded, so none is left with
+        // frames out unless a probe of rkprobes' own was just removed.
+        self.kretprobes.drain(&self.rt);
         self.arch.stop();
     }
 }
@@ -845,7 +887,8 @@ impl Show for ListFile {
             for &kp in p.clients() {
                 // SAFETY: registered clients are valid.
                 let f = unsafe { RkpKprobe::flags(kp) };
-                let _ = write!(out, "{:016x}  k  ", p.addr);
+                let kind = if kretprobe::is_kretprobe(kp) { 'r' } else { 'k' };
+                let _ = write!(out, "{:016x}  {}  ", p.addr, kind);
                 let _ = match buf.symbolise(p.addr) {
                     Some(s) => write!(
                         out,

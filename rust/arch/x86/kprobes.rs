@@ -64,6 +64,9 @@ pub(super) enum Status {
     HitSsDone,
     /// Single-stepping a probe hit inside another probe; no handlers.
     Reenter,
+    /// Running a kretprobe's return handler (the kernel's
+    /// `kprobe_busy_begin()`); the frame has no point.
+    Busy,
 }
 
 /// One level of probe handling on a CPU.
@@ -215,6 +218,38 @@ impl PinnedDrop for ArchState {
     fn drop(self: Pin<&mut Self>) {
         self.stop();
     }
+}
+
+/// Runs `f` with interrupts off and this CPU marked as inside a probe, so
+/// that a probe hit from `f` counts as missed: the kernel's
+/// `kprobe_busy_begin()`/`kprobe_busy_end()` around a kretprobe's return
+/// handler. `f` is told whether the CPU was free; when it was not (the
+/// return came from inside a probe handler), it must not run handlers.
+/// Any context.
+pub(crate) fn run_busy(core: &Core, f: impl FnOnce(bool)) {
+    // SAFETY: no preconditions; restored below.
+    let flags = unsafe { ffi::rkp_local_irq_save() };
+    let free = {
+        // SAFETY: interrupts are off; the reference ends with this block,
+        // before `f` can reach another user of the block.
+        match unsafe { core.arch.this_cpu() } {
+            Some(ctl) if ctl.depth() == 0 => ctl.push(Frame {
+                point: core::ptr::null(),
+                status: Status::Busy,
+                saved_flags: 0,
+            }),
+            _ => false,
+        }
+    };
+    f(free);
+    if free {
+        // SAFETY: as above; every probe hit in `f` popped what it pushed.
+        if let Some(ctl) = unsafe { core.arch.this_cpu() } {
+            ctl.pop();
+        }
+    }
+    // SAFETY: the flags saved above.
+    unsafe { ffi::rkp_local_irq_restore(flags) };
 }
 
 /// The die notifier: int3, #DB and faults. Exception context.
@@ -500,6 +535,9 @@ fn fault(core: &Core, regs: &mut bindings::pt_regs, trapnr: c_int) -> bool {
     let Some(frame) = ctl.top() else {
         return false;
     };
+    if frame.status == Status::Busy || frame.point.is_null() {
+        return false;
+    }
     // SAFETY: the frame's point stays live while this CPU handles it (see
     // `debug`).
     let point = unsafe { &*frame.point };

@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The kretprobe return trampoline of rkprobes (see rust/arch/x86/rethook.rs).
+ *
+ * A hijacked function returns into its instance's stub, whose call lands
+ * here: the word on top of the stack is then where the function's return
+ * address was, holding the stub's address. The trampoline saves the
+ * registers as a struct pt_regs below it and calls
+ * rkp_kretprobe_trampoline_callback(), which writes the real return address
+ * into that word and copies the flags into regs->ss; the trampoline then
+ * restores everything and returns to the real caller. The frame layout is
+ * that of the kernel's arch_rethook_trampoline, so that the ORC unwinder
+ * sees through it once the real address is back.
+ */
+#include <linux/linkage.h>
+#include <linux/objtool.h>
+#include <asm/frame.h>
+#include <asm/segment.h>
+#include <asm/unwind_hints.h>
+
+	.text
+SYM_CODE_START(rkp_kretprobe_trampoline)
+	/* Only reached by the stubs' direct calls. */
+	ANNOTATE_NOENDBR
+	/* The stub's call pushed what the unwinder takes for a return address. */
+	UNWIND_HINT_FUNC
+	pushq	$__KERNEL_DS
+	/* regs->sp, fixed up by the callback. */
+	pushq	%rsp
+	pushfq
+	/* Skip cs, ip, orig_ax. */
+	subq	$24, %rsp
+	pushq	%rdi
+	pushq	%rsi
+	pushq	%rdx
+	pushq	%rcx
+	pushq	%rax
+	pushq	%r8
+	pushq	%r9
+	pushq	%r10
+	pushq	%r11
+	pushq	%rbx
+	pushq	%rbp
+	pushq	%r12
+	pushq	%r13
+	pushq	%r14
+	pushq	%r15
+	ENCODE_FRAME_POINTER
+	movq	%rsp, %rdi
+	call	rkp_kretprobe_trampoline_callback
+	popq	%r15
+	popq	%r14
+	popq	%r13
+	popq	%r12
+	popq	%rbp
+	popq	%rbx
+	popq	%r11
+	popq	%r10
+	popq	%r9
+	popq	%r8
+	popq	%rax
+	popq	%rcx
+	popq	%rdx
+	popq	%rsi
+	popq	%rdi
+	/* Skip orig_ax, ip, cs, flags and sp: the flags are in the ss slot. */
+	addq	$40, %rsp
+	popfq
+	RET
+SYM_CODE_END(rkp_kretprobe_trampoline)
