@@ -126,12 +126,20 @@ static inline int rkp_disable_kretprobe(struct rkp_kretprobe *rp)
 }
 
 /*
- * The unwinder cannot see through a frame whose return address rkprobes
- * replaced: a stack trace shows the address of the frame's return stub
- * there. This maps such an address, for a frame of the current task, back to
- * the real return address; any other address is returned unchanged. Call it
- * with preemption disabled (as in a handler).
+ * A frame whose return address a kretprobe replaced returns into a stub in
+ * rkprobes' executable memory. This maps a stub address of a frame of the
+ * current task back to the real return address; any other address is
+ * returned unchanged. Call it with preemption disabled (as in a handler).
  */
 unsigned long rkp_kretprobe_find_ret_addr(unsigned long addr);
+
+/*
+ * The kernel's unwinder stops at such a frame (its return address is not
+ * kernel text). This is stack_trace_save() for the current task that goes on
+ * from the real return address at every frame a kretprobe hijacked. Call it
+ * with preemption disabled.
+ */
+unsigned int rkp_stack_trace_save(unsigned long *store, unsigned int size,
+				  unsigned int skipnr);
 
 #endif /* _RKPROBES_H */

@@ -115,6 +115,14 @@ extern "C" {
     /// Process context.
     pub(crate) fn rkp_gc_sync();
 
+    /// `unsigned int stack_trace_save(unsigned long *store, unsigned int size,
+    /// unsigned int skipnr)`.
+    pub(crate) fn stack_trace_save(
+        store: *mut kernel::ffi::c_ulong,
+        size: kernel::ffi::c_uint,
+        skipnr: kernel::ffi::c_uint,
+    ) -> kernel::ffi::c_uint;
+
     /// This module's `struct module`, defined by modpost in the `.mod.c` file.
     pub(crate) static mut __this_module: bindings::module;
 

@@ -148,6 +148,7 @@ EXPORT_SYMBOL_GPL(rkp_unregister_kretprobe);
 EXPORT_SYMBOL_GPL(rkp_register_kretprobes);
 EXPORT_SYMBOL_GPL(rkp_unregister_kretprobes);
 EXPORT_SYMBOL_GPL(rkp_kretprobe_find_ret_addr);
+EXPORT_SYMBOL_GPL(rkp_stack_trace_save);
 
 #ifdef CONFIG_DYNAMIC_FTRACE_WITH_REGS
 #include <linux/ftrace.h>

@@ -67,6 +67,12 @@ pub(crate) struct Runtime {
     /// `void synchronize_rcu_tasks(void)`, when the kernel has Tasks RCU:
     /// waits until no task can be preempted inside a boosted slot.
     pub(crate) synchronize_rcu_tasks: Option<unsafe extern "C" fn()>,
+    /// `unsigned int stack_trace_save_regs(struct pt_regs *regs,
+    /// unsigned long *store, unsigned int size, unsigned int skipnr)`, when
+    /// the kernel has `CONFIG_STACKTRACE`.
+    pub(crate) stack_trace_save_regs: Option<
+        unsafe extern "C" fn(*mut bindings::pt_regs, *mut c_ulong, c_uint, c_uint) -> c_uint,
+    >,
 }
 
 // SAFETY: the fields are addresses of kernel functions and of a kernel mutex,
@@ -114,6 +120,7 @@ impl Runtime {
         let static_call_text_reserved = ksyms.lookup(b, c_str!("static_call_text_reserved"));
         let ftrace_location = ksyms.lookup(b, c_str!("ftrace_location"));
         let synchronize_rcu_tasks = ksyms.lookup(b, c_str!("synchronize_rcu_tasks"));
+        let stack_trace_save_regs = ksyms.lookup(b, c_str!("stack_trace_save_regs"));
         // INVARIANT: every address was confirmed to start the symbol of the
         // same name; the types are the 6.12 declarations.
         Ok(Self {
@@ -145,6 +152,8 @@ impl Runtime {
             ftrace_location: ftrace_location.map(|a| unsafe { as_fn(a) }),
             // SAFETY: as above.
             synchronize_rcu_tasks: synchronize_rcu_tasks.map(|a| unsafe { as_fn(a) }),
+            // SAFETY: as above.
+            stack_trace_save_regs: stack_trace_save_regs.map(|a| unsafe { as_fn(a) }),
         })
     }
 }

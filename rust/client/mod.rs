@@ -38,6 +38,7 @@ extern "C" {
     fn rkp_register_kretprobe(rp: *mut RkpKretprobe) -> c_int;
     fn rkp_unregister_kretprobe(rp: *mut RkpKretprobe);
     fn rkp_kretprobe_find_ret_addr(addr: c_ulong) -> c_ulong;
+    fn rkp_stack_trace_save(store: *mut c_ulong, size: u32, skipnr: u32) -> u32;
 }
 
 /// The registers at a probe hit.
@@ -401,6 +402,16 @@ pub fn kretprobe_find_ret_addr(addr: usize) -> usize {
     unsafe { rkp_kretprobe_find_ret_addr(addr as c_ulong) as usize }
 }
 
+/// Saves a stack trace of the current task into `buf`, seeing through frames
+/// whose return address a kretprobe replaced (where the kernel's own
+/// `stack_trace_save()` stops); returns the number of entries. Call it with
+/// preemption off, e.g. from a handler.
+pub fn stack_trace(buf: &mut [usize]) -> usize {
+    let len = buf.len().min(u32::MAX as usize) as u32;
+    // SAFETY: `buf` has room for `len` entries; `usize` is `unsigned long`.
+    unsafe { rkp_stack_trace_save(buf.as_mut_ptr().cast(), len, 0) as usize }
+}
+
 /// A return probe. Create it pinned with [`Kretprobe::new`], then
 /// [`Kretprobe::register`]; dropping it unregisters it.
 ///
@@ -576,7 +587,7 @@ impl<H: KretprobeHandler> Kretprobe<H> {
         // SAFETY: as in `entry_tramp`.
         let info = unsafe {
             RetInfo {
-                ret_addr: (*ri).ret_addr as usize,
+                ret_addr: (*ri).ret_addr,
                 fp: (*ri).fp as usize,
             }
         };

@@ -11,7 +11,7 @@
 use super::Core;
 use core::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use kernel::{
-    ffi::{c_int, c_ulong},
+    ffi::{c_int, c_uint, c_ulong},
     prelude::*,
 };
 
@@ -218,10 +218,7 @@ pub(crate) unsafe extern "C" fn rkp_register_kretprobes(
 ///
 /// `rps` points to `num` valid kretprobes.
 #[no_mangle]
-pub(crate) unsafe extern "C" fn rkp_unregister_kretprobes(
-    rps: *mut *mut RkpKretprobe,
-    num: c_int,
-) {
+pub(crate) unsafe extern "C" fn rkp_unregister_kretprobes(rps: *mut *mut RkpKretprobe, num: c_int) {
     // SAFETY: the caller's contract.
     if let (Ok(rs), Ok(c)) = (unsafe { kretprobes(rps, num) }, Core::get()) {
         c.kretprobes().unregister(c, rs);
@@ -233,7 +230,32 @@ pub(crate) unsafe extern "C" fn rkp_unregister_kretprobes(
 #[no_mangle]
 pub(crate) extern "C" fn rkp_kretprobe_find_ret_addr(addr: c_ulong) -> c_ulong {
     match Core::get() {
-        Ok(c) => c.kretprobes().find_ret_addr(addr as usize) as c_ulong,
+        Ok(c) => c.kretprobes().find_ret_addr(addr) as c_ulong,
         Err(_) => addr,
+    }
+}
+
+/// `unsigned int rkp_stack_trace_save(unsigned long *store, unsigned int
+/// size, unsigned int skipnr)`: `stack_trace_save()` through frames that
+/// kretprobes hijacked. Caller with preemption disabled.
+///
+/// # Safety
+///
+/// `store` has room for `size` entries.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rkp_stack_trace_save(
+    store: *mut c_ulong,
+    size: c_uint,
+    skipnr: c_uint,
+) -> c_uint {
+    if store.is_null() || size == 0 {
+        return 0;
+    }
+    // SAFETY: the caller's contract.
+    let buf = unsafe { core::slice::from_raw_parts_mut(store, size as usize) };
+    match Core::get() {
+        Ok(c) => c.kretprobes().stack_trace(c.runtime(), buf, skipnr) as c_uint,
+        // SAFETY: as above.
+        Err(_) => unsafe { crate::ffi::stack_trace_save(store, size, skipnr) },
     }
 }

@@ -35,9 +35,7 @@
 
 use super::{abi::RkpKprobe, Core};
 use crate::{
-    abi::{
-        RkpKretprobe, RkpKretprobeInstance, KRETPROBE_MAXACTIVE_MAX, KRETPROBE_MAX_DATA_SIZE,
-    },
+    abi::{RkpKretprobe, RkpKretprobeInstance, KRETPROBE_MAXACTIVE_MAX, KRETPROBE_MAX_DATA_SIZE},
     arch, ffi,
     runtime::{Runtime, EXECMEM_KPROBES},
 };
@@ -352,7 +350,12 @@ impl Pool {
             // releases this instance; the exchange only guards against a
             // second reclaim.
             if slot
-                .compare_exchange(t, core::ptr::null_mut(), Ordering::AcqRel, Ordering::Relaxed)
+                .compare_exchange(
+                    t,
+                    core::ptr::null_mut(),
+                    Ordering::AcqRel,
+                    Ordering::Relaxed,
+                )
                 .is_ok()
             {
                 // SAFETY: process context; the instance's reference.
@@ -381,10 +384,11 @@ impl Drop for Pool {
     }
 }
 
-/// The stub ranges of every pool, for [`find_ret_addr`]; replaced whole and
-/// freed after a grace period.
+/// Every pool and its stub range, for lookups outside the trampoline
+/// ([`Kretprobes::find_ret_addr`], [`Kretprobes::stack_trace`]); replaced
+/// whole and freed after a grace period.
 struct Ranges {
-    list: KVec<(usize, usize)>,
+    list: KVec<(usize, usize, *const Pool)>,
 }
 
 /// Every pool, registered or zombie.
@@ -418,24 +422,101 @@ impl Kretprobes {
         let mut list = KVec::with_capacity(pools.list.len(), GFP_KERNEL)?;
         for &p in pools.list.iter() {
             // SAFETY: listed pools are live while the mutex is held.
-            list.push(unsafe { &*p }.stub_range(), GFP_KERNEL)?;
+            let (start, end) = unsafe { &*p }.stub_range();
+            list.push((start, end, p.cast_const()), GFP_KERNEL)?;
         }
         let new = KBox::into_raw(KBox::new(Ranges { list }, GFP_KERNEL)?);
         Ok(self.ranges.swap(new, Ordering::AcqRel))
     }
 
-    /// Whether `addr` is in some pool's stubs. Caller in an RCU read-side
-    /// critical section (preemption or interrupts off).
-    fn is_stub(&self, addr: usize) -> bool {
+    /// The published pools. Caller in an RCU read-side critical section
+    /// (preemption or interrupts off), for as long as it uses the answer.
+    fn ranges(&self) -> &[(usize, usize, *const Pool)] {
         let r = self.ranges.load(Ordering::Acquire);
         if r.is_null() {
-            return false;
+            return &[];
         }
-        // SAFETY: published ranges are freed only after a grace period, which
-        // the caller's critical section holds off.
+        // SAFETY: published ranges, and the pools they name, are freed only
+        // after a grace period, which the caller's critical section holds off.
         unsafe { &(*r).list }
-            .iter()
-            .any(|&(s, e)| s <= addr && addr < e)
+    }
+
+    /// Whether `addr` is in some pool's stubs. Caller in an RCU read-side
+    /// critical section.
+    fn is_stub(&self, addr: usize) -> bool {
+        self.ranges().iter().any(|&(s, e, _)| s <= addr && addr < e)
+    }
+
+    /// The current task's innermost frame that returns into a stub, above
+    /// the stack address `above`: its return address's stack word and the
+    /// real return address. Caller in an RCU read-side critical section.
+    fn next_hijacked(&self, above: usize) -> Option<(usize, usize)> {
+        // SAFETY: no preconditions; only compared.
+        let cur = unsafe { ffi::rkp_current_task() };
+        let mut best: Option<(usize, usize)> = None;
+        for &(_, _, pool) in self.ranges() {
+            // SAFETY: listed pools are live during the caller's section.
+            let pool = unsafe { &*pool };
+            for i in 0..pool.max as u32 {
+                // SAFETY: `i < max`.
+                if unsafe { pool.task(i) }.load(Ordering::Acquire) != cur {
+                    continue;
+                }
+                // SAFETY: the instance is the current task's, which set
+                // these fields before hijacking its frame.
+                let (fp, ret) = unsafe { ((*pool.inst(i)).fp as usize, (*pool.inst(i)).ret_addr) };
+                if fp <= above || best.is_some_and(|(b, _)| b <= fp) {
+                    continue;
+                }
+                // A frame returning right now has its real address back.
+                // SAFETY: `fp` is a word of the current task's stack, above
+                // the current stack pointer.
+                if unsafe { (fp as *const usize).read_volatile() } == pool.stub(i) {
+                    best = Some((fp, ret));
+                }
+            }
+        }
+        best
+    }
+
+    /// `stack_trace_save()` that sees through hijacked frames: where the
+    /// unwinder stops at a frame that returns into a stub, the walk goes on
+    /// from the real return address. Returns the number of entries. Caller
+    /// in an RCU read-side critical section (preemption off, as handlers).
+    pub(crate) fn stack_trace(&self, rt: &Runtime, store: &mut [c_ulong], skip: u32) -> usize {
+        let len = store.len().min(u32::MAX as usize) as u32;
+        // SAFETY: `store` has room for `len` entries.
+        let mut n = unsafe { ffi::stack_trace_save(store.as_mut_ptr(), len, skip) } as usize;
+        let Some(save_regs) = rt.stack_trace_save_regs else {
+            return n;
+        };
+        let here = 0usize;
+        let mut above = core::ptr::addr_of!(here) as usize;
+        while n < store.len() {
+            let Some((fp, ret)) = self.next_hijacked(above) else {
+                break;
+            };
+            // SAFETY: an all-zero `pt_regs` is valid.
+            let mut regs: bindings::pt_regs = unsafe { core::mem::zeroed() };
+            regs.ip = ret as _;
+            regs.sp = (fp + 8) as _;
+            let rest = store.get_mut(n..).unwrap_or(&mut []);
+            // SAFETY: `regs` describe the caller of the hijacked frame as it
+            // will be after the return; the unwinder checks every stack
+            // access against the task's stacks. `rest` has room for its
+            // length.
+            let m = unsafe {
+                save_regs(
+                    &mut regs,
+                    rest.as_mut_ptr(),
+                    rest.len().min(u32::MAX as usize) as u32,
+                    0,
+                )
+            } as usize;
+            n += m.min(rest.len());
+            above = fp;
+        }
+        n
     }
 
     /// Frees `old` ranges after the grace period the caller waited for.
@@ -654,7 +735,11 @@ impl Kretprobes {
             let mut left = 0;
             for &p in pools.list.iter() {
                 // SAFETY: listed pools are live while the mutex is held.
-                if !unsafe { &*p }.rp.swap(core::ptr::null_mut(), Ordering::AcqRel).is_null() {
+                if !unsafe { &*p }
+                    .rp
+                    .swap(core::ptr::null_mut(), Ordering::AcqRel)
+                    .is_null()
+                {
                     left += 1;
                 }
             }
@@ -712,7 +797,7 @@ impl Kretprobes {
             // The reference is only compared, never used.
             let cur = ffi::rkp_current_task();
             if pool.task(i).load(Ordering::Acquire) == cur {
-                (*pool.inst(i)).ret_addr as usize
+                (*pool.inst(i)).ret_addr
             } else {
                 addr
             }
@@ -816,7 +901,7 @@ pub(crate) unsafe fn trampoline_handler(
     // SAFETY: `i` is out, and this frame is its only user.
     let ri = unsafe { pool.inst(i) };
     // SAFETY: as above.
-    let (real, fp) = unsafe { ((*ri).ret_addr as usize, (*ri).fp as usize) };
+    let (real, fp) = unsafe { ((*ri).ret_addr, (*ri).fp as usize) };
     if fp != frame as usize {
         pr_err!(
             "kretprobe frame mismatch: {:#x} returned at {:#x}\n",
@@ -868,5 +953,6 @@ pub(crate) extern "C" fn rkp_kretprobe_gc() {
 /// Whether `kp` is the entry probe of a kretprobe. Any context.
 pub(crate) fn is_kretprobe(kp: *mut RkpKprobe) -> bool {
     // SAFETY: the caller passes a valid probe.
-    unsafe { (*kp).pre_handler }.is_some_and(|h| h as *const () as usize == pre_handler as *const () as usize)
+    unsafe { (*kp).pre_handler }
+        .is_some_and(|h| core::ptr::eq(h as *const (), pre_handler as *const ()))
 }

@@ -887,7 +887,11 @@ impl Show for ListFile {
             for &kp in p.clients() {
                 // SAFETY: registered clients are valid.
                 let f = unsafe { RkpKprobe::flags(kp) };
-                let kind = if kretprobe::is_kretprobe(kp) { 'r' } else { 'k' };
+                let kind = if kretprobe::is_kretprobe(kp) {
+                    'r'
+                } else {
+                    'k'
+                };
                 let _ = write!(out, "{:016x}  {}  ", p.addr, kind);
                 let _ = match buf.symbolise(p.addr) {
                     Some(s) => write!(

@@ -49,7 +49,7 @@ pub(crate) fn rethook_stub(at: usize) -> Result<[u8; RETHOOK_STUB_SIZE]> {
 /// `regs` are those of a hit at a function's first instruction (after
 /// ENDBR), where `sp` points to the return address.
 pub(crate) unsafe fn rethook_prepare(regs: &bindings::pt_regs) -> (usize, usize) {
-    let fp = regs.sp as usize;
+    let fp = regs.sp;
     // SAFETY: the caller's contract: the top of the live stack.
     let ret = unsafe { (fp as *const usize).read() };
     (fp, ret)
