@@ -67,6 +67,13 @@ pub(crate) struct Runtime {
     /// `void synchronize_rcu_tasks(void)`, when the kernel has Tasks RCU:
     /// waits until no task can be preempted inside a boosted slot.
     pub(crate) synchronize_rcu_tasks: Option<unsafe extern "C" fn()>,
+    /// `void wait_for_kprobe_optimizer(void)`, when the kernel has its own
+    /// optprobes: returns when the kernel's optimizer has finished its queued
+    /// work, including the text it restores after a kprobe was removed.
+    pub(crate) wait_for_kprobe_optimizer: Option<unsafe extern "C" fn()>,
+    /// `struct kprobe *get_kprobe(void *addr)`, when the kernel has kprobes:
+    /// the kernel's own probe at `addr`; caller in an RCU read-side section.
+    pub(crate) get_kprobe: Option<unsafe extern "C" fn(*mut c_void) -> *mut c_void>,
     /// `unsigned int stack_trace_save_regs(struct pt_regs *regs,
     /// unsigned long *store, unsigned int size, unsigned int skipnr)`, when
     /// the kernel has `CONFIG_STACKTRACE`.
@@ -121,6 +128,8 @@ impl Runtime {
         let ftrace_location = ksyms.lookup(b, c_str!("ftrace_location"));
         let synchronize_rcu_tasks = ksyms.lookup(b, c_str!("synchronize_rcu_tasks"));
         let stack_trace_save_regs = ksyms.lookup(b, c_str!("stack_trace_save_regs"));
+        let wait_for_kprobe_optimizer = ksyms.lookup(b, c_str!("wait_for_kprobe_optimizer"));
+        let get_kprobe = ksyms.lookup(b, c_str!("get_kprobe"));
         // INVARIANT: every address was confirmed to start the symbol of the
         // same name; the types are the 6.12 declarations.
         Ok(Self {
@@ -154,6 +163,10 @@ impl Runtime {
             synchronize_rcu_tasks: synchronize_rcu_tasks.map(|a| unsafe { as_fn(a) }),
             // SAFETY: as above.
             stack_trace_save_regs: stack_trace_save_regs.map(|a| unsafe { as_fn(a) }),
+            // SAFETY: as above.
+            wait_for_kprobe_optimizer: wait_for_kprobe_optimizer.map(|a| unsafe { as_fn(a) }),
+            // SAFETY: as above.
+            get_kprobe: get_kprobe.map(|a| unsafe { as_fn(a) }),
         })
     }
 }

@@ -390,12 +390,37 @@ impl Core {
             put(module);
             return Err(EINVAL);
         }
+        // A kernel kprobe owns the byte: two patchers of one instruction
+        // would each restore what they saw, the other's int3 included.
+        // SAFETY: `get_kprobe` searches the kernel's RCU-protected probe
+        // table; preemption off is a read-side critical section. The result
+        // is only compared with null.
+        let native = unsafe {
+            self.rt.get_kprobe.is_some_and(|f| {
+                crate::ffi::rkp_preempt_disable();
+                let k = f(p);
+                crate::ffi::rkp_preempt_enable();
+                !k.is_null()
+            })
+        };
+        if native {
+            put(module);
+            return Err(EBUSY);
+        }
         Ok(module)
     }
 
     /// Registers `kps`, all or nothing, arming new points with one text
     /// synchronisation. Process context, may sleep.
     pub(crate) fn register_many(&self, kps: &[*mut RkpKprobe]) -> Result {
+        // The kernel's own optimizer restores the text of a removed optprobe
+        // asynchronously: until it has, the bytes rkprobes would copy are the
+        // kernel's jump into a detour buffer that is about to be freed.
+        if let Some(wait) = self.rt.wait_for_kprobe_optimizer {
+            // SAFETY: process context; it takes only the kernel's kprobe
+            // and text mutexes, never one of rkprobes'.
+            unsafe { wait() };
+        }
         let mut reg = self.reg.lock();
         let mut added: KVec<*mut RkpKprobe> = KVec::with_capacity(kps.len(), GFP_KERNEL)?;
         let mut result = Ok(());

@@ -15,6 +15,10 @@ use kernel::{c_str, prelude::*};
 #[path = "../../../rust/client/mod.rs"]
 pub mod rkprobes;
 
+#[path = "ktap.rs"]
+mod ktap;
+use ktap::Ktap;
+
 use rkprobes::{
     abi::{RkpKprobe, RkpKretprobe, RkpKretprobeInstance},
     kretprobe_find_ret_addr, read_kernel, stack_trace, Kretprobe, KretprobeHandler, Regs, RetInfo,
@@ -254,30 +258,6 @@ const PLAIN: Recorder = Recorder {
     trace: false,
     outer: false,
 };
-
-struct Ktap {
-    n: u32,
-    failed: u32,
-}
-
-impl Ktap {
-    fn check(&mut self, ok: bool, desc: &str) {
-        self.n += 1;
-        if ok {
-            pr_info!("ok {} {}\n", self.n, desc);
-        } else {
-            self.failed += 1;
-            pr_info!("not ok {} {}\n", self.n, desc);
-        }
-    }
-
-    fn check_eq<T: PartialEq + core::fmt::Debug>(&mut self, got: T, want: T, desc: &str) {
-        if got != want {
-            pr_info!("# {}: got {:?}, want {:?}\n", desc, got, want);
-        }
-        self.check(got == want, desc);
-    }
-}
 
 fn errno_of(r: Result) -> i32 {
     match r {
@@ -683,17 +663,9 @@ impl kernel::Module for RkpKretTest {
             pr_info!("holding {}\n", hold.to_str().unwrap_or("?"));
             return Ok(RkpKretTest::Holding(rp));
         }
-        let mut t = Ktap { n: 0, failed: 0 };
-        pr_info!("KTAP version 1\n");
-        if let Err(e) = run(&mut t) {
-            t.check(false, "setup (allocation)");
-            pr_info!("# error {}\n", e.to_errno());
-        }
-        pr_info!("1..{}\n", t.n);
-        pr_info!("# {} passed, {} failed\n", t.n - t.failed, t.failed);
-        if t.failed > 0 {
-            return Err(EINVAL);
-        }
+        let mut t = Ktap::new();
+        let r = run(&mut t);
+        t.finish(r)?;
         Ok(RkpKretTest::Tested)
     }
 }

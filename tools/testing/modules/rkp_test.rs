@@ -13,6 +13,10 @@ use kernel::{c_str, prelude::*};
 #[path = "../../../rust/client/mod.rs"]
 pub mod rkprobes;
 
+#[path = "ktap.rs"]
+mod ktap;
+use ktap::Ktap;
+
 use rkprobes::{abi::RkpKprobe, Action, Kprobe, KprobeHandler, ProbeInfo, Regs, Target};
 
 module! {
@@ -95,30 +99,6 @@ impl KprobeHandler for Inject {
     fn pre(&self, _p: &ProbeInfo, regs: &mut Regs) -> Action {
         regs.override_return(42);
         Action::Skip
-    }
-}
-
-struct Ktap {
-    n: u32,
-    failed: u32,
-}
-
-impl Ktap {
-    fn check(&mut self, ok: bool, desc: &str) {
-        self.n += 1;
-        if ok {
-            pr_info!("ok {} {}\n", self.n, desc);
-        } else {
-            self.failed += 1;
-            pr_info!("not ok {} {}\n", self.n, desc);
-        }
-    }
-
-    fn check_eq<T: PartialEq + core::fmt::Debug>(&mut self, got: T, want: T, desc: &str) {
-        if got != want {
-            pr_info!("# {}: got {:?}, want {:?}\n", desc, got, want);
-        }
-        self.check(got == want, desc);
     }
 }
 
@@ -305,17 +285,9 @@ struct RkpTest;
 
 impl kernel::Module for RkpTest {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        let mut t = Ktap { n: 0, failed: 0 };
-        pr_info!("KTAP version 1\n");
-        if let Err(e) = run(&mut t) {
-            t.check(false, "setup (allocation)");
-            pr_info!("# error {}\n", e.to_errno());
-        }
-        pr_info!("1..{}\n", t.n);
-        pr_info!("# {} passed, {} failed\n", t.n - t.failed, t.failed);
-        if t.failed > 0 {
-            return Err(EINVAL);
-        }
+        let mut t = Ktap::new();
+        let r = run(&mut t);
+        t.finish(r)?;
         Ok(RkpTest)
     }
 }

@@ -62,6 +62,30 @@ diag() {
 	echo "# $*"
 }
 
+# ktap_module NAME [ARGS...]: loads the test module NAME.ko, which runs its
+# checks at load and prints KTAP into the kernel log, and turns each of its
+# results into one of ours, plus one for the load itself. Returns how many
+# results the module reported.
+ktap_module() {
+	_mod=$1
+	shift
+	dmesg -c > /dev/null
+	insmod $MODDIR/$_mod.ko "$@"
+	_rc=$?
+	# busybox insmod retries a failed load with init_module(): keep the
+	# first run.
+	dmesg | sed -n "s/.*$_mod: //p" | awk '{ print } /^1\.\./ { exit }' > /tmp/$_mod.out
+	while IFS= read -r line; do
+		case "$line" in
+		"not ok "*) d=${line#not ok }; not_ok "${d#* }" ;;
+		"ok "*) d=${line#ok }; ok "${d#* }" ;;
+		esac
+	done < /tmp/$_mod.out
+	grep '^#' /tmp/$_mod.out
+	expect_eq "$_mod.ko loads (all its checks passed)" 0 "$_rc"
+	KTAP_COUNT=$(grep -cE '^(not )?ok ' /tmp/$_mod.out)
+}
+
 # Called by the harness after the test body: prints the plan, fails the test
 # when a check failed or when it ran none.
 done_testing() {

@@ -7,8 +7,10 @@
 //! `kfree(NULL)` (probed at its entry, an ftrace call site, so both
 //! implementations go through ftrace). Each loop runs with no probe, with a
 //! kernel kprobe and with an rkprobes probe, both with the same empty
-//! pre-handler, and the times per call are printed with the ratio of the
-//! probe overheads. This is a benchmark, not a test: it asserts nothing
+//! pre-handler, then with a kernel kretprobe and an rkprobes kretprobe, both
+//! with the same empty return handler; the times per call are printed with
+//! the ratio of the probe overheads. The kernel's kretprobe is registered by
+//! `rkp_bench_native.c`. This is a benchmark, not a test: it asserts nothing
 //! about the numbers. `make bench` runs it in normal TCG and with
 //! `-icount shift=0`.
 
@@ -17,7 +19,9 @@ use kernel::{bindings, c_str, prelude::*};
 #[path = "../../../rust/client/mod.rs"]
 pub mod rkprobes;
 
-use rkprobes::{Action, Kprobe, KprobeHandler, ProbeInfo, Regs, Target};
+use rkprobes::{
+    Action, Kprobe, KprobeHandler, Kretprobe, KretprobeHandler, ProbeInfo, Regs, RetInfo, Target,
+};
 
 module! {
     type: RkpBench,
@@ -56,6 +60,65 @@ impl KprobeHandler for Empty {
     fn pre(&self, _p: &ProbeInfo, _regs: &mut Regs) -> Action {
         Action::Continue
     }
+}
+
+/// The same empty return handler as the kernel kretprobe's.
+struct EmptyRet;
+
+impl KretprobeHandler for EmptyRet {
+    type Data = ();
+
+    fn ret(&self, _info: &RetInfo, _data: &mut (), _regs: &mut Regs) {}
+}
+
+extern "C" {
+    fn rkp_bench_native_kretprobe(
+        addr: *mut kernel::ffi::c_void,
+        sym: *const kernel::ffi::c_char,
+    ) -> *mut kernel::ffi::c_void;
+    fn rkp_bench_native_kretprobe_free(rp: *mut kernel::ffi::c_void);
+}
+
+/// Times `f` under the kernel's kretprobe at `native_at`, if it takes one.
+fn time_native_kretprobe(
+    name: &str,
+    n: u64,
+    f: fn(u64),
+    native_at: (usize, *const i8),
+) -> Option<u64> {
+    // SAFETY: `native_at` is an address or a NUL-terminated symbol name
+    // that outlives the call; the probe is freed below.
+    let rp = unsafe { rkp_bench_native_kretprobe(native_at.0 as *mut _, native_at.1.cast()) };
+    // NULL or an `ERR_PTR` (-4095..-1).
+    if rp.is_null() || (-4095..0).contains(&(rp as isize)) {
+        pr_info!("{}: kernel kretprobe refused: {}\n", name, rp as isize);
+        return None;
+    }
+    let t = time(n, f);
+    // SAFETY: registered above.
+    unsafe { rkp_bench_native_kretprobe_free(rp) };
+    Some(t)
+}
+
+fn bench_ret(
+    name: &str,
+    n: u64,
+    f: fn(u64),
+    target: Target,
+    native_at: (usize, *const i8),
+) -> Result {
+    let none = time(n, f);
+    let native = time_native_kretprobe(name, n, f, native_at);
+    let mut p = KBox::pin_init(Kretprobe::new(target, 0, EmptyRet), GFP_KERNEL)?;
+    p.as_mut().register()?;
+    let ours = time(n, f);
+    let missed = p.nmissed();
+    drop(p);
+    if missed != 0 {
+        pr_info!("{}: rkprobes missed {} returns\n", name, missed);
+    }
+    report(name, n, none, native, ours);
+    Ok(())
 }
 
 /// The kernel's kprobes, through a `struct kprobe` laid out by hand as in
@@ -204,6 +267,20 @@ impl kernel::Module for RkpBench {
         )?;
         bench(
             "ftrace at kfree entry",
+            n,
+            call_kfree,
+            Target::Symbol(c_str!("kfree"), 0),
+            (0, c_str!("kfree").as_char_ptr().cast()),
+        )?;
+        bench_ret(
+            "kretprobe, int3 at rkp_bench_target entry",
+            n,
+            call_target,
+            Target::Addr(target),
+            (target, core::ptr::null()),
+        )?;
+        bench_ret(
+            "kretprobe, ftrace at kfree entry",
             n,
             call_kfree,
             Target::Symbol(c_str!("kfree"), 0),

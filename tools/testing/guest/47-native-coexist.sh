@@ -1,0 +1,27 @@
+# SPDX-License-Identifier: GPL-2.0
+# rkprobes beside the kernel's own kprobes: an address that a kernel kprobe
+# owns is refused with EBUSY (two patchers of one instruction would each
+# restore what they saw), and is accepted again once the kernel's probe is
+# gone.
+
+if [ ! -e /sys/kernel/debug/kprobes/list ]; then
+	skip "kernel kprobes beside rkprobes" "kernel without CONFIG_KPROBES"
+	return 0 2>/dev/null || exit 0
+fi
+T=/sys/kernel/tracing
+[ -e $T/kprobe_events ] || mount -t tracefs nodev $T
+check "insmod rkprobes.ko" insmod $MODDIR/rkprobes.ko
+check "a kernel kprobe event on vfs_read" sh -c "echo 'p:rkp_native vfs_read' >> $T/kprobe_events"
+check "listed by the kernel's kprobes" grep -q "vfs_read+0x" /sys/kernel/debug/kprobes/list
+dmesg -c > /dev/null
+expect_fail "rkprobes refuses vfs_read while the kernel probes it" \
+	insmod $MODDIR/kprobe_example.ko symbol=vfs_read
+check "with EBUSY" sh -c 'dmesg | grep -q "register_kprobe failed, returned -16"'
+check "rkprobes list empty" sh -c '[ -z "$(cat /sys/kernel/debug/rkprobes/list)" ]'
+diag "$(cat /sys/kernel/debug/kprobes/list)"
+check "remove the kernel's event" sh -c "echo '-:rkp_native' >> $T/kprobe_events"
+check "rkprobes takes vfs_read now" insmod $MODDIR/kprobe_example.ko symbol=vfs_read
+dd if=/proc/version of=/dev/null 2>/dev/null
+check "and it fires" sh -c 'dmesg | grep -q "<vfs_read> p->addr"'
+check "rmmod kprobe_example" rmmod kprobe_example
+check "rmmod rkprobes" rmmod rkprobes

@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The kernel's own kretprobes for rkp_bench (rkp_bench_main.rs): a struct
+ * kretprobe is easier to lay out in C than by hand in Rust. An empty return
+ * handler, as rkprobes' side of the benchmark has.
+ */
+#include <linux/err.h>
+#include <linux/kprobes.h>
+#include <linux/slab.h>
+
+#ifdef CONFIG_KRETPROBES
+static int rkp_bench_empty_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	return 0;
+}
+
+/* Registers a kernel kretprobe on addr or sym; NULL or ERR_PTR on failure. */
+void *rkp_bench_native_kretprobe(void *addr, const char *sym)
+{
+	struct kretprobe *rp = kzalloc(sizeof(*rp), GFP_KERNEL);
+	int ret;
+
+	if (!rp)
+		return ERR_PTR(-ENOMEM);
+	rp->kp.addr = addr;
+	rp->kp.symbol_name = sym;
+	rp->handler = rkp_bench_empty_ret;
+	ret = register_kretprobe(rp);
+	if (ret) {
+		kfree(rp);
+		return ERR_PTR(ret);
+	}
+	return rp;
+}
+
+void rkp_bench_native_kretprobe_free(void *rp)
+{
+	unregister_kretprobe(rp);
+	kfree(rp);
+}
+#else
+void *rkp_bench_native_kretprobe(void *addr, const char *sym)
+{
+	return ERR_PTR(-EOPNOTSUPP);
+}
+
+void rkp_bench_native_kretprobe_free(void *rp)
+{
+}
+#endif
