@@ -27,7 +27,7 @@ KDIR = $(shell cat $(RKPROBES_CACHE)/kdir)
 endif
 
 .PHONY: all modules setup kernel demo check host-test clippy fmt fmt-check \
-	guest-test runner-selftest bench clean
+	guest-test runner-selftest bench insn-long clean
 
 all: modules
 
@@ -79,6 +79,13 @@ guest-test: modules
 
 runner-selftest: modules
 	tools/testing/vm/selftest --kdir $(KDIR)
+
+# The decoder's long differential run against the kernel's C decoder (random
+# and mutated encodings) and its benchmark beside the C decoder.
+insn-long: setup $(NEED_KERNEL)
+	cd tools && RKPROBES_VMLINUX=$(KDIR)/vmlinux RKPROBES_INSN_ITERS=10000000 \
+		cargo test --release -p rkprobes-host --test insn_random -- --nocapture
+	cd tools && cargo run --release -p rkprobes-host --bin insn-bench -- $(KDIR)/vmlinux 5
 
 # The probe benchmark beside the kernel's kprobes: normal TCG, then with a
 # deterministic instruction-counting clock (guest time = instructions).

@@ -35,7 +35,11 @@ extern "C" {
     fn rkp_unregister_kprobe(p: *mut RkpKprobe);
     fn rkp_enable_kprobe(p: *mut RkpKprobe) -> c_int;
     fn rkp_disable_kprobe(p: *mut RkpKprobe) -> c_int;
+    fn rkp_register_kprobes(kps: *mut *mut RkpKprobe, num: c_int) -> c_int;
+    fn rkp_unregister_kprobes(kps: *mut *mut RkpKprobe, num: c_int);
     fn rkp_register_kretprobe(rp: *mut RkpKretprobe) -> c_int;
+    fn rkp_register_kretprobes(rps: *mut *mut RkpKretprobe, num: c_int) -> c_int;
+    fn rkp_unregister_kretprobes(rps: *mut *mut RkpKretprobe, num: c_int);
     fn rkp_unregister_kretprobe(rp: *mut RkpKretprobe);
     fn rkp_kretprobe_find_ret_addr(addr: c_ulong) -> c_ulong;
     fn rkp_stack_trace_save(store: *mut c_ulong, size: u32, skipnr: u32) -> u32;
@@ -607,6 +611,138 @@ impl<H: KretprobeHandler> PinnedDrop for Kretprobe<H> {
             unsafe { rkp_unregister_kretprobe(self.raw.get()) };
         }
     }
+}
+
+/// A probe that can be registered in a batch.
+pub trait Batch {
+    /// The C structure's type.
+    type Raw;
+
+    /// The C structure.
+    fn raw(&self) -> *mut Self::Raw;
+
+    /// Whether it is registered.
+    fn is_registered(&self) -> bool;
+
+    /// Records a batch's registration or unregistration.
+    ///
+    /// # Safety
+    ///
+    /// The probe's C structure was just registered (`on`) or unregistered.
+    unsafe fn set_registered(self: Pin<&mut Self>, on: bool);
+}
+
+impl<H: KprobeHandler> Batch for Kprobe<H> {
+    type Raw = RkpKprobe;
+
+    fn raw(&self) -> *mut RkpKprobe {
+        self.raw.get()
+    }
+
+    fn is_registered(&self) -> bool {
+        self.registered
+    }
+
+    unsafe fn set_registered(self: Pin<&mut Self>, on: bool) {
+        // SAFETY: the flag is not structurally pinned; nothing moves.
+        // INVARIANT: the caller's contract.
+        unsafe { self.get_unchecked_mut() }.registered = on;
+    }
+}
+
+impl<H: KretprobeHandler> Batch for Kretprobe<H> {
+    type Raw = RkpKretprobe;
+
+    fn raw(&self) -> *mut RkpKretprobe {
+        self.raw.get()
+    }
+
+    fn is_registered(&self) -> bool {
+        self.registered
+    }
+
+    unsafe fn set_registered(self: Pin<&mut Self>, on: bool) {
+        // SAFETY: as for `Kprobe`.
+        // INVARIANT: the caller's contract.
+        unsafe { self.get_unchecked_mut() }.registered = on;
+    }
+}
+
+/// The raw pointers of a batch; `EBUSY` if one is registered already
+/// (`want_registered == false`) or one is not (`true`).
+fn batch_raw<P: Batch>(probes: &[Pin<&mut P>], want_registered: bool) -> Result<KVec<*mut P::Raw>> {
+    let mut raw = KVec::with_capacity(probes.len(), GFP_KERNEL)?;
+    for p in probes {
+        if p.is_registered() != want_registered {
+            return Err(if want_registered { EINVAL } else { EBUSY });
+        }
+        raw.push(p.raw(), GFP_KERNEL)?;
+    }
+    Ok(raw)
+}
+
+/// Registers probes all or nothing, with one text synchronisation for the
+/// batch (`rkp_register_kprobes`). Process context, may sleep.
+pub fn register_kprobes<H: KprobeHandler>(probes: &mut [Pin<&mut Kprobe<H>>]) -> Result {
+    let mut raw = batch_raw(probes, false)?;
+    let n = c_int::try_from(raw.len()).map_err(|_| EINVAL)?;
+    // SAFETY: each pointer is the pinned `raw` of a `Kprobe`, which
+    // unregisters it on drop.
+    let ret = unsafe { rkp_register_kprobes(raw.as_mut_ptr(), n) };
+    if ret != 0 {
+        return Err(Error::from_errno(ret));
+    }
+    for p in probes.iter_mut() {
+        // SAFETY: registered just above.
+        unsafe { p.as_mut().set_registered(true) };
+    }
+    Ok(())
+}
+
+/// Unregisters probes registered by [`register_kprobes`] or one by one, with
+/// one grace period for the batch. Process context, may sleep.
+pub fn unregister_kprobes<H: KprobeHandler>(probes: &mut [Pin<&mut Kprobe<H>>]) -> Result {
+    let mut raw = batch_raw(probes, true)?;
+    let n = c_int::try_from(raw.len()).map_err(|_| EINVAL)?;
+    // SAFETY: registered probes (checked by `batch_raw`).
+    unsafe { rkp_unregister_kprobes(raw.as_mut_ptr(), n) };
+    for p in probes.iter_mut() {
+        // SAFETY: unregistered just above.
+        unsafe { p.as_mut().set_registered(false) };
+    }
+    Ok(())
+}
+
+/// Registers return probes all or nothing (`rkp_register_kretprobes`).
+/// Process context, may sleep.
+pub fn register_kretprobes<H: KretprobeHandler>(probes: &mut [Pin<&mut Kretprobe<H>>]) -> Result {
+    let mut raw = batch_raw(probes, false)?;
+    let n = c_int::try_from(raw.len()).map_err(|_| EINVAL)?;
+    // SAFETY: each pointer is the pinned `raw` of a `Kretprobe`, which
+    // unregisters it on drop.
+    let ret = unsafe { rkp_register_kretprobes(raw.as_mut_ptr(), n) };
+    if ret != 0 {
+        return Err(Error::from_errno(ret));
+    }
+    for p in probes.iter_mut() {
+        // SAFETY: registered just above.
+        unsafe { p.as_mut().set_registered(true) };
+    }
+    Ok(())
+}
+
+/// Unregisters return probes (`rkp_unregister_kretprobes`). Process
+/// context, may sleep.
+pub fn unregister_kretprobes<H: KretprobeHandler>(probes: &mut [Pin<&mut Kretprobe<H>>]) -> Result {
+    let mut raw = batch_raw(probes, true)?;
+    let n = c_int::try_from(raw.len()).map_err(|_| EINVAL)?;
+    // SAFETY: registered probes (checked by `batch_raw`).
+    unsafe { rkp_unregister_kretprobes(raw.as_mut_ptr(), n) };
+    for p in probes.iter_mut() {
+        // SAFETY: unregistered just above.
+        unsafe { p.as_mut().set_registered(false) };
+    }
+    Ok(())
 }
 
 pub mod param;

@@ -57,6 +57,8 @@ pub(crate) struct Point {
     /// The instruction may run boosted: it is boostable and no enabled
     /// client has a post-handler (which needs the single-step).
     boost: AtomicBool,
+    /// `boost` was set at some time: a task may be inside the slot.
+    was_boosted: AtomicBool,
     module: *mut bindings::module,
 }
 
@@ -135,8 +137,12 @@ impl Point {
             // SAFETY: registered clients are valid.
             unsafe { (*kp).post_handler.is_some() && RkpKprobe::flags(kp) & flags::DISABLED == 0 }
         });
-        self.boost
-            .store(self.arch.boostable() && !post, Ordering::Relaxed);
+        let boost = self.arch.boostable() && !post;
+        if boost {
+            // Before `boost`: unregistration reads it after disarming.
+            self.was_boosted.store(true, Ordering::Relaxed);
+        }
+        self.boost.store(boost, Ordering::Relaxed);
     }
 
     /// Counts a hit whose handlers could not run. Exception context.
@@ -523,6 +529,7 @@ impl Core {
                 clients: AtomicPtr::new(clients),
                 armed: AtomicBool::new(false),
                 boost: AtomicBool::new(false),
+                was_boosted: AtomicBool::new(false),
                 module: t.module,
             },
             GFP_KERNEL,
@@ -728,8 +735,10 @@ impl Core {
         unsafe { bindings::synchronize_rcu() };
         // A boosted copy runs with interrupts on: a task may have been
         // preempted in its slot, and leaves it only when it runs again.
-        // SAFETY: each point in `dead` is live until freed below.
-        if dead.iter().any(|&p| unsafe { (*p).arch.boostable() }) {
+        if dead.iter().any(|&p| {
+            // SAFETY: each point in `dead` is live until freed below.
+            unsafe { (*p).was_boosted.load(Ordering::Relaxed) }
+        }) {
             if let Some(sync_tasks) = self.rt.synchronize_rcu_tasks {
                 // SAFETY: process context.
                 unsafe { sync_tasks() };

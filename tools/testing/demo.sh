@@ -28,6 +28,18 @@ check "rmmod kprobe_example" rmmod kprobe_example
 diag "kernel log:"
 dmesg | grep -E 'kprobe_example' | head -12 | sed 's/^/#   /'
 check "handlers fired" sh -c 'dmesg | grep -q "p->addr = .*, ip = "'
+diag ""
+diag "kretprobe_example: a return probe on kernel_clone reports each fork's"
+diag "return value (the child's pid) and how long it took"
+dmesg -c > /dev/null
+check "insmod kretprobe_example.ko" insmod $MODDIR/kretprobe_example.ko
+sed 's/^/#   /' /sys/kernel/debug/rkprobes/list
+/bin/true
+/bin/true
+check "rmmod kretprobe_example" rmmod kretprobe_example
+dmesg | grep -E 'kretprobe_example' | head -6 | sed 's/^/#   /'
+check "return handler fired" sh -c 'dmesg | grep -q "kernel_clone returned [1-9]"'
+
 check "insmod rkp_sweep.ko symbol=vfs_read" insmod $MODDIR/rkp_sweep.ko symbol=vfs_read
 diag "rkprobes/list (first lines of $(wc -l < /sys/kernel/debug/rkprobes/list)):"
 head -6 /sys/kernel/debug/rkprobes/list | sed 's/^/#   /'

@@ -34,4 +34,23 @@ else
 	skip "native comparison" "kernel without CONFIG_KPROBES"
 fi
 check "rkprobes' own text is listed" grep -q '\[rkprobes\]$' $BL
+
+# Every entry is refused: a probe at the first, middle and last byte of each
+# range, 60 ranges per load of rkp_sweep.
+cut -f1 $BL > /tmp/bl.ranges
+n=$(( $(wc -l < /tmp/bl.ranges) * 3 ))
+dmesg -c > /dev/null
+rm -f /tmp/bl.part.*
+awk '{ print > ("/tmp/bl.part." int((NR - 1) / 60)) }' /tmp/bl.ranges
+fails=0
+for part in /tmp/bl.part.*; do
+	insmod $MODDIR/rkp_sweep.ko ats=$(paste -sd, "$part") && rmmod rkp_sweep || fails=$((fails + 1))
+done
+expect_eq "rkp_sweep ran over every part" 0 "$fails"
+dmesg | sed -n 's/.*rkp_sweep: at //p' > /tmp/bl.results
+expect_eq "every address tried" "$n" "$(wc -l < /tmp/bl.results)"
+grep -v ': -22$' /tmp/bl.results > /tmp/bl.bad
+expect_eq "every blacklisted address refused with EINVAL ($n addresses)" 0 "$(wc -l < /tmp/bl.bad)"
+head -5 /tmp/bl.bad | sed 's/^/# accepted or other error: /'
+check "nothing left registered" sh -c '[ -z "$(cat /sys/kernel/debug/rkprobes/list)" ]'
 check "rmmod rkprobes" rmmod rkprobes

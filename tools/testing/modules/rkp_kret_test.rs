@@ -547,6 +547,44 @@ fn run(t: &mut Ktap) -> Result {
     drop(inner);
     drop(outer);
 
+    // A batch through the Rust wrapper.
+    reset();
+    let mut a = recorder(rkp_kret_target, 0, PLAIN)?;
+    let mut b = recorder(rkp_kret_target2, 0, PLAIN)?;
+    t.check_eq(
+        errno_of(rkprobes::register_kretprobes(&mut [a.as_mut(), b.as_mut()])),
+        0,
+        "Rust batch: register 2 kretprobes",
+    );
+    let _ = call(rkp_kret_target, 1);
+    let _ = call(rkp_kret_target2, 1);
+    t.check_eq(
+        s.returns.load(Ordering::Relaxed),
+        2,
+        "Rust batch: both fire",
+    );
+    t.check_eq(
+        errno_of(rkprobes::register_kretprobes(&mut [a.as_mut()])),
+        EBUSY.to_errno(),
+        "Rust batch: registering a registered probe: EBUSY",
+    );
+    t.check_eq(
+        errno_of(rkprobes::unregister_kretprobes(&mut [
+            a.as_mut(),
+            b.as_mut(),
+        ])),
+        0,
+        "Rust batch: unregister",
+    );
+    let _ = call(rkp_kret_target, 1);
+    t.check_eq(
+        s.returns.load(Ordering::Relaxed),
+        2,
+        "Rust batch: none after unregister",
+    );
+    drop(a);
+    drop(b);
+
     // A batch through the C ABI, all or nothing.
     RAW_RETURNS.store(0, Ordering::Relaxed);
     let mut a = raw_kretprobe(addr_of(rkp_kret_target), core::ptr::null(), 0);

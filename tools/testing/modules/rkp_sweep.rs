@@ -10,6 +10,11 @@
 //! the guest test does next hits them. At unload the function's bytes are
 //! compared with those read before the first probe.
 //!
+//! With `ats=0xADDR,0xADDR,...` it instead tries one probe at each address
+//! (removing it again) and prints `rkp_sweep: at 0xADDR: ERRNO` for each,
+//! 0 for an accepted probe: the guest tests check every blacklist entry that
+//! way.
+//!
 //! Output lines (`rkp_sweep: ...`) are parsed by tools/testing/guest/.
 
 use core::sync::atomic::{AtomicU64, Ordering};
@@ -34,6 +39,8 @@ string_param!(COMPARE, "compare", "1", 4);
 // post=0 registers probes without a post-handler, which run boosted where
 // the instruction allows it.
 string_param!(POST, "post", "1", 4);
+// A list of addresses to try one by one instead of the sweep.
+string_param!(ATS, "ats", "", 4096);
 
 const OFFSETS: usize = 256;
 /// Bytes compared before and after: every probed byte and the longest
@@ -126,6 +133,47 @@ mod native {
     }
 }
 
+/// Parses `0x...` (hexadecimal).
+fn parse_hex(s: &[u8]) -> Option<usize> {
+    let digits = s.strip_prefix(b"0x")?;
+    if digits.is_empty() || digits.len() > 16 {
+        return None;
+    }
+    let mut v: usize = 0;
+    for &c in digits {
+        let d = (c as char).to_digit(16)?;
+        v = v.checked_mul(16)?.checked_add(d as usize)?;
+    }
+    Some(v)
+}
+
+/// Tries one probe at `addr`, removing it again, and prints the answer.
+fn try_at(addr: usize) -> Result {
+    let mut p = KBox::pin_init(Kprobe::new(Target::Addr(addr), Count::<false>), GFP_KERNEL)?;
+    let r = p.as_mut().register().map_err(|e| e.to_errno());
+    pr_info!("at {:#x}: {}\n", addr, r.err().unwrap_or(0));
+    Ok(())
+}
+
+/// `ats=`: a probe at each address `0xA`, or at the first, middle and last
+/// byte of each range `0xA-0xB` (B excluded).
+fn try_ats(list: &[u8]) -> Result {
+    for item in list.split(|&c| c == b',').filter(|a| !a.is_empty()) {
+        let mut ends = item.splitn(2, |&c| c == b'-');
+        let start = ends.next().and_then(parse_hex).ok_or(EINVAL)?;
+        match ends.next() {
+            None => try_at(start)?,
+            Some(e) => {
+                let end = parse_hex(e).filter(|&e| e > start).ok_or(EINVAL)?;
+                try_at(start)?;
+                try_at(start + (end - start) / 2)?;
+                try_at(end - 1)?;
+            }
+        }
+    }
+    Ok(())
+}
+
 struct RkpSweep {
     probes: KVec<Probe>,
     func: usize,
@@ -142,6 +190,15 @@ fn read_span(addr: usize, out: &mut [u8; SPAN]) -> Result {
 
 impl kernel::Module for RkpSweep {
     fn init(_module: &'static ThisModule) -> Result<Self> {
+        let ats = ATS.get().as_bytes();
+        if !ats.is_empty() {
+            try_ats(ats)?;
+            return Ok(RkpSweep {
+                probes: KVec::new(),
+                func: 0,
+                before: KBox::new([0u8; SPAN], GFP_KERNEL)?,
+            });
+        }
         let sym = SYMBOL.get();
         let name = sym.to_str().unwrap_or("?");
         // Where the function starts: the first probe that registers at an
@@ -227,6 +284,9 @@ impl kernel::Module for RkpSweep {
 
 impl Drop for RkpSweep {
     fn drop(&mut self) {
+        if self.func == 0 {
+            return;
+        }
         let n = self.probes.len();
         // Unregister every probe before comparing.
         drop(core::mem::replace(&mut self.probes, KVec::new()));
