@@ -32,7 +32,9 @@ use core::{
     pin::Pin,
     sync::atomic::{AtomicBool, AtomicPtr, Ordering},
 };
-use kernel::{bindings, ffi::c_ulong, new_mutex, prelude::*, str::CStr, sync::Mutex};
+use kernel::{
+    bindings, ffi::c_ulong, new_mutex, prelude::*, str::CStr, sync::Mutex, types::Opaque,
+};
 use table::Table;
 
 /// The client probes of a point, in registration order.
@@ -46,7 +48,9 @@ struct Clients {
 ///
 /// `clients` points to a live, non-empty `Clients` while the point is in the
 /// table; a replaced list is freed only after a grace period. `module` is the
-/// module containing `addr` with a reference held, or null for vmlinux.
+/// module containing `addr` (null for vmlinux), only ever compared: as in the
+/// kernel, a probe holds no reference on it, and the module notifier kills
+/// the module's points when it goes (`Core::kill_module_points`).
 pub(crate) struct Point {
     /// The probed address.
     pub(crate) addr: usize,
@@ -164,8 +168,11 @@ impl Point {
 
 /// What the registration mutex protects.
 struct Registry {
-    /// Every point, for listing and teardown.
+    /// Every live point, for listing and teardown.
     points: KVec<*mut Point>,
+    /// Points of unloaded code ([GONE]): unpublished and disarmed, freed
+    /// when their last client is unregistered.
+    gone: KVec<*mut Point>,
     /// Whether probes are armed (`/sys/kernel/debug/rkprobes/enabled`).
     enabled: bool,
     /// Points armed through ftrace; rkprobes' ftrace_ops is registered while
@@ -203,6 +210,43 @@ pub(crate) struct Core {
     /// Return probes' pools.
     #[pin]
     kretprobes: kretprobe::Kretprobes,
+    /// The module notifier, which kills the points of unloaded code.
+    #[pin]
+    module_nb: NotifierBlock,
+    module_nb_registered: AtomicBool,
+}
+
+/// A `struct notifier_block`, written only before it is registered.
+#[repr(transparent)]
+struct NotifierBlock(Opaque<bindings::notifier_block>);
+
+// SAFETY: the block is only written before registration; the notifier chain,
+// not Rust code, uses it afterwards.
+unsafe impl Sync for NotifierBlock {}
+// SAFETY: as above; it is not tied to a thread.
+unsafe impl Send for NotifierBlock {}
+
+/// The module notifier: a module's text goes (`MODULE_STATE_GOING`), or its
+/// init text is about to be freed (`MODULE_STATE_LIVE`). Process context.
+///
+/// # Safety
+///
+/// Called by the module notifier chain with the `module_nb` of a live `Core`
+/// and the `struct module` concerned.
+unsafe extern "C" fn module_notify(
+    nb: *mut bindings::notifier_block,
+    val: c_ulong,
+    data: *mut core::ffi::c_void,
+) -> core::ffi::c_int {
+    let going = val == bindings::module_state_MODULE_STATE_GOING as c_ulong;
+    let live = val == bindings::module_state_MODULE_STATE_LIVE as c_ulong;
+    if (going || live) && !data.is_null() {
+        // SAFETY: `nb` is the `module_nb` of a live core (unregistered before
+        // the core is freed).
+        let core = unsafe { &*kernel::container_of!(nb.cast::<NotifierBlock>(), Core, module_nb) };
+        core.kill_module_points(data.cast(), going);
+    }
+    0
 }
 
 /// The core, while the module's state exists; for the exported C functions.
@@ -218,7 +262,7 @@ impl Core {
         let table = Table::new()?;
         let core = KBox::try_pin_init(
             try_pin_init!(Self {
-                reg <- new_mutex!(Registry { points: KVec::new(), enabled: true, ftrace_armed: 0 }, "rkprobes_reg"),
+                reg <- new_mutex!(Registry { points: KVec::new(), gone: KVec::new(), enabled: true, ftrace_armed: 0 }, "rkprobes_reg"),
                 table,
                 slots <- SlotCache::new(rt),
                 rt,
@@ -226,10 +270,22 @@ impl Core {
                 blacklist,
                 arch <- arch::ArchState::new(),
                 kretprobes <- kretprobe::Kretprobes::new(),
+                module_nb: NotifierBlock(Opaque::new(bindings::notifier_block {
+                    notifier_call: Some(module_notify),
+                    next: core::ptr::null_mut(),
+                    priority: 0,
+                })),
+                module_nb_registered: AtomicBool::new(false),
             }),
             GFP_KERNEL,
         )?;
         core.arch.start()?;
+        // SAFETY: `module_nb` is pinned in the core, which unregisters it
+        // before it is freed.
+        kernel::error::to_result(unsafe {
+            bindings::register_module_notifier(core.module_nb.0.get())
+        })?;
+        core.module_nb_registered.store(true, Ordering::Release);
         CORE.store(
             core::ptr::from_ref::<Self>(&core).cast_mut(),
             Ordering::Release,
@@ -471,28 +527,20 @@ impl Core {
         // Only DISABLED is the caller's to set.
         // SAFETY: the caller's contract.
         unsafe { RkpKprobe::update_flags(kp, 0, !flags::DISABLED) };
-        let point_ptr = match self.table.lookup(target.addr) {
-            Some(point) => {
-                let r = self.add_client(point, kp);
-                if !target.module.is_null() {
-                    // The point holds its own reference.
-                    // SAFETY: taken by `target`.
-                    unsafe { bindings::module_put(target.module) };
-                }
-                r?;
-                core::ptr::from_ref(point).cast_mut()
-            }
-            None => match self.new_point(reg, &target, kp) {
-                Ok(p) => p,
-                Err(e) => {
-                    if !target.module.is_null() {
-                        // SAFETY: taken by `target`.
-                        unsafe { bindings::module_put(target.module) };
-                    }
-                    return Err(e);
-                }
-            },
+        let point = match self.table.lookup(target.addr) {
+            Some(point) => self
+                .add_client(point, kp)
+                .map(|()| core::ptr::from_ref(point).cast_mut()),
+            None => self.new_point(reg, &target, kp),
         };
+        // The reference kept the module from going while its text was read.
+        // From now on the module notifier handles its unloading, which waits
+        // for the registration mutex that the caller holds.
+        if !target.module.is_null() {
+            // SAFETY: taken by `target`.
+            unsafe { bindings::module_put(target.module) };
+        }
+        let point_ptr = point?;
         // SAFETY: the caller's contract; these fields are ours to write now.
         unsafe {
             (*kp).addr = target.addr as *mut _;
@@ -683,6 +731,10 @@ impl Core {
         for &kp in kps {
             // SAFETY: the caller passes valid probes.
             let point = unsafe { (*kp).rkp_private }.cast::<Point>();
+            if !point.is_null() && reg.gone.contains(&point) {
+                self.unregister_gone(reg, kp, point);
+                continue;
+            }
             if point.is_null() || !reg.points.contains(&point) {
                 continue;
             }
@@ -756,11 +808,106 @@ impl Core {
             arch::release(&self.slots, &p.arch);
             // SAFETY: the type invariant: the only remaining pointer to the list.
             drop(unsafe { KBox::from_raw(p.clients.load(Ordering::Relaxed)) });
-            if !p.module.is_null() {
-                // SAFETY: the point's reference.
-                unsafe { bindings::module_put(p.module) };
+        }
+    }
+
+    /// Removes `kp` from `point`, a point of unloaded code, freeing the point
+    /// with its last client. Writer. The point was unpublished and disarmed,
+    /// and a grace period passed, when its code went: nothing reads it but
+    /// the writer.
+    fn unregister_gone(&self, reg: &mut Registry, kp: *mut RkpKprobe, point: *mut Point) {
+        // SAFETY: a gone point is live until freed here.
+        let p = unsafe { &*point };
+        let remaining = p.clients().iter().filter(|&&c| c != kp).count();
+        if remaining == 0 {
+            if let Some(i) = reg.gone.iter().position(|&q| q == point) {
+                crate::vec::swap_remove(&mut reg.gone, i);
+            }
+            // SAFETY: unpublished, past a grace period, and now unlisted.
+            let p = unsafe { KBox::from_raw(point) };
+            arch::release(&self.slots, &p.arch);
+            // SAFETY: the only pointer to the list.
+            drop(unsafe { KBox::from_raw(p.clients.load(Ordering::Relaxed)) });
+        } else {
+            let Ok(mut list) = KVec::with_capacity(remaining, GFP_KERNEL) else {
+                return;
+            };
+            for &c in p.clients().iter().filter(|&&c| c != kp) {
+                let _ = list.push(c, GFP_KERNEL);
+            }
+            let Ok(b) = KBox::new(Clients { list }, GFP_KERNEL) else {
+                return;
+            };
+            let old = p.clients.swap(KBox::into_raw(b), Ordering::AcqRel);
+            // SAFETY: no reader can see a gone point's list (see above).
+            drop(unsafe { KBox::from_raw(old) });
+        }
+        // SAFETY: the caller's probe; it is no longer registered.
+        unsafe { (*kp).rkp_private = core::ptr::null_mut() };
+    }
+
+    /// The module notifier's work: when `module` goes (`going`), or when its
+    /// init text is freed, the points in that text are disarmed, unpublished
+    /// and their probes marked [GONE], as the kernel's `kill_kprobe()` does;
+    /// they stay registered until their clients unregister them. Process
+    /// context, may sleep.
+    fn kill_module_points(&self, module: *mut bindings::module, going: bool) {
+        // SAFETY: the notifier's module, live during the notification; the
+        // init text's bounds are read, never dereferenced.
+        let (init_start, init_size) = unsafe {
+            let m = &(*module).mem[bindings::mod_mem_type_MOD_INIT_TEXT as usize];
+            (m.base as usize, m.size as usize)
+        };
+        let in_init = |a: usize| a >= init_start && a - init_start < init_size;
+        let mut reg = self.reg.lock();
+        let mut dead: KVec<*const Point> = KVec::new();
+        for &point in reg.points.iter() {
+            // SAFETY: registered points are live while the mutex is held.
+            let p = unsafe { &*point };
+            if p.module == module
+                && (going || in_init(p.addr))
+                && dead.push(point, GFP_KERNEL).is_err()
+            {
+                break;
             }
         }
+        if dead.is_empty() || reg.gone.reserve(dead.len(), GFP_KERNEL).is_err() {
+            return;
+        }
+        let armed: KVec<*const Point> = {
+            let mut v = KVec::new();
+            for &p in dead.iter() {
+                // SAFETY: as above.
+                if unsafe { &*p }.armed.load(Ordering::Relaxed) && v.push(p, GFP_KERNEL).is_err() {
+                    break;
+                }
+            }
+            v
+        };
+        // The text is still there (it is freed after the notification);
+        // restoring it leaves nothing of rkprobes in it, whatever still runs.
+        self.set_armed(&mut reg, &armed, false);
+        for &point in dead.iter() {
+            // SAFETY: as above.
+            let p = unsafe { &*point };
+            for &kp in p.clients() {
+                // SAFETY: registered clients are valid.
+                unsafe { RkpKprobe::update_flags(kp, flags::GONE, 0) };
+            }
+            // SAFETY: the registration mutex is held; the point is live.
+            let _ = unsafe { self.table.remove(p.addr) };
+            if let Some(i) = reg.points.iter().position(|&q| q.cast_const() == point) {
+                crate::vec::swap_remove(&mut reg.points, i);
+            }
+            // Cannot fail: reserved above.
+            let _ = reg.gone.push(point.cast_mut(), GFP_KERNEL);
+        }
+        // No CPU is in a handler of, or stepping, the points after this.
+        // SAFETY: process context.
+        unsafe { bindings::synchronize_rcu() };
+        // SAFETY: the registration mutex is held and a grace period passed.
+        unsafe { self.table.reclaim() };
+        pr_info!("{} probes of unloaded code marked gone\n", dead.len());
     }
 
     /// `rkp_enable_kprobe`/`rkp_disable_kprobe`. Process context.
@@ -847,13 +994,17 @@ impl Core {
 impl PinnedDrop for Core {
     fn drop(self: Pin<&mut Self>) {
         CORE.store(core::ptr::null_mut(), Ordering::Release);
+        if self.module_nb_registered.swap(false, Ordering::AcqRel) {
+            // SAFETY: registered in `new`; returns when no notification runs.
+            unsafe { bindings::unregister_module_notifier(self.module_nb.0.get()) };
+        }
         // Client modules depend on rkprobes, so none is loaded now; probes of
         // the events interface are gone with it. Whatever is left is removed
         // so that the original bytes are back before the module's text goes.
         let points: KVec<*mut RkpKprobe> = {
             let reg = self.reg.lock();
             let mut v = KVec::new();
-            for &p in reg.points.iter() {
+            for &p in Iterator::chain(reg.points.iter(), reg.gone.iter()) {
                 // SAFETY: registered points are live while the mutex is held.
                 for &kp in unsafe { &*p }.clients() {
                     let _ = v.push(kp, GFP_KERNEL);
@@ -915,7 +1066,7 @@ impl Show for ListFile {
     fn show(core: &Core, out: &mut SeqFile) -> Result {
         let mut buf = SymbolBuf::new()?;
         let reg = core.reg.lock();
-        for &point in reg.points.iter() {
+        for &point in Iterator::chain(reg.points.iter(), reg.gone.iter()) {
             // SAFETY: registered points are live while the mutex is held.
             let p = unsafe { &*point };
             for &kp in p.clients() {
