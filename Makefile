@@ -25,9 +25,13 @@ ifeq ($(origin KDIR),undefined)
 TEST_KERNEL := 1
 KDIR = $(shell cat $(RKPROBES_CACHE)/kdir)
 endif
+# The second test kernel: the same configuration without the kernel's own
+# kprobes (tools/kernel/rkprobes-nokprobes.config).
+KDIR_NOKPROBES = $(shell cat $(RKPROBES_CACHE)/kdir-nokprobes)
+FRAGMENTS_NOKPROBES := tools/kernel/rkprobes-test.config tools/kernel/rkprobes-nokprobes.config
 
 .PHONY: all modules setup kernel demo check host-test clippy fmt fmt-check \
-	guest-test runner-selftest bench insn-long clean
+	guest-test runner-selftest bench insn-long clean kernel-nokprobes
 
 all: modules
 
@@ -40,10 +44,15 @@ kernel: setup
 	@tools/kernel/build-kernel > $(RKPROBES_CACHE)/kdir.new && \
 		mv $(RKPROBES_CACHE)/kdir.new $(RKPROBES_CACHE)/kdir
 
+kernel-nokprobes: setup
+	@tools/kernel/build-kernel $(FRAGMENTS_NOKPROBES) > $(RKPROBES_CACHE)/kdir-nokprobes.new && \
+		mv $(RKPROBES_CACHE)/kdir-nokprobes.new $(RKPROBES_CACHE)/kdir-nokprobes
+
 # With the default KDIR, everything that needs a kernel builds the cached test
 # kernel first (a no-op when it is already cached).
 ifdef TEST_KERNEL
 NEED_KERNEL := kernel
+NEED_KERNELS := kernel kernel-nokprobes
 endif
 
 modules: $(NEED_KERNEL)
@@ -55,8 +64,8 @@ clean:
 demo: modules
 	tools/testing/vm/run --kdir $(KDIR) --quiet-console --script tools/testing/demo.sh
 
-check: $(NEED_KERNEL)
-	tools/testing/check --kdir $(KDIR)
+check: $(NEED_KERNELS)
+	tools/testing/check --kdir $(KDIR) $(if $(TEST_KERNEL),--kdir-nokprobes $(KDIR_NOKPROBES))
 
 # The individual stages of `make check`.
 host-test: setup $(NEED_KERNEL)

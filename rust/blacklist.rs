@@ -11,6 +11,13 @@
 //! live, under the kernel's `kprobe_mutex`, and adds its own module's text:
 //! everything rkprobes runs during a hit lives there.
 //!
+//! A kernel built without `CONFIG_KPROBES` has no such list, and its
+//! `NOKPROBE_SYMBOL()` annotations are compiled out. rkprobes then builds the
+//! equivalent at load: the same text areas (`.kprobes.text`, `.noinstr.text`,
+//! the entry and irqentry text), and every function the kernel source
+//! annotates (`pure::nokprobe`, generated from the 6.12 source) that the
+//! running kernel has.
+//!
 //! Lock order: `kprobe_mutex` (the kernel's) is taken alone, in process context.
 
 use crate::{
@@ -19,7 +26,11 @@ use crate::{
     kallsyms::{Kallsyms, SymbolBuf},
 };
 use core::fmt::Write;
-use kernel::{bindings, c_str, prelude::*};
+use kernel::{
+    bindings, c_str, fmt,
+    prelude::*,
+    str::{CStr, CString},
+};
 
 /// `struct kprobe_blacklist_entry` of 6.12's `include/linux/kprobes.h`.
 #[repr(C)]
@@ -56,7 +67,57 @@ pub(crate) struct Range {
 /// Everything rkprobes refuses to probe.
 pub(crate) struct Blacklist {
     native: Option<NativeList>,
+    /// Without a native list: the ranges rkprobes found itself.
+    synth: KVec<Range>,
     own_text: Range,
+}
+
+/// The text areas the kernel blacklists whole, by their linker markers.
+const AREAS: &[(&CStr, &CStr)] = &[
+    (c_str!("__kprobes_text_start"), c_str!("__kprobes_text_end")),
+    (c_str!("__noinstr_text_start"), c_str!("__noinstr_text_end")),
+    (c_str!("__entry_text_start"), c_str!("__entry_text_end")),
+    (
+        c_str!("__irqentry_text_start"),
+        c_str!("__irqentry_text_end"),
+    ),
+];
+
+/// An area larger than this is not one of the text areas above.
+const MAX_AREA: usize = 64 << 20;
+
+/// The blacklist of a kernel without kprobes: the areas and the annotated
+/// functions the running kernel has. Process context, may sleep.
+fn synthesize(ksyms: &Kallsyms) -> Result<KVec<Range>> {
+    let mut out = KVec::new();
+    let mut buf = SymbolBuf::new()?;
+    for (s, e) in AREAS {
+        if let (Some(start), Some(end)) = (
+            ksyms.lookup_marker(&mut buf, s),
+            ksyms.lookup_marker(&mut buf, e),
+        ) {
+            if start < end && end - start <= MAX_AREA {
+                out.push(Range { start, end }, GFP_KERNEL)?;
+            }
+        }
+    }
+    for name in crate::pure::nokprobe::NOKPROBE_SYMBOLS {
+        let cname = CString::try_from_fmt(fmt!("{name}"))?;
+        let Some(start) = ksyms.lookup(&mut buf, &cname) else {
+            continue;
+        };
+        let size = buf.symbolise(start).map_or(0, |s| s.size as usize);
+        if size > 0 {
+            out.push(
+                Range {
+                    start,
+                    end: start.saturating_add(size),
+                },
+                GFP_KERNEL,
+            )?;
+        }
+    }
+    Ok(out)
 }
 
 // SAFETY: the raw pointers refer to kernel data that lives as long as the
@@ -77,10 +138,17 @@ impl Blacklist {
                 head: head as *mut _,
                 mutex: mutex as *mut _,
             }),
-            _ => {
-                pr_warn!("kernel without kprobes: only rkprobes' own ranges are blacklisted\n");
-                None
-            }
+            _ => None,
+        };
+        let synth = if native.is_none() {
+            let v = synthesize(ksyms)?;
+            pr_info!(
+                "kernel without kprobes: {} blacklist ranges from the kernel's annotations\n",
+                v.len()
+            );
+            v
+        } else {
+            KVec::new()
         };
         // SAFETY: `__this_module` is this module's `struct module`, live while
         // the module is; its text memory does not move.
@@ -92,7 +160,11 @@ impl Blacklist {
             start,
             end: start.checked_add(text.size as usize).ok_or(EINVAL)?,
         };
-        Ok(Self { native, own_text })
+        Ok(Self {
+            native,
+            synth,
+            own_text,
+        })
     }
 
     /// Calls `f` on every blacklisted range. Process context, may sleep;
@@ -106,6 +178,9 @@ impl Blacklist {
             // SAFETY: locked above by this thread.
             unsafe { bindings::mutex_unlock(native.mutex) };
             ret?;
+        }
+        for &r in self.synth.iter() {
+            f(r)?;
         }
         f(self.own_text)
     }

@@ -114,6 +114,22 @@ impl Kallsyms {
     }
 }
 
+impl Kallsyms {
+    /// The address of the vmlinux linker marker `name` (such as
+    /// `__entry_text_start`), which may share its address with the symbol
+    /// that `sprint_symbol()` names there: confirmed only to be vmlinux
+    /// text. Process context, may sleep.
+    pub(crate) fn lookup_marker(&self, buf: &mut SymbolBuf, name: &CStr) -> Option<usize> {
+        // SAFETY: as in `lookup`.
+        let addr = unsafe { (self.lookup_name)(name.as_char_ptr()) };
+        if addr == 0 {
+            return None;
+        }
+        let sym = buf.symbolise(addr)?;
+        sym.module.is_none().then_some(addr)
+    }
+}
+
 /// Walks vmlinux symbols outwards from `anchor`, in both directions, until it
 /// meets the symbol `name`; returns its start address.
 fn walk_for(buf: &mut SymbolBuf, anchor: usize, name: &str) -> Option<usize> {

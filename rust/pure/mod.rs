@@ -9,6 +9,7 @@
 
 pub mod emulate;
 pub mod ksym;
+pub mod nokprobe;
 
 pub mod insn;
 pub mod probe_events;

@@ -34,6 +34,14 @@ else
 	skip "native comparison" "kernel without CONFIG_KPROBES"
 fi
 check "rkprobes' own text is listed" grep -q '\[rkprobes\]$' $BL
+# The int3 path and the die chain, with or without the kernel's kprobes (its
+# list or the one rkprobes builds from the kernel's annotations); do_int3 is
+# inlined into the noinstr exc_int3 in some configurations.
+for sym in do_int3 notify_die notifier_call_chain atomic_notifier_call_chain; do
+	if grep -q " $sym\$" /proc/kallsyms; then
+		check "$sym blacklisted" grep -q "	$sym\$" $BL
+	fi
+done
 
 # Every entry is refused: a probe at the first, middle and last byte of each
 # range, 60 ranges per load of rkp_sweep.

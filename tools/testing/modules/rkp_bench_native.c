@@ -8,6 +8,10 @@
 #include <linux/kprobes.h>
 #include <linux/slab.h>
 
+/* Called from rkp_bench_main.rs. */
+void *rkp_bench_native_kretprobe(void *addr, const char *sym);
+void rkp_bench_native_kretprobe_free(void *rp);
+
 #ifdef CONFIG_KRETPROBES
 static int rkp_bench_empty_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
 {

@@ -245,11 +245,19 @@ fn run(t: &mut Ktap) -> Result {
         EINVAL.to_errno(),
         "module data, not text: EINVAL",
     );
-    let mut p = counter(Target::Symbol(c_str!("do_int3"), 0), 0, false)?;
+    // notify_die: on the int3 path with or without the kernel's kprobes (where
+    // do_int3 may be inlined into the noinstr exc_int3).
+    let mut p = counter(Target::Symbol(c_str!("notify_die"), 0), 0, false)?;
     t.check_eq(
         errno_of(p.as_mut().register()),
         EINVAL.to_errno(),
-        "blacklisted do_int3: EINVAL",
+        "blacklisted notify_die: EINVAL",
+    );
+    let mut p = counter(Target::Symbol(c_str!("exc_int3"), 0), 0, false)?;
+    t.check_eq(
+        errno_of(p.as_mut().register()),
+        EINVAL.to_errno(),
+        "noinstr exc_int3: EINVAL",
     );
     let mut p = counter(Target::Symbol(c_str!("rkp_register_kprobe"), 0), 0, false)?;
     t.check_eq(
