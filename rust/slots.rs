@@ -87,8 +87,15 @@ impl SlotCache {
         Ok(Slot { addr })
     }
 
-    /// Writes `code` at the start of `slot`, which no CPU may run yet, and
-    /// makes every CPU see it. Process context, may sleep.
+    /// Writes `code` at the start of `slot`, which no CPU may run yet.
+    /// Process context, may sleep.
+    ///
+    /// No CPU-wide synchronisation follows, so that a batch of probes costs
+    /// one (the kernel's `text_poke()` has written the bytes through the
+    /// cache-coherent alias by the time it returns): a CPU only ever enters
+    /// a slot through the int3 of its probe, whose exception return is
+    /// serialising, after the arming that published the int3 synchronised
+    /// every CPU.
     pub(crate) fn write(&self, slot: Slot, code: &[u8]) -> Result {
         if code.len() > SLOT_SIZE {
             return Err(EINVAL);
@@ -97,7 +104,6 @@ impl SlotCache {
         // SAFETY: the slot is ours and not published, so no CPU executes it;
         // it lies in an executable page of this cache.
         unsafe { guard.poke(slot.addr, code) };
-        guard.sync();
         Ok(())
     }
 

@@ -632,10 +632,9 @@ impl Core {
             let point = unsafe { (*kp).rkp_private.cast::<Point>() };
             // SAFETY: registered points are live while the mutex is held.
             let p = unsafe { &*point };
-            if !p.armed.load(Ordering::Relaxed)
-                && p.any_enabled()
-                && !todo.contains(&point.cast_const())
-            {
+            // A point listed twice (two probes of the batch at one address)
+            // is armed once: `set_armed` skips points already in the state.
+            if !p.armed.load(Ordering::Relaxed) && p.any_enabled() {
                 if todo.push(point, GFP_KERNEL).is_err() {
                     // Arm what fits; the rest stays registered but unarmed,
                     // which the caller's probe sees as not firing.

@@ -10,7 +10,9 @@
 //! pre-handler, then with a kernel kretprobe and an rkprobes kretprobe, both
 //! with the same empty return handler; the times per call are printed with
 //! the ratio of the probe overheads. The kernel's kretprobe is registered by
-//! `rkp_bench_native.c`. This is a benchmark, not a test: it asserts nothing
+//! `rkp_bench_native.c`. Last, the int3 case again with 10,000 other probes
+//! registered (on never-called code), to show that finding the probe of a
+//! hit does not depend on how many there are. This is a benchmark, not a test: it asserts nothing
 //! about the numbers. `make bench` runs it in normal TCG and with
 //! `-icount shift=0`.
 
@@ -60,6 +62,99 @@ impl KprobeHandler for Empty {
     fn pre(&self, _p: &ProbeInfo, _regs: &mut Regs) -> Action {
         Action::Continue
     }
+}
+
+/// Never-called code for the scaling row: `NOP_FNS` functions of `NOPS`
+/// one-byte NOPs each (an instruction boundary, and a probe site, at every
+/// byte), laid out back to back from `rkp_bench_nops` with no padding. Small
+/// functions keep registration cheap: rkprobes decodes a function from its
+/// start to check a probe address.
+const NOP_FNS: usize = 100;
+const NOPS: usize = 100;
+/// Each function: the NOPs, then `ud2` (2 bytes).
+const NOP_FN_SIZE: usize = NOPS + 2;
+
+core::arch::global_asm!(
+    ".pushsection .text.rkp_bench_nops, \"ax\"",
+    ".globl rkp_bench_nops",
+    "rkp_bench_nops:",
+    // Never called or jumped to: objtool's ANNOTATE_NOENDBR, so that taking
+    // the address without an ENDBR is not reported.
+    ".pushsection .discard.noendbr",
+    ".long rkp_bench_nops",
+    ".popsection",
+    ".macro rkp_bench_nopfn",
+    ".type rkp_bench_nopfn_\\@, @function",
+    "rkp_bench_nopfn_\\@:",
+    ".rept 100",
+    "nop",
+    ".endr",
+    "ud2",
+    ".size rkp_bench_nopfn_\\@, . - rkp_bench_nopfn_\\@",
+    ".endm",
+    ".rept 100",
+    "rkp_bench_nopfn",
+    ".endr",
+    ".popsection",
+);
+
+extern "C" {
+    /// The start of the never-called NOP functions.
+    static rkp_bench_nops: [u8; NOP_FNS * NOP_FN_SIZE];
+}
+
+/// Calls `f` with the probes of `v`, pinned, for a batch operation.
+fn with_pins(
+    v: &mut KVec<Pin<KBox<Kprobe<Empty>>>>,
+    f: impl FnOnce(&mut [Pin<&mut Kprobe<Empty>>]) -> Result,
+) -> Result {
+    let mut pins = KVec::with_capacity(v.len(), GFP_KERNEL)?;
+    for p in v.iter_mut() {
+        pins.push(p.as_mut(), GFP_KERNEL)?;
+    }
+    f(&mut pins)
+}
+
+/// The int3 row with 10,000 other probes registered.
+fn bench_many(n: u64) -> Result {
+    let base = core::ptr::addr_of!(rkp_bench_nops) as usize;
+    let mut others = KVec::with_capacity(NOP_FNS * NOPS, GFP_KERNEL)?;
+    for f in 0..NOP_FNS {
+        for i in 0..NOPS {
+            let at = base + f * NOP_FN_SIZE + i;
+            others.push(
+                KBox::pin_init(Kprobe::new(Target::Addr(at), Empty), GFP_KERNEL)?,
+                GFP_KERNEL,
+            )?;
+        }
+    }
+    let target = rkp_bench_target as *const () as usize;
+    let none = time(n, call_target);
+    let mut one = KBox::pin_init(Kprobe::new(Target::Addr(target), Empty), GFP_KERNEL)?;
+    one.as_mut().register()?;
+    let alone = time(n, call_target);
+    drop(one);
+    let t = now();
+    with_pins(&mut others, |pins| rkprobes::register_kprobes(pins))?;
+    let reg_ns = now() - t;
+    let mut one = KBox::pin_init(Kprobe::new(Target::Addr(target), Empty), GFP_KERNEL)?;
+    one.as_mut().register()?;
+    let crowded = time(n, call_target);
+    drop(one);
+    let t = now();
+    with_pins(&mut others, |pins| rkprobes::unregister_kprobes(pins))?;
+    let unreg_ns = now() - t;
+    drop(others);
+    let over = |t: u64| t.saturating_sub(none) / n;
+    pr_info!(
+        "int3 at rkp_bench_target entry, rkprobes alone: +{} ns per hit; with {} other probes registered: +{} ns per hit (registered in one batch in {} ms, removed in {} ms)\n",
+        over(alone),
+        NOP_FNS * NOPS,
+        over(crowded),
+        reg_ns / 1_000_000,
+        unreg_ns / 1_000_000
+    );
+    Ok(())
 }
 
 /// The same empty return handler as the kernel kretprobe's.
@@ -286,6 +381,7 @@ impl kernel::Module for RkpBench {
             Target::Symbol(c_str!("kfree"), 0),
             (0, c_str!("kfree").as_char_ptr().cast()),
         )?;
+        bench_many(n)?;
         Ok(RkpBench)
     }
 }
