@@ -135,14 +135,14 @@ fn bench_many(n: u64) -> Result {
     let alone = time(n, call_target);
     drop(one);
     let t = now();
-    with_pins(&mut others, |pins| rkprobes::register_kprobes(pins))?;
+    with_pins(&mut others, rkprobes::register_kprobes)?;
     let reg_ns = now() - t;
     let mut one = KBox::pin_init(Kprobe::new(Target::Addr(target), Empty), GFP_KERNEL)?;
     one.as_mut().register()?;
     let crowded = time(n, call_target);
     drop(one);
     let t = now();
-    with_pins(&mut others, |pins| rkprobes::unregister_kprobes(pins))?;
+    with_pins(&mut others, rkprobes::unregister_kprobes)?;
     let unreg_ns = now() - t;
     drop(others);
     let over = |t: u64| t.saturating_sub(none) / n;
