@@ -174,6 +174,19 @@ pub trait KprobeHandler: Sync {
     /// Whether `post` is implemented: a probe without a post-handler can be
     /// run more cheaply.
     const HAS_POST: bool = false;
+
+    /// A fault (`trapnr`, the x86 trap number) was reported while this CPU
+    /// ran the probe's handlers or its single-step; see
+    /// Documentation/kprobes-api.rst for which faults reach it. Returning
+    /// `true` means the handler dealt with it (for instance by moving `ip`
+    /// past the faulting instruction) and the kernel must not. Only called
+    /// when [`KprobeHandler::HAS_FAULT`] is true.
+    fn fault(&self, _probe: &ProbeInfo, _regs: &mut Regs, _trapnr: i32) -> bool {
+        false
+    }
+
+    /// Whether `fault` is implemented.
+    const HAS_FAULT: bool = false;
 }
 
 /// What a handler may know of its probe.
@@ -236,7 +249,7 @@ impl<H: KprobeHandler> Kprobe<H> {
                         offset,
                         pre_handler: Some(Self::pre_tramp),
                         post_handler: if H::HAS_POST { Some(Self::post_tramp) } else { None },
-                        fault_handler: None,
+                        fault_handler: if H::HAS_FAULT { Some(Self::fault_tramp) } else { None },
                         flags: 0,
                         nmissed: 0,
                         rkp_private: core::ptr::null_mut(),
@@ -343,6 +356,24 @@ impl<H: KprobeHandler> Kprobe<H> {
         // SAFETY: as in `pre_tramp`.
         let regs = unsafe { &mut *regs.cast::<Regs>() };
         this.handler.post(&info, regs, flags as u64);
+    }
+
+    /// The `fault_handler` given to rkprobes. Exception context.
+    ///
+    /// # Safety
+    ///
+    /// As for `pre_tramp`.
+    unsafe extern "C" fn fault_tramp(
+        kp: *mut RkpKprobe,
+        regs: *mut bindings::pt_regs,
+        trapnr: c_int,
+    ) -> c_int {
+        // SAFETY: as in `pre_tramp`.
+        let this = unsafe { Self::from_raw(kp) };
+        let info = ProbeInfo { addr: this.addr() };
+        // SAFETY: as in `pre_tramp`.
+        let regs = unsafe { &mut *regs.cast::<Regs>() };
+        c_int::from(this.handler.fault(&info, regs, trapnr))
     }
 }
 

@@ -92,6 +92,46 @@ impl KprobeHandler for Counter {
     }
 }
 
+/// A pre-handler that divides by zero, and a fault handler that steps over
+/// the faulting `div`: the #DE reaches rkprobes through the die chain
+/// (`DIE_TRAP`) while this CPU is in the probe's handler.
+struct Faulty;
+
+static FAULTS: AtomicU32 = AtomicU32::new(0);
+static FAULT_TRAPNR: AtomicU32 = AtomicU32::new(u32::MAX);
+static AFTER_FAULT: AtomicU32 = AtomicU32::new(0);
+
+/// `div %ecx`: two bytes.
+const DIV_LEN: usize = 2;
+
+impl KprobeHandler for Faulty {
+    const HAS_FAULT: bool = true;
+
+    fn pre(&self, _p: &ProbeInfo, _regs: &mut Regs) -> Action {
+        // SAFETY: divides by zero on purpose; the fault handler below moves
+        // `ip` past the `div`, which clobbers only the registers named.
+        unsafe {
+            core::arch::asm!(
+                "xor %ecx, %ecx",
+                "div %ecx",
+                out("eax") _,
+                out("edx") _,
+                out("ecx") _,
+                options(att_syntax, nostack)
+            )
+        };
+        AFTER_FAULT.fetch_add(1, Ordering::Relaxed);
+        Action::Continue
+    }
+
+    fn fault(&self, _p: &ProbeInfo, regs: &mut Regs, trapnr: i32) -> bool {
+        FAULTS.fetch_add(1, Ordering::Relaxed);
+        FAULT_TRAPNR.store(trapnr as u32, Ordering::Relaxed);
+        regs.set_ip(regs.ip() + DIV_LEN);
+        true
+    }
+}
+
 /// Makes the probed function return 42 without running: fault injection.
 struct Inject;
 
@@ -230,6 +270,38 @@ fn run(t: &mut Ktap) -> Result {
         15,
         "function restored after unregister",
     );
+
+    // A fault in a handler goes to the probe's fault handler.
+    let mut f = KBox::pin_init(
+        Kprobe::new(Target::Addr(addr_of(rkp_test_target2)), Faulty),
+        GFP_KERNEL,
+    )?;
+    t.check_eq(
+        errno_of(f.as_mut().register()),
+        0,
+        "register faulting probe",
+    );
+    t.check_eq(
+        call(rkp_test_target2, 5),
+        15,
+        "function runs after the handler's fault",
+    );
+    t.check_eq(
+        FAULTS.load(Ordering::Relaxed),
+        1,
+        "fault handler called once",
+    );
+    t.check_eq(
+        FAULT_TRAPNR.load(Ordering::Relaxed),
+        0,
+        "with trapnr 0 (#DE)",
+    );
+    t.check_eq(
+        AFTER_FAULT.load(Ordering::Relaxed),
+        1,
+        "the pre-handler went on after the fault",
+    );
+    drop(f);
 
     // Bad requests, with the kernel's errors, and nothing left behind.
     let mut p = counter(Target::Symbol(c_str!("rkp_no_such_symbol"), 0), 0, false)?;
