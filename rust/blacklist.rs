@@ -72,14 +72,29 @@ pub(crate) struct Blacklist {
     own_text: Range,
 }
 
-/// The text areas the kernel blacklists whole, by their linker markers.
-const AREAS: &[(&CStr, &CStr)] = &[
-    (c_str!("__kprobes_text_start"), c_str!("__kprobes_text_end")),
-    (c_str!("__noinstr_text_start"), c_str!("__noinstr_text_end")),
-    (c_str!("__entry_text_start"), c_str!("__entry_text_end")),
+/// The text areas the kernel blacklists whole, by their linker markers, and
+/// whether every x86-64 kernel has them (`.kprobes.text` exists only with
+/// `CONFIG_KPROBES`).
+const AREAS: &[(&CStr, &CStr, bool)] = &[
+    (
+        c_str!("__kprobes_text_start"),
+        c_str!("__kprobes_text_end"),
+        false,
+    ),
+    (
+        c_str!("__noinstr_text_start"),
+        c_str!("__noinstr_text_end"),
+        true,
+    ),
+    (
+        c_str!("__entry_text_start"),
+        c_str!("__entry_text_end"),
+        true,
+    ),
     (
         c_str!("__irqentry_text_start"),
         c_str!("__irqentry_text_end"),
+        true,
     ),
 ];
 
@@ -91,14 +106,28 @@ const MAX_AREA: usize = 64 << 20;
 fn synthesize(ksyms: &Kallsyms) -> Result<KVec<Range>> {
     let mut out = KVec::new();
     let mut buf = SymbolBuf::new()?;
-    for (s, e) in AREAS {
-        if let (Some(start), Some(end)) = (
+    for &(s, e, required) in AREAS {
+        let found = match (
             ksyms.lookup_marker(&mut buf, s),
             ksyms.lookup_marker(&mut buf, e),
         ) {
-            if start < end && end - start <= MAX_AREA {
+            (Some(start), Some(end)) if start < end && end - start <= MAX_AREA => {
                 out.push(Range { start, end }, GFP_KERNEL)?;
+                true
             }
+            // An empty area (start == end) has nothing to refuse.
+            (Some(start), Some(end)) => start == end,
+            _ => false,
+        };
+        if required && !found {
+            // Probing that text could hang or crash the kernel: refuse to
+            // run without knowing where it is.
+            pr_err!(
+                "kernel without kprobes and without {} or {}: refusing to load\n",
+                s.to_str().unwrap_or("?"),
+                e.to_str().unwrap_or("?")
+            );
+            return Err(ENOENT);
         }
     }
     for name in crate::pure::nokprobe::NOKPROBE_SYMBOLS {

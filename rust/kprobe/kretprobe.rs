@@ -564,18 +564,25 @@ impl Kretprobes {
                 }
                 Err(e) => Err(e),
             };
-            if result.is_err() {
-                crate::vec::remove_if(&mut pools.list, |p| made.contains(p));
-                if let Ok(old) = self.republish(&pools) {
-                    // SAFETY: process context.
-                    unsafe { bindings::synchronize_rcu() };
-                    Self::free_ranges(old);
+            if let Err(e) = result {
+                // A probe of the batch that joined an armed probe point was
+                // live until `register_many` took it back: its pool may have
+                // frames out. Retire the pools as unregistration does; those
+                // with frames out wait as zombies.
+                self.retire(&made);
+                for &rp in rps.iter().take(made.len()) {
+                    // SAFETY: `rp` is valid; it is not registered.
+                    unsafe { (*rp).rkp_private = core::ptr::null_mut() };
                 }
+                drop(pools);
+                self.gc();
+                return Err(e);
             }
+            return Ok(());
         }
         if let Err(e) = result {
             for (&rp, &pool) in rps.iter().zip(made.iter()) {
-                // SAFETY: never armed, so no instance was ever out.
+                // SAFETY: never listed or registered, so no instance was out.
                 drop(unsafe { KBox::from_raw(pool) });
                 // SAFETY: `rp` is valid; it is not registered.
                 unsafe { (*rp).rkp_private = core::ptr::null_mut() };
@@ -583,6 +590,31 @@ impl Kretprobes {
             return Err(e);
         }
         Ok(())
+    }
+
+    /// Detaches `pools` from their kretprobes, whose entry probes are no
+    /// longer registered, and drops their registration references: from now
+    /// on no handler sees the client's structure, and each pool is freed
+    /// once its last frame has returned. Writer, with the pools' mutex held.
+    fn retire(&self, pools: &[*mut Pool]) {
+        for &pool in pools {
+            // SAFETY: listed pools are live while the mutex is held.
+            unsafe { &*pool }
+                .rp
+                .store(core::ptr::null_mut(), Ordering::Release);
+        }
+        // No CPU is in a return handler that saw the client's structure after
+        // this: return handlers run with interrupts off.
+        // SAFETY: process context.
+        unsafe { bindings::synchronize_rcu() };
+        for &pool in pools {
+            // Frames still out hold rkprobes loaded; the last one returns
+            // this reference (`Pool::put_ref`).
+            // SAFETY: no preconditions.
+            unsafe { ffi::rkp_module_get_self() };
+            // SAFETY: listed pools are live while the mutex is held.
+            unsafe { &*pool }.put_ref();
+        }
     }
 
     /// Checks `rp` as the kernel's `register_kretprobe()` does and gives it
@@ -632,6 +664,7 @@ impl Kretprobes {
         let pools = self.pools.lock();
         let mut kps: KVec<*mut RkpKprobe> = KVec::new();
         let mut mine: KVec<*mut Pool> = KVec::new();
+        let mut rks: KVec<*mut RkpKretprobe> = KVec::new();
         for &rp in rps {
             if rp.is_null() {
                 continue;
@@ -643,39 +676,47 @@ impl Kretprobes {
             }
             // SAFETY: as above.
             let kp = unsafe { core::ptr::addr_of_mut!((*rp).kp) };
-            if kps.push(kp, GFP_KERNEL).is_err() || mine.push(pool, GFP_KERNEL).is_err() {
-                // Without memory, one at a time.
+            if kps.push(kp, GFP_KERNEL).is_err()
+                || mine.push(pool, GFP_KERNEL).is_err()
+                || rks.push(rp, GFP_KERNEL).is_err()
+            {
+                // Without memory for the batch, one at a time, with nothing
+                // to allocate.
                 drop(pools);
                 for &rp in rps {
-                    self.unregister(core, core::slice::from_ref(&rp));
+                    self.unregister_one(core, rp);
                 }
                 return;
             }
         }
         // No CPU is in the entry handler of these after this.
         core.unregister_many(&kps);
-        for &pool in mine.iter() {
-            // SAFETY: listed pools are live while the mutex is held.
-            unsafe { &*pool }
-                .rp
-                .store(core::ptr::null_mut(), Ordering::Release);
-        }
-        // No CPU is in a return handler that saw the client's structure after
-        // this: return handlers run with interrupts off.
-        // SAFETY: process context.
-        unsafe { bindings::synchronize_rcu() };
-        for (&rp, &pool) in rps.iter().zip(mine.iter()) {
+        self.retire(&mine);
+        for &rp in rks.iter() {
             // SAFETY: the caller's kretprobe, no longer registered.
             unsafe { (*rp).rkp_private = core::ptr::null_mut() };
-            // Frames still out hold rkprobes loaded; the last one returns
-            // this reference (`Pool::put_ref`).
-            // SAFETY: no preconditions.
-            unsafe { ffi::rkp_module_get_self() };
-            // SAFETY: listed pools are live while the mutex is held.
-            unsafe { &*pool }.put_ref();
         }
         drop(pools);
         self.gc();
+    }
+
+    /// Unregisters one kretprobe without allocating. Process context.
+    fn unregister_one(&self, core: &Core, rp: *mut RkpKretprobe) {
+        if rp.is_null() {
+            return;
+        }
+        let pools = self.pools.lock();
+        // SAFETY: the caller passes a valid kretprobe.
+        let pool = unsafe { (*rp).rkp_private }.cast::<Pool>();
+        if pool.is_null() || !pools.list.contains(&pool) {
+            return;
+        }
+        // SAFETY: as above.
+        let kp = unsafe { core::ptr::addr_of_mut!((*rp).kp) };
+        core.unregister_many(&[kp]);
+        self.retire(&[pool]);
+        // SAFETY: the caller's kretprobe, no longer registered.
+        unsafe { (*rp).rkp_private = core::ptr::null_mut() };
     }
 
     /// Reclaims the instances of dead tasks and frees drained zombie pools.
@@ -699,7 +740,16 @@ impl Kretprobes {
         }
         if !dead.is_empty() {
             crate::vec::remove_if(&mut pools.list, |p| dead.contains(p));
-            let old = self.republish(&pools).unwrap_or(core::ptr::null_mut());
+            let Ok(old) = self.republish(&pools) else {
+                // The published ranges still name these pools: keep them
+                // (listed, so that a later reclaim frees them).
+                for p in dead {
+                    let _ = pools.list.push(p, GFP_KERNEL);
+                }
+                // SAFETY: no preconditions.
+                unsafe { ffi::rkp_kick_gc_later() };
+                return pools.list.len();
+            };
             // The last returning frame dropped its reference as its last
             // access to the pool; readers of the ranges are RCU readers.
             // SAFETY: process context.
@@ -732,31 +782,19 @@ impl Kretprobes {
             // Pools still registered lost their entry probe with the rest of
             // the probes: unregister them as `unregister` would.
             let pools = self.pools.lock();
-            let mut left = 0;
+            let mut left: KVec<*mut Pool> = KVec::new();
             for &p in pools.list.iter() {
                 // SAFETY: listed pools are live while the mutex is held.
-                if !unsafe { &*p }
-                    .rp
-                    .swap(core::ptr::null_mut(), Ordering::AcqRel)
-                    .is_null()
+                if !unsafe { &*p }.rp.load(Ordering::Acquire).is_null()
+                    && left.push(p, GFP_KERNEL).is_err()
                 {
-                    left += 1;
+                    // Retire what fits now.
+                    break;
                 }
             }
-            if left > 0 {
-                pr_warn!("{} kretprobes still registered at unload\n", left);
-                // SAFETY: process context.
-                unsafe { bindings::synchronize_rcu() };
-                for &p in pools.list.iter() {
-                    // SAFETY: as above.
-                    let p = unsafe { &*p };
-                    if p.refs.load(Ordering::Acquire) > 0 {
-                        // Balances the module reference `put_ref` drops.
-                        // SAFETY: no preconditions.
-                        unsafe { ffi::rkp_module_get_self() };
-                        p.put_ref();
-                    }
-                }
+            if !left.is_empty() {
+                pr_warn!("{} kretprobes still registered at unload\n", left.len());
+                self.retire(&left);
             }
         }
         let mut waited = 0u32;

@@ -436,6 +436,38 @@ impl Core {
                 unsafe { bindings::module_put(m) };
             }
         };
+        if !module.is_null() {
+            // SAFETY: the module is pinned by the reference taken above; its
+            // memory layout and state are read, never its text.
+            let (in_init, coming, in_noinstr) = unsafe {
+                let m = &*module;
+                let init = &m.mem[bindings::mod_mem_type_MOD_INIT_TEXT as usize];
+                let in_init = (init.base as usize
+                    ..(init.base as usize).saturating_add(init.size as usize))
+                    .contains(&addr);
+                let ni = m.noinstr_text_start as usize;
+                let in_noinstr =
+                    (ni..ni.saturating_add(m.noinstr_text_size as usize)).contains(&addr);
+                (
+                    in_init,
+                    m.state == bindings::module_state_MODULE_STATE_COMING,
+                    in_noinstr,
+                )
+            };
+            // Init text is freed once the module is live, and the LIVE
+            // notification that kills its probes may already have run: as
+            // the kernel, only a coming module's init text may be probed.
+            if in_init && !coming {
+                put(module);
+                return Err(ENOENT);
+            }
+            // The module's own noinstr text, which the kernel blacklists when
+            // the module loads (and not at all without CONFIG_KPROBES).
+            if in_noinstr {
+                put(module);
+                return Err(EINVAL);
+            }
+        }
         let p = addr as *mut core::ffi::c_void;
         // SAFETY: these queries read the kernel's site tables, which their
         // owners keep stable for them.
@@ -452,19 +484,24 @@ impl Core {
             put(module);
             return Err(EINVAL);
         }
-        // A kernel kprobe owns the byte: two patchers of one instruction
-        // would each restore what they saw, the other's int3 included.
-        // SAFETY: `get_kprobe` searches the kernel's RCU-protected probe
-        // table; preemption off is a read-side critical section. The result
-        // is only compared with null.
-        let native = unsafe {
-            self.rt.get_kprobe.is_some_and(|f| {
-                crate::ffi::rkp_preempt_disable();
-                let k = f(p);
-                crate::ffi::rkp_preempt_enable();
-                !k.is_null()
+        // A kernel kprobe in the function before the address (or at it)
+        // changes the bytes rkprobes decodes from the function's start to
+        // find instruction boundaries (its int3, or the jump of an optimized
+        // probe, which covers up to `MAX_OPTIMIZED_LENGTH` bytes), and two
+        // patchers of one instruction would each restore what they saw.
+        let native = self.rt.get_kprobe.is_some_and(|f| {
+            (func..=addr).any(|a| {
+                // SAFETY: `get_kprobe` searches the kernel's RCU-protected
+                // probe table; preemption off is a read-side critical
+                // section. The result is only compared with null.
+                unsafe {
+                    crate::ffi::rkp_preempt_disable();
+                    let k = f(a as *mut core::ffi::c_void);
+                    crate::ffi::rkp_preempt_enable();
+                    !k.is_null()
+                }
             })
-        };
+        });
         if native {
             put(module);
             return Err(EBUSY);
@@ -556,6 +593,10 @@ impl Core {
     /// Creates, prepares and publishes a point with one client. Writer.
     fn new_point(&self, reg: &mut Registry, t: &Target, kp: *mut RkpKprobe) -> Result<*mut Point> {
         reg.points.reserve(1, GFP_KERNEL)?;
+        // Room in `gone` for every point, so that the module notifier never
+        // allocates.
+        let want = reg.points.len() + 1;
+        reg.gone.reserve(want, GFP_KERNEL)?;
         let mut list = KVec::with_capacity(1, GFP_KERNEL)?;
         list.push(kp, GFP_KERNEL)?;
         let clients = KBox::into_raw(KBox::new(Clients { list }, GFP_KERNEL)?);
@@ -859,54 +900,43 @@ impl Core {
         };
         let in_init = |a: usize| a >= init_start && a - init_start < init_size;
         let mut reg = self.reg.lock();
-        let mut dead: KVec<*const Point> = KVec::new();
-        for &point in reg.points.iter() {
+        // Nothing here allocates: `gone` has room for every point
+        // (`new_point` reserves it), and points are handled one at a time.
+        let mut killed = 0usize;
+        let mut i = 0;
+        while let Some(&point) = reg.points.get(i) {
             // SAFETY: registered points are live while the mutex is held.
             let p = unsafe { &*point };
-            if p.module == module
-                && (going || in_init(p.addr))
-                && dead.push(point, GFP_KERNEL).is_err()
-            {
-                break;
+            if p.module != module || !(going || in_init(p.addr)) {
+                i += 1;
+                continue;
             }
-        }
-        if dead.is_empty() || reg.gone.reserve(dead.len(), GFP_KERNEL).is_err() {
-            return;
-        }
-        let armed: KVec<*const Point> = {
-            let mut v = KVec::new();
-            for &p in dead.iter() {
-                // SAFETY: as above.
-                if unsafe { &*p }.armed.load(Ordering::Relaxed) && v.push(p, GFP_KERNEL).is_err() {
-                    break;
-                }
+            // The text is still there (it is freed after the notification);
+            // restoring it leaves nothing of rkprobes in it, whatever still
+            // runs there.
+            if p.armed.load(Ordering::Relaxed) {
+                self.set_armed(&mut reg, &[point.cast_const()], false);
             }
-            v
-        };
-        // The text is still there (it is freed after the notification);
-        // restoring it leaves nothing of rkprobes in it, whatever still runs.
-        self.set_armed(&mut reg, &armed, false);
-        for &point in dead.iter() {
-            // SAFETY: as above.
-            let p = unsafe { &*point };
             for &kp in p.clients() {
                 // SAFETY: registered clients are valid.
                 unsafe { RkpKprobe::update_flags(kp, flags::GONE, 0) };
             }
             // SAFETY: the registration mutex is held; the point is live.
             let _ = unsafe { self.table.remove(p.addr) };
-            if let Some(i) = reg.points.iter().position(|&q| q.cast_const() == point) {
-                crate::vec::swap_remove(&mut reg.points, i);
-            }
-            // Cannot fail: reserved above.
-            let _ = reg.gone.push(point.cast_mut(), GFP_KERNEL);
+            crate::vec::swap_remove(&mut reg.points, i);
+            // Cannot fail: `new_point` reserved room for every point.
+            let _ = reg.gone.push(point, GFP_KERNEL);
+            killed += 1;
+        }
+        if killed == 0 {
+            return;
         }
         // No CPU is in a handler of, or stepping, the points after this.
         // SAFETY: process context.
         unsafe { bindings::synchronize_rcu() };
         // SAFETY: the registration mutex is held and a grace period passed.
         unsafe { self.table.reclaim() };
-        pr_info!("{} probes of unloaded code marked gone\n", dead.len());
+        pr_info!("{} probes of unloaded code marked gone\n", killed);
     }
 
     /// `rkp_enable_kprobe`/`rkp_disable_kprobe`. Process context.

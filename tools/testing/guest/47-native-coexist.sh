@@ -18,6 +18,13 @@ expect_fail "rkprobes refuses vfs_read while the kernel probes it" \
 	insmod $MODDIR/kprobe_example.ko symbol=vfs_read
 check "with EBUSY" sh -c 'dmesg | grep -q "register_kprobe failed, returned -16"'
 check "rkprobes list empty" sh -c '[ -z "$(cat /sys/kernel/debug/rkprobes/list)" ]'
+# Further into the function too: the kernel's probe changes the bytes that
+# rkprobes decodes from the function's start.
+base=$(grep ' [Tt] vfs_read$' /proc/kallsyms | cut -d' ' -f1)
+dmesg -c > /dev/null
+check "rkp_sweep tries vfs_read+0x20" insmod $MODDIR/rkp_sweep.ko ats=0x$(printf '%x' $(( 0x$base + 0x20 )) 2>/dev/null || echo 0)
+rmmod rkp_sweep 2>/dev/null
+check "refused with EBUSY" sh -c 'dmesg | grep -q "rkp_sweep: at 0x[0-9a-f]*: -16"'
 diag "$(cat /sys/kernel/debug/kprobes/list)"
 check "remove the kernel's event" sh -c "echo '-:rkp_native' >> $T/kprobe_events"
 check "rkprobes takes vfs_read now" insmod $MODDIR/kprobe_example.ko symbol=vfs_read
