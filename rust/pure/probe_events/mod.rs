@@ -18,6 +18,7 @@
 //! afterwards cannot fail.
 
 pub mod error;
+pub mod exec;
 pub mod fetch;
 pub mod kstr;
 pub mod parse;
