@@ -38,6 +38,20 @@ pub(crate) trait Store: Show {
     fn store(data: &Self::Data, input: &[u8]) -> Result;
 }
 
+/// A writable debugfs file that takes writes of any size, as a control file
+/// with commands, and may be opened with `O_TRUNC`.
+pub(crate) trait StoreLarge: Show {
+    /// Largest write accepted, in bytes; longer ones fail with `EINVAL`.
+    const MAX_WRITE: usize = 1 << 20;
+
+    /// Handles one `write()`; returns the bytes consumed. Process context,
+    /// may sleep.
+    fn store(data: &Self::Data, input: &[u8]) -> Result<usize>;
+
+    /// An open for writing with `O_TRUNC`. Process context, may sleep.
+    fn truncate(data: &Self::Data) -> Result;
+}
+
 /// A `seq_file` being filled by [`Show::show`].
 ///
 /// # Invariants
@@ -104,6 +118,20 @@ impl Dir {
     pub(crate) unsafe fn create_rw_file<T: Store>(&self, name: &CStr, data: &T::Data) -> Result {
         // SAFETY: the caller's contract.
         unsafe { self.create(name, 0o600, data, &ShowFops::<T>::RW_FOPS.0) }
+    }
+
+    /// Creates a control file `name` (mode 0600) of kind `T`.
+    ///
+    /// # Safety
+    ///
+    /// `data` must stay valid until this `Dir` has been dropped.
+    pub(crate) unsafe fn create_control_file<T: StoreLarge>(
+        &self,
+        name: &CStr,
+        data: &T::Data,
+    ) -> Result {
+        // SAFETY: the caller's contract.
+        unsafe { self.create(name, 0o600, data, &ShowFops::<T>::CONTROL_FOPS.0) }
     }
 
     /// # Safety
@@ -212,6 +240,72 @@ impl<T: Store> ShowFops<T> {
         };
         match T::store(data, dst) {
             Ok(()) => count as isize,
+            Err(e) => e.to_errno() as isize,
+        }
+    }
+}
+
+impl<T: StoreLarge> ShowFops<T> {
+    const CONTROL_FOPS: SyncFops = SyncFops(bindings::file_operations {
+        open: Some(Self::control_open),
+        write: Some(Self::control_write),
+        ..ShowFops::<T>::FOPS.0
+    });
+
+    /// `open`: `O_TRUNC` on a file opened for writing runs `T::truncate`
+    /// first. Process context.
+    ///
+    /// # Safety
+    ///
+    /// As for `open`.
+    unsafe extern "C" fn control_open(
+        inode: *mut bindings::inode,
+        file: *mut bindings::file,
+    ) -> c_int {
+        // SAFETY: the VFS passes a live file.
+        let (mode, flags) = unsafe { ((*file).f_mode, (*file).f_flags) };
+        // `FMODE_WRITE` of include/linux/fs.h (a macro bindgen cannot see).
+        const FMODE_WRITE: u32 = 1 << 1;
+        if mode & FMODE_WRITE != 0 && flags & bindings::O_TRUNC != 0 {
+            // SAFETY: `i_private` is the `&T::Data` given at creation.
+            let data = unsafe { &*(*inode).i_private.cast::<T::Data>() };
+            if let Err(e) = T::truncate(data) {
+                return e.to_errno();
+            }
+        }
+        // SAFETY: the caller's contract.
+        unsafe { Self::open(inode, file) }
+    }
+
+    /// `write`: copies the user's bytes into a buffer of their size and
+    /// hands them to `T::store`. Process context.
+    ///
+    /// # Safety
+    ///
+    /// As for `write`.
+    unsafe extern "C" fn control_write(
+        file: *mut bindings::file,
+        buf: *const kernel::ffi::c_char,
+        count: usize,
+        _ppos: *mut bindings::loff_t,
+    ) -> isize {
+        if count > <T as StoreLarge>::MAX_WRITE {
+            return EINVAL.to_errno() as isize;
+        }
+        let mut kbuf = KVec::new();
+        let reader = kernel::uaccess::UserSlice::new(buf as usize, count).reader();
+        if let Err(e) = reader.read_all(&mut kbuf, GFP_KERNEL) {
+            return e.to_errno() as isize;
+        }
+        // SAFETY: `single_open` made `private_data` the `seq_file`, whose
+        // `private` is the `&T::Data` given at creation.
+        let data = unsafe {
+            &*(*(*file).private_data.cast::<bindings::seq_file>())
+                .private
+                .cast::<T::Data>()
+        };
+        match <T as StoreLarge>::store(data, &kbuf) {
+            Ok(n) => n as isize,
             Err(e) => e.to_errno() as isize,
         }
     }

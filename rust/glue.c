@@ -55,6 +55,12 @@ notrace void *rkp_current_task(void)
 	return current;
 }
 
+/* The current task's comm, for $comm. */
+notrace const char *rkp_current_comm(void)
+{
+	return current->comm;
+}
+
 /* Takes a reference on the current task and returns it. Any context. */
 notrace void *rkp_get_current_task(void)
 {

@@ -23,6 +23,25 @@ void rkp_gc_sync(void);
 
 struct pt_regs;
 
+const char *rkp_current_comm(void);
+
+/* Implemented in Rust (rust/events/mod.rs). */
+int rkp_event_set_enabled(void *owner, int on);
+void rkp_event_print_args(void *owner, const void *ent, int size, void *seq);
+void rkp_event_fill(void *ctx, void *ent, unsigned int size);
+
+/* rust/events/trace_event.c */
+struct mutex;
+struct rkp_field;
+void rkp_tev_seq_write(void *seq, const char *buf, unsigned int len);
+void *rkp_tev_create(struct mutex *event_mutex, const char *group, const char *name,
+		     const char *print_fmt, int is_return, const struct rkp_field *fields,
+		     int nfields, void *owner);
+int rkp_tev_destroy(struct mutex *event_mutex, void *ev);
+int rkp_tev_enabled(void *ev);
+void rkp_tev_record(void *ev, struct pt_regs *regs, unsigned long a0,
+		    unsigned long a1, unsigned int size, void *ctx);
+
 /* Implemented in Rust (rust/kprobe/kretprobe.rs). */
 void rkp_kretprobe_gc(void);
 

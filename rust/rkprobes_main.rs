@@ -17,6 +17,7 @@ mod arch;
 mod blacklist;
 mod debugfs;
 mod errno;
+mod events;
 mod ffi;
 mod kallsyms;
 mod kprobe;
@@ -38,9 +39,11 @@ module! {
 ///
 /// Fields drop in declaration order: the debugfs tree goes first, and
 /// `debugfs_remove` waits for readers, so no file callback can see the probe
-/// core being torn down; the core then removes any probe left.
+/// core being torn down; the probe events go next, then the core removes any
+/// probe left.
 struct RkProbes {
     _debugfs: debugfs::Dir,
+    _events: Pin<KBox<events::Events>>,
     _core: Pin<KBox<kprobe::Core>>,
 }
 
@@ -52,6 +55,7 @@ impl kernel::Module for RkProbes {
         let rt = runtime::Runtime::find(&ksyms)?;
         let blacklist = blacklist::Blacklist::new(&ksyms)?;
         let core = kprobe::Core::new(ksyms, rt, blacklist)?;
+        let events = KBox::pin_init(events::Events::new(&core, core.ksyms())?, GFP_KERNEL)?;
         let dir = debugfs::Dir::create_root(c_str!("rkprobes"))?;
         // SAFETY: the core is pinned in a box and dropped after `dir` (field
         // order of `RkProbes`), so it outlives the files.
@@ -59,10 +63,14 @@ impl kernel::Module for RkProbes {
             dir.create_file::<blacklist::BlacklistFile>(c_str!("blacklist"), core.blacklist())?;
             dir.create_file::<kprobe::ListFile>(c_str!("list"), &core)?;
             dir.create_rw_file::<kprobe::EnabledFile>(c_str!("enabled"), &core)?;
+            dir.create_control_file::<events::KprobeEventsFile>(c_str!("kprobe_events"), &events)?;
+            dir.create_file::<events::ErrorLogFile>(c_str!("error_log"), &events)?;
+            dir.create_file::<events::ProfileFile>(c_str!("kprobe_profile"), &events)?;
         }
         pr_info!("loaded\n");
         Ok(RkProbes {
             _debugfs: dir,
+            _events: events,
             _core: core,
         })
     }

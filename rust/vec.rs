@@ -36,3 +36,27 @@ pub(crate) fn remove_if<T: Copy>(v: &mut KVec<T>, mut drop_it: impl FnMut(&T) ->
     // need no drop.
     unsafe { v.set_len(kept) };
 }
+
+/// Removes and returns element `i`, keeping the order of the others.
+pub(crate) fn take<T>(v: &mut KVec<T>, i: usize) -> Option<T> {
+    let len = v.len();
+    if i >= len {
+        return None;
+    }
+    let p = v.as_mut_ptr();
+    // SAFETY: `i < len`: the element is read out once, the tail moved down
+    // over it, and the length shortened, so it is neither dropped nor read
+    // twice.
+    unsafe {
+        let item = p.add(i).read();
+        core::ptr::copy(p.add(i + 1), p.add(i), len - i - 1);
+        v.set_len(len - 1);
+        Some(item)
+    }
+}
+
+/// Removes and returns the last element.
+pub(crate) fn pop<T>(v: &mut KVec<T>) -> Option<T> {
+    let len = v.len();
+    take(v, len.checked_sub(1)?)
+}

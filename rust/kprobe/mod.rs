@@ -305,6 +305,11 @@ impl Core {
         Ok(unsafe { &*p })
     }
 
+    /// The symbol lookups.
+    pub(crate) fn ksyms(&self) -> &Kallsyms {
+        &self.ksyms
+    }
+
     /// The blacklist, for debugfs.
     pub(crate) fn blacklist(&self) -> &Blacklist {
         &self.blacklist

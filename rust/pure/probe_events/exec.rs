@@ -471,20 +471,44 @@ fn bottom<E: FetchEnv + ?Sized>(
 }
 
 /// One argument of an event, as the record layout sees it.
+pub trait ArgSource {
+    /// The resolved program.
+    fn code(&self) -> &[FetchInsn<u64>];
+    /// Offset of the field after the header.
+    fn offset(&self) -> u32;
+    /// Whether it stores a string (a `__data_loc` and dynamic data).
+    fn dynamic(&self) -> bool;
+}
+
+/// An [`ArgSource`] borrowing its program.
 pub struct ArgLayout<'c> {
     /// The resolved program.
     pub code: &'c [FetchInsn<u64>],
     /// Offset of the field after the header.
     pub offset: u32,
-    /// Whether it stores a string (a `__data_loc` and dynamic data).
+    /// Whether it stores a string.
     pub dynamic: bool,
 }
 
+impl ArgSource for ArgLayout<'_> {
+    fn code(&self) -> &[FetchInsn<u64>] {
+        self.code
+    }
+
+    fn offset(&self) -> u32 {
+        self.offset
+    }
+
+    fn dynamic(&self) -> bool {
+        self.dynamic
+    }
+}
+
 /// `__get_data_size()`: the dynamic bytes a hit's strings need.
-pub fn data_size<E: FetchEnv + ?Sized>(args: &[ArgLayout<'_>], env: &E) -> usize {
+pub fn data_size<A: ArgSource, E: FetchEnv + ?Sized>(args: &[A], env: &E) -> usize {
     args.iter()
-        .filter(|a| a.dynamic)
-        .map(|a| process(a.code, env, None))
+        .filter(|a| a.dynamic())
+        .map(|a| process(a.code(), env, None))
         .filter(|&len| len > 0)
         .map(|len| len as usize)
         .sum()
@@ -493,8 +517,8 @@ pub fn data_size<E: FetchEnv + ?Sized>(args: &[ArgLayout<'_>], env: &E) -> usize
 /// `store_trace_args()`: fills the fields of `rec` (the whole record,
 /// header included) after `header_size` bytes; `fixed_size` is the size of
 /// the fixed fields, followed by `maxlen` bytes of room for dynamic data.
-pub fn store_args<E: FetchEnv + ?Sized>(
-    args: &[ArgLayout<'_>],
+pub fn store_args<A: ArgSource, E: FetchEnv + ?Sized>(
+    args: &[A],
     env: &E,
     rec: &mut [u8],
     header_size: usize,
@@ -504,17 +528,17 @@ pub fn store_args<E: FetchEnv + ?Sized>(
     let mut dyndata = header_size.saturating_add(fixed_size);
     let mut maxlen = maxlen;
     for a in args {
-        let at = header_size.saturating_add(a.offset as usize);
+        let at = header_size.saturating_add(a.offset() as usize);
         let mut d = Dest { rec: &mut *rec, at };
-        if a.dynamic {
+        if a.dynamic() {
             let len = u32::try_from(maxlen).unwrap_or(u32::MAX).min(0xffff);
             let loc = make_data_loc(len, dyndata as u32);
             if !d.write_u32(at, loc) {
                 continue;
             }
         }
-        let ret = process(a.code, env, Some(&mut d));
-        if a.dynamic && ret > 0 {
+        let ret = process(a.code(), env, Some(&mut d));
+        if a.dynamic() && ret > 0 {
             dyndata = dyndata.saturating_add(ret as usize);
             maxlen = maxlen.saturating_sub(ret as usize);
         }

@@ -1,0 +1,1340 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The kprobe_events interface: `/sys/kernel/debug/rkprobes/kprobe_events`,
+//! `error_log` and `kprobe_profile`, and the trace events behind them (the
+//! counterpart of the kernel's `kernel/trace/trace_kprobe.c`).
+//!
+//! A write is split into commands and parsed by the pure parser
+//! (`pure::probe_events`); a probe command becomes a [`Probe`] (an rkprobes
+//! kprobe or kretprobe, registered disabled) in an [`Event`], a real trace
+//! event registered with the tracing core by `trace_event.c`. Enabling the
+//! event in tracefs arms its probes; a hit runs the fetch programs
+//! (`pure::probe_events::exec`) into a ring-buffer record, which trace output
+//! prints in the kernel's kprobe format.
+//!
+//! Lock order: `Events::inner`, then the probe core's locks, then the
+//! kernel's `event_mutex`; the tracing core calls
+//! [`rkp_event_set_enabled`] with `event_mutex` held, and it takes only the
+//! probe core's locks.
+
+use crate::{
+    abi::{RkpKretprobe, RkpKretprobeInstance},
+    debugfs::{SeqFile, Show},
+    kallsyms::{Kallsyms, SymbolBuf},
+    kprobe::{abi::RkpKprobe, Core},
+    pure::probe_events::{
+        error::write_error_timestamp,
+        exec::{data_loc_len, data_loc_offset, data_size, store_args, ArgSource, FetchEnv},
+        fetch::{FetchInsn, Register},
+        parse::split_symbol_offset,
+        parse_command,
+        print::{
+            write_arg_value, write_print_fmt, Element, FmtWriter, SliceWriter, SymbolResolver,
+        },
+        write_error_log, write_listing, ByteWrite, Command, DeleteCmd, Errno, FuncEntry,
+        ParseError, ProbeDef, ProbeEnv, ProbeLocation, SymbolCheck, WriteLines, FETCH_INSN_MAX,
+    },
+};
+use core::{
+    fmt::Write as _,
+    sync::atomic::{AtomicBool, AtomicU64, Ordering},
+};
+use kernel::{
+    bindings,
+    ffi::{c_char, c_int, c_uint, c_ulong, c_void},
+    fmt, new_mutex,
+    prelude::*,
+    str::CString,
+    sync::Mutex,
+};
+
+/// Size of a kprobe record's header: `struct trace_entry` and the probe
+/// address.
+const KPROBE_HEADER: usize = 16;
+/// Size of a kretprobe record's header: the function and the return site.
+const KRETPROBE_HEADER: usize = 24;
+/// Entries the error log keeps, as the kernel's `TRACING_LOG_ERRS_MAX`.
+const ERROR_LOG_MAX: usize = 8;
+/// Largest record rkprobes reserves: dynamic data beyond it is cut.
+const MAX_RECORD: usize = 4000;
+
+/// A field of the event, as `trace_event.c` defines it.
+#[repr(C)]
+struct Field {
+    ty: *const c_char,
+    name: *const c_char,
+    offset: c_int,
+    size: c_int,
+    is_signed: c_int,
+}
+
+extern "C" {
+    fn rkp_tev_create(
+        event_mutex: *mut bindings::mutex,
+        group: *const c_char,
+        name: *const c_char,
+        print_fmt: *const c_char,
+        is_return: c_int,
+        fields: *const Field,
+        nfields: c_int,
+        owner: *mut c_void,
+    ) -> *mut c_void;
+    fn rkp_tev_destroy(event_mutex: *mut bindings::mutex, ev: *mut c_void) -> c_int;
+    fn rkp_tev_enabled(ev: *mut c_void) -> c_int;
+    fn rkp_tev_record(
+        ev: *mut c_void,
+        regs: *mut bindings::pt_regs,
+        a0: c_ulong,
+        a1: c_ulong,
+        size: c_uint,
+        ctx: *mut c_void,
+    );
+    fn rkp_tev_seq_write(seq: *mut c_void, buf: *const c_char, len: c_uint);
+    fn rkp_current_comm() -> *const c_char;
+}
+
+/// One argument, resolved for the hit path.
+#[derive(Clone, Copy)]
+struct Arg {
+    code: [FetchInsn<u64>; FETCH_INSN_MAX],
+    offset: u32,
+    dynamic: bool,
+}
+
+/// One probe of an event (an event may have several: the kernel's
+/// multiprobe events).
+///
+/// # Invariants
+///
+/// `kp` (for a kprobe) or `rp` (for a kretprobe) is registered with the probe
+/// core while the probe is in its event; `event` is the event that owns the
+/// probe; `data` holds the immediate strings the programs point to.
+#[repr(C)]
+struct Probe {
+    kp: RkpKprobe,
+    rp: RkpKretprobe,
+    is_return: bool,
+    /// The command as written, re-parsed to list and print the probe.
+    cmd: KVec<u8>,
+    /// Whether the location was a function entry when the command was parsed.
+    on_entry: bool,
+    /// NUL-terminated symbol name of the location, if any.
+    symbol: Option<CString>,
+    args: KVec<Arg>,
+    data: KVec<KVec<u8>>,
+    event: *const Event,
+    nhit: AtomicU64,
+}
+
+/// A probe event: a trace event and its probes.
+struct Event {
+    group: CString,
+    name: CString,
+    is_return: bool,
+    /// The C side: `struct rkp_tev`.
+    tev: *mut c_void,
+    probes: KVec<Pin<KBox<Probe>>>,
+    /// Bytes of the fixed fields after the header.
+    fixed_size: u32,
+    enabled: AtomicBool,
+}
+
+// SAFETY: an event is shared between the control file's writers (under
+// `Events::inner`), the tracing core's callbacks and probe hits, which only
+// read it and update atomics.
+unsafe impl Send for Event {}
+// SAFETY: as above.
+unsafe impl Sync for Event {}
+
+/// A logged error: when, the command, and where.
+struct LoggedError {
+    ts_ns: u64,
+    text: KVec<u8>,
+}
+
+/// What the control file's lock protects.
+struct Inner {
+    events: KVec<Pin<KBox<Event>>>,
+    errors: KVec<LoggedError>,
+}
+
+/// The kprobe_events interface.
+#[pin_data(PinnedDrop)]
+pub(crate) struct Events {
+    #[pin]
+    inner: Mutex<Inner>,
+    event_mutex: *mut bindings::mutex,
+    core: *const Core,
+}
+
+// SAFETY: `event_mutex` is the kernel's, `core` outlives the interface; the
+// rest is behind `inner`.
+unsafe impl Send for Events {}
+// SAFETY: as above.
+unsafe impl Sync for Events {}
+
+/// The kernel state the parser asks about.
+struct KernelEnv<'a> {
+    core: &'a Core,
+    ksyms: &'a Kallsyms,
+}
+
+impl KernelEnv<'_> {
+    /// Looks `name` (`SYM` or `MOD:SYM`) up.
+    fn lookup(&self, name: &[u8]) -> Option<usize> {
+        let cname = CString::try_from_fmt(fmt!("{}", BStr(name))).ok()?;
+        let mut buf = SymbolBuf::new().ok()?;
+        self.ksyms.lookup(&mut buf, &cname)
+    }
+}
+
+/// Bytes shown as text.
+struct BStr<'a>(&'a [u8]);
+
+impl core::fmt::Display for BStr<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        for &b in self.0 {
+            f.write_char(char::from(b))?;
+        }
+        Ok(())
+    }
+}
+
+impl ProbeEnv for KernelEnv<'_> {
+    fn check_symbol(&self, module: Option<&[u8]>, symbol: &[u8]) -> SymbolCheck {
+        let mut name = [0u8; 192];
+        let mut w = SliceWriter::new(&mut name[..]);
+        if let Some(m) = module {
+            let _ = w.write_bytes(m);
+            let _ = w.write_bytes(b":");
+        }
+        let _ = w.write_bytes(symbol);
+        if self.lookup(w.as_bytes()).is_some() {
+            SymbolCheck::Unique
+        } else {
+            SymbolCheck::NotFound
+        }
+    }
+
+    fn func_entry(&self, symbol: &[u8], offset: u64) -> FuncEntry {
+        let Ok(cname) = CString::try_from_fmt(fmt!("{}", BStr(symbol))) else {
+            return FuncEntry::Unknown;
+        };
+        let mut kp = empty_kprobe();
+        kp.symbol_name = cname.as_char_ptr();
+        kp.offset = offset as u32;
+        // SAFETY: a valid probe structure that lives across the call.
+        match unsafe { self.core.check_func_entry(&mut kp) } {
+            Ok(()) => FuncEntry::Entry,
+            Err(e) if e == EINVAL => FuncEntry::NotEntry,
+            Err(_) => FuncEntry::Unknown,
+        }
+    }
+}
+
+/// A parser environment that repeats the answers given when the command
+/// was accepted: for re-parsing a stored command.
+struct Replay {
+    on_entry: bool,
+}
+
+impl ProbeEnv for Replay {
+    fn check_symbol(&self, _module: Option<&[u8]>, _symbol: &[u8]) -> SymbolCheck {
+        SymbolCheck::Unique
+    }
+
+    fn func_entry(&self, _symbol: &[u8], _offset: u64) -> FuncEntry {
+        if self.on_entry {
+            FuncEntry::Entry
+        } else {
+            FuncEntry::NotEntry
+        }
+    }
+}
+
+fn empty_kprobe() -> RkpKprobe {
+    RkpKprobe {
+        addr: core::ptr::null_mut(),
+        symbol_name: core::ptr::null(),
+        offset: 0,
+        pre_handler: None,
+        post_handler: None,
+        fault_handler: None,
+        flags: crate::abi::flags::DISABLED,
+        nmissed: 0,
+        rkp_private: core::ptr::null_mut(),
+    }
+}
+
+impl Probe {
+    /// The probe's definition, parsed again from its command.
+    fn def(&self) -> Option<ProbeDef<'_>> {
+        match parse_command(
+            &self.cmd,
+            &Replay {
+                on_entry: self.on_entry,
+            },
+        ) {
+            Ok(Command::Probe(d)) => Some(d),
+            _ => None,
+        }
+    }
+
+    /// The probe core's structure of this probe.
+    fn raw_kp(self: Pin<&mut Self>) -> *mut RkpKprobe {
+        // SAFETY: only the address of a field is taken; nothing moves.
+        let this = unsafe { self.get_unchecked_mut() };
+        if this.is_return {
+            core::ptr::addr_of_mut!(this.rp.kp)
+        } else {
+            core::ptr::addr_of_mut!(this.kp)
+        }
+    }
+}
+
+impl Events {
+    /// The interface, with no events yet. Process context.
+    pub(crate) fn new(core: &Core, ksyms: &Kallsyms) -> Result<impl PinInit<Self>> {
+        let mut buf = SymbolBuf::new()?;
+        let event_mutex = ksyms
+            .lookup(&mut buf, kernel::c_str!("event_mutex"))
+            .ok_or(ENOENT)? as *mut bindings::mutex;
+        let core_ptr: *const Core = core;
+        Ok(pin_init!(Self {
+            inner <- new_mutex!(Inner { events: KVec::new(), errors: KVec::new() }, "rkprobes_events"),
+            event_mutex,
+            core: core_ptr,
+        }))
+    }
+
+    fn core(&self) -> &Core {
+        // SAFETY: the core outlives the interface (field order of the
+        // module's state).
+        unsafe { &*self.core }
+    }
+
+    /// Logs a rejected command, keeping the last `ERROR_LOG_MAX`.
+    fn log_error(&self, inner: &mut Inner, line: &[u8], err: &ParseError) {
+        if err.log.is_none() {
+            return;
+        }
+        let mut text = KVec::new();
+        let env = KernelEnv {
+            core: self.core(),
+            ksyms: self.core().ksyms(),
+        };
+        let mut w = VecWriter(&mut text);
+        if write_error_log(&mut w, "trace_kprobe", line, err, &env).is_err() {
+            return;
+        }
+        if inner.errors.len() >= ERROR_LOG_MAX && !inner.errors.is_empty() {
+            let _ = crate::vec::take(&mut inner.errors, 0);
+        }
+        // SAFETY: no preconditions.
+        let ts_ns = unsafe { bindings::ktime_get() } as u64;
+        let _ = inner.errors.push(LoggedError { ts_ns, text }, GFP_KERNEL);
+    }
+
+    /// Runs the commands of one write. Process context, may sleep.
+    pub(crate) fn write(&self, input: &[u8]) -> Result<usize> {
+        let mut inner = self.inner.lock();
+        let env = KernelEnv {
+            core: self.core(),
+            ksyms: self.core().ksyms(),
+        };
+        let mut lines = WriteLines::new(input);
+        for line in lines.by_ref() {
+            let line = match line {
+                Ok(l) => l,
+                Err(e) => return Err(Error::from_errno(-e.errno.0)),
+            };
+            let r = match parse_command(line, &env) {
+                Ok(Command::Empty) => Ok(()),
+                Ok(Command::Probe(def)) => self.create(&mut inner, &env, line, &def),
+                Ok(Command::Delete(d)) => self.delete(&mut inner, &env, &d),
+                Err(e) => Err(e),
+            };
+            if let Err(e) = r {
+                self.log_error(&mut inner, line, &e);
+                return Err(Error::from_errno(-e.errno.0));
+            }
+        }
+        Ok(lines.consumed())
+    }
+
+    /// Removes every event (a truncating open); `EBUSY`, and nothing
+    /// removed, when one is enabled.
+    pub(crate) fn clear(&self) -> Result {
+        let mut inner = self.inner.lock();
+        if inner.events.iter().any(|e| e.is_enabled()) {
+            return Err(EBUSY);
+        }
+        while let Some(ev) = crate::vec::pop(&mut inner.events) {
+            if let Err((ev, e)) = self.destroy(ev) {
+                let _ = inner.events.push(ev, GFP_KERNEL);
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// A `p`/`r` command: a new event, or a probe appended to one.
+    fn create(
+        &self,
+        inner: &mut Inner,
+        env: &KernelEnv<'_>,
+        line: &[u8],
+        def: &ProbeDef<'_>,
+    ) -> core::result::Result<(), ParseError> {
+        let nomem = ParseError::silent(Errno::ENOMEM);
+        let existing = inner.events.iter().position(|e| {
+            e.group.as_bytes() == def.group && e.name.as_bytes() == def.event.as_bytes()
+        });
+        if let Some(i) = existing {
+            let ev = inner.events.get(i).ok_or(nomem)?;
+            if ev.is_return != def.is_return {
+                return Err(ParseError::diff_probe_type());
+            }
+            if let Some(first) = ev.probes.first().and_then(|p| p.def()) {
+                if let Some(n) = first.compare_arg_types(def) {
+                    return Err(ParseError::diff_arg_type(n));
+                }
+                if ev
+                    .probes
+                    .iter()
+                    .any(|p| p.def().is_some_and(|d| d.same_probe(def)))
+                {
+                    return Err(ParseError::same_probe());
+                }
+            }
+        }
+        let on_entry = match def.location {
+            ProbeLocation::Symbol { symbol, offset } => {
+                env.func_entry(symbol, u64::from(offset)) == FuncEntry::Entry
+            }
+            ProbeLocation::Address(_) => false,
+        };
+        // Room first: nothing registered may be lost to a failed push.
+        inner.events.reserve(1, GFP_KERNEL).map_err(|_| nomem)?;
+        if let Some(i) = existing {
+            let ev = inner.events.get_mut(i).ok_or(nomem)?;
+            // SAFETY: `probes` is not structurally pinned.
+            unsafe { ev.as_mut().get_unchecked_mut() }
+                .probes
+                .reserve(1, GFP_KERNEL)
+                .map_err(|_| nomem)?;
+        }
+        let mut probe = self.new_probe(line, def, on_entry)?;
+        // The event a new probe joins, or a new one.
+        let (ev_ptr, new_event) = match existing {
+            Some(i) => {
+                let ev = inner.events.get(i).ok_or(nomem)?;
+                (core::ptr::from_ref::<Event>(ev), None)
+            }
+            None => {
+                let ev = self.new_event(def)?;
+                (core::ptr::from_ref::<Event>(&ev), Some(ev))
+            }
+        };
+        // SAFETY: the probe is pinned in its box; only this field changes.
+        unsafe { probe.as_mut().get_unchecked_mut() }.event = ev_ptr;
+        // Registered disabled; enabling the event arms it.
+        let kp = probe.as_mut().raw_kp();
+        let reg = if def.is_return {
+            // `kp` is the first field of the probe's kretprobe.
+            self.core()
+                .kretprobes()
+                .register(self.core(), &[kp.cast::<RkpKretprobe>()])
+        } else {
+            self.core().register_many(&[kp])
+        };
+        if let Err(e) = reg {
+            return Err(ParseError::registration(Errno(-e.to_errno())));
+        }
+        // Enabled event: the new probe goes live with it.
+        // SAFETY: the event is live (listed, or just made).
+        if unsafe { &*ev_ptr }.is_enabled() {
+            let _ = self.core().set_enabled(kp, true);
+        }
+        match new_event {
+            Some(mut ev) => {
+                // SAFETY: `probes` is not structurally pinned.
+                let evm = unsafe { ev.as_mut().get_unchecked_mut() };
+                // Cannot fail: `new_event` made room.
+                let _ = evm.probes.push(probe, GFP_KERNEL);
+                if let Err(e) = self.register_event(&mut ev) {
+                    self.unregister_probes(&mut ev);
+                    return Err(e);
+                }
+                // Cannot fail: reserved above.
+                let _ = inner.events.push(ev, GFP_KERNEL);
+            }
+            None => {
+                let i = existing.ok_or(nomem)?;
+                let ev = inner.events.get_mut(i).ok_or(nomem)?;
+                // SAFETY: `probes` is not structurally pinned.
+                let evm = unsafe { ev.as_mut().get_unchecked_mut() };
+                // Cannot fail: reserved above.
+                let _ = evm.probes.push(probe, GFP_KERNEL);
+            }
+        }
+        Ok(())
+    }
+
+    /// Builds a probe from a parsed command: its programs resolved.
+    fn new_probe(
+        &self,
+        line: &[u8],
+        def: &ProbeDef<'_>,
+        on_entry: bool,
+    ) -> core::result::Result<Pin<KBox<Probe>>, ParseError> {
+        let nomem = ParseError::silent(Errno::ENOMEM);
+        let mut cmd = KVec::new();
+        cmd.extend_from_slice(line, GFP_KERNEL).map_err(|_| nomem)?;
+        let mut args = KVec::with_capacity(def.nr_args, GFP_KERNEL).map_err(|_| nomem)?;
+        let mut data: KVec<KVec<u8>> = KVec::new();
+        for a in def.args() {
+            let a = a.map_err(|_| ParseError::silent(Errno::EINVAL))?;
+            let mut code = [FetchInsn::End; FETCH_INSN_MAX];
+            let mut pending_symbol: Option<u64> = None;
+            for (slot, insn) in code.iter_mut().zip(a.program.insns()) {
+                let resolved = match *insn {
+                    FetchInsn::Data(text) => {
+                        let mut s =
+                            KVec::with_capacity(text.len() + 1, GFP_KERNEL).map_err(|_| nomem)?;
+                        s.extend_from_slice(text, GFP_KERNEL).map_err(|_| nomem)?;
+                        s.push(0, GFP_KERNEL).map_err(|_| nomem)?;
+                        let addr = s.as_ptr() as u64;
+                        data.push(s, GFP_KERNEL).map_err(|_| nomem)?;
+                        FetchInsn::Data(addr)
+                    }
+                    FetchInsn::Symbol(text) => {
+                        let (sym, off) = split_symbol_offset(text)
+                            .map_err(|_| ParseError::registration(Errno::ENOENT))?;
+                        let env = KernelEnv {
+                            core: self.core(),
+                            ksyms: self.core().ksyms(),
+                        };
+                        let base = env
+                            .lookup(sym)
+                            .ok_or(ParseError::registration(Errno::ENOENT))?;
+                        pending_symbol = Some((base as u64).wrapping_add(off as u64));
+                        FetchInsn::Symbol(0)
+                    }
+                    FetchInsn::Imm(v) => FetchInsn::Imm(pending_symbol.take().unwrap_or(v)),
+                    other => other.map(|_| 0),
+                };
+                *slot = resolved;
+            }
+            args.push(
+                Arg {
+                    code,
+                    offset: a.offset,
+                    dynamic: a.ty.base.is_string(),
+                },
+                GFP_KERNEL,
+            )
+            .map_err(|_| nomem)?;
+        }
+        let (mut kp, symbol) = (
+            empty_kprobe(),
+            match def.location {
+                ProbeLocation::Symbol { symbol, .. } => {
+                    Some(CString::try_from_fmt(fmt!("{}", BStr(symbol))).map_err(|_| nomem)?)
+                }
+                ProbeLocation::Address(_) => None,
+            },
+        );
+        match def.location {
+            ProbeLocation::Symbol { offset, .. } => kp.offset = offset,
+            ProbeLocation::Address(a) => kp.addr = a as usize as *mut c_void,
+        }
+        if let Some(s) = &symbol {
+            kp.symbol_name = s.as_char_ptr();
+        }
+        let mut rp = RkpKretprobe {
+            kp: empty_kprobe(),
+            handler: Some(ret_handler),
+            entry_handler: Some(entry_handler),
+            maxactive: def.maxactive as c_int,
+            nmissed: 0,
+            data_size: core::mem::size_of::<[u64; 6]>(),
+            rkp_private: core::ptr::null_mut(),
+        };
+        if def.is_return {
+            rp.kp = kp;
+            kp = empty_kprobe();
+        } else {
+            kp.pre_handler = Some(kprobe_handler);
+        }
+        KBox::pin(
+            Probe {
+                kp,
+                rp,
+                is_return: def.is_return,
+                cmd,
+                on_entry,
+                symbol,
+                args,
+                data,
+                event: core::ptr::null(),
+                nhit: AtomicU64::new(0),
+            },
+            GFP_KERNEL,
+        )
+        .map_err(|_| nomem)
+    }
+
+    /// A new, unregistered event for `def`.
+    fn new_event(&self, def: &ProbeDef<'_>) -> core::result::Result<Pin<KBox<Event>>, ParseError> {
+        let nomem = ParseError::silent(Errno::ENOMEM);
+        let group = CString::try_from_fmt(fmt!("{}", BStr(def.group))).map_err(|_| nomem)?;
+        let name =
+            CString::try_from_fmt(fmt!("{}", BStr(def.event.as_bytes()))).map_err(|_| nomem)?;
+        KBox::pin(
+            Event {
+                group,
+                name,
+                is_return: def.is_return,
+                tev: core::ptr::null_mut(),
+                // Room for the first probe, taken before it is registered.
+                probes: KVec::with_capacity(1, GFP_KERNEL).map_err(|_| nomem)?,
+                fixed_size: def.size,
+                enabled: AtomicBool::new(false),
+            },
+            GFP_KERNEL,
+        )
+        .map_err(|_| nomem)
+    }
+
+    /// Registers the trace event of a new event (whose first probe is
+    /// registered).
+    fn register_event(&self, ev: &mut Pin<KBox<Event>>) -> core::result::Result<(), ParseError> {
+        let nomem = ParseError::silent(Errno::ENOMEM);
+        let first = ev.probes.first().ok_or(nomem)?;
+        let def = first.def().ok_or(nomem)?;
+        let hdr = if def.is_return {
+            KRETPROBE_HEADER
+        } else {
+            KPROBE_HEADER
+        };
+        let mut print_fmt = KVec::new();
+        write_print_fmt(&mut VecWriter(&mut print_fmt), &def).map_err(|_| nomem)?;
+        print_fmt.push(0, GFP_KERNEL).map_err(|_| nomem)?;
+        // Field types and names, NUL-terminated, kept until the C side has
+        // copied them.
+        let mut texts: KVec<KVec<u8>> = KVec::new();
+        let mut fields: KVec<Field> = KVec::new();
+        for a in def.args() {
+            let a = a.map_err(|_| nomem)?;
+            let base = a.ty.base;
+            let ty: &str = base.field_type();
+            let mut t = KVec::new();
+            let mut w = VecWriter(&mut t);
+            let _ = w.write_bytes(ty.as_bytes());
+            if a.ty.count > 0 {
+                let _ = core::write!(FmtAdapter(&mut w), "[{}]", a.ty.count);
+            }
+            t.push(0, GFP_KERNEL).map_err(|_| nomem)?;
+            let mut n = KVec::new();
+            n.extend_from_slice(a.name.as_bytes(), GFP_KERNEL)
+                .map_err(|_| nomem)?;
+            n.push(0, GFP_KERNEL).map_err(|_| nomem)?;
+            fields
+                .push(
+                    Field {
+                        ty: t.as_ptr().cast(),
+                        name: n.as_ptr().cast(),
+                        offset: (hdr as u32 + a.offset) as c_int,
+                        size: a.ty.record_size() as c_int,
+                        is_signed: c_int::from(base.is_signed()),
+                    },
+                    GFP_KERNEL,
+                )
+                .map_err(|_| nomem)?;
+            texts.push(t, GFP_KERNEL).map_err(|_| nomem)?;
+            texts.push(n, GFP_KERNEL).map_err(|_| nomem)?;
+        }
+        let owner = core::ptr::from_ref::<Event>(ev).cast_mut().cast::<c_void>();
+        // SAFETY: the strings and fields are valid for the call, which copies
+        // them; `owner` is the pinned event, which destroys the trace event
+        // before it is freed.
+        let tev = unsafe {
+            rkp_tev_create(
+                self.event_mutex,
+                ev.group.as_char_ptr(),
+                ev.name.as_char_ptr(),
+                print_fmt.as_ptr().cast(),
+                c_int::from(def.is_return),
+                fields.as_ptr(),
+                fields.len() as c_int,
+                owner,
+            )
+        };
+        if let Err(e) = kernel::error::from_err_ptr(tev) {
+            let errno = Errno(-e.to_errno());
+            return Err(if errno == Errno::EEXIST {
+                ParseError::event_exists()
+            } else {
+                ParseError::registration(errno)
+            });
+        }
+        // SAFETY: `tev` is not structurally pinned.
+        unsafe { ev.as_mut().get_unchecked_mut() }.tev = tev;
+        // An event's trace event calls into rkprobes (and an open tracefs
+        // file of it keeps it): rkprobes stays loaded while events exist.
+        // SAFETY: no preconditions; dropped when the event is destroyed.
+        unsafe { crate::ffi::rkp_module_get_self() };
+        Ok(())
+    }
+
+    /// Unregisters one probe structure.
+    fn unregister_raw(&self, is_return: bool, kp: *mut RkpKprobe) {
+        if is_return {
+            // `kp` is the first field of the kretprobe.
+            self.core()
+                .kretprobes()
+                .unregister(self.core(), &[kp.cast::<RkpKretprobe>()]);
+        } else {
+            self.core().unregister_many(&[kp]);
+        }
+    }
+
+    /// Unregisters every probe of `ev`.
+    fn unregister_probes(&self, ev: &mut Pin<KBox<Event>>) {
+        // SAFETY: `probes` is not structurally pinned.
+        let evm = unsafe { ev.as_mut().get_unchecked_mut() };
+        for p in evm.probes.iter_mut() {
+            let is_return = p.is_return;
+            let kp = p.as_mut().raw_kp();
+            self.unregister_raw(is_return, kp);
+        }
+    }
+
+    /// Removes the trace event and the probes of `ev`; gives it back with
+    /// `EBUSY` when the trace event is in use.
+    fn destroy(
+        &self,
+        mut ev: Pin<KBox<Event>>,
+    ) -> core::result::Result<(), (Pin<KBox<Event>>, Error)> {
+        if !ev.tev.is_null() {
+            // SAFETY: a trace event made by `register_event`.
+            let r = unsafe { rkp_tev_destroy(self.event_mutex, ev.tev) };
+            if r != 0 {
+                return Err((ev, Error::from_errno(r)));
+            }
+            // SAFETY: the reference `register_event` took.
+            unsafe { crate::ffi::rkp_module_put_self() };
+        }
+        self.unregister_probes(&mut ev);
+        Ok(())
+    }
+
+    /// A `-:` command.
+    fn delete(
+        &self,
+        inner: &mut Inner,
+        env: &KernelEnv<'_>,
+        d: &DeleteCmd<'_>,
+    ) -> core::result::Result<(), ParseError> {
+        let matching = |e: &Pin<KBox<Event>>| {
+            d.group.map_or(true, |g| g == e.group.as_bytes())
+                && e.probes
+                    .iter()
+                    .any(|p| p.def().is_some_and(|def| d.matches(&def, env)))
+        };
+        if !inner.events.iter().any(matching) {
+            return Err(ParseError::silent(Errno(2)));
+        }
+        if inner
+            .events
+            .iter()
+            .filter(|e| matching(e))
+            .any(|e| e.is_enabled())
+        {
+            return Err(ParseError::silent(Errno(16)));
+        }
+        let mut i = 0;
+        while i < inner.events.len() {
+            if inner.events.get(i).is_some_and(matching) {
+                let Some(ev) = crate::vec::take(&mut inner.events, i) else {
+                    break;
+                };
+                if let Err((ev, e)) = self.destroy(ev) {
+                    // Back in the list (at its end); nothing else was lost.
+                    let _ = inner.events.push(ev, GFP_KERNEL);
+                    return Err(ParseError::silent(Errno(-e.to_errno())));
+                }
+            } else {
+                i += 1;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Event {
+    fn is_enabled(&self) -> bool {
+        // SAFETY: a registered trace event, or none.
+        !self.tev.is_null() && unsafe { rkp_tev_enabled(self.tev) } != 0
+    }
+}
+
+#[pinned_drop]
+impl PinnedDrop for Events {
+    fn drop(self: Pin<&mut Self>) {
+        let mut inner = self.inner.lock();
+        while let Some(ev) = crate::vec::pop(&mut inner.events) {
+            if self.destroy(ev).is_err() {
+                pr_err!("a probe event is still in use at unload\n");
+            }
+        }
+    }
+}
+
+/// Writes into a `KVec<u8>`.
+struct VecWriter<'a>(&'a mut KVec<u8>);
+
+impl ByteWrite for VecWriter<'_> {
+    fn write_bytes(&mut self, b: &[u8]) -> core::fmt::Result {
+        self.0
+            .extend_from_slice(b, GFP_KERNEL)
+            .map_err(|_| core::fmt::Error)
+    }
+}
+
+/// `core::fmt::Write` over a [`ByteWrite`].
+struct FmtAdapter<'a, W: ByteWrite>(&'a mut W);
+
+impl<W: ByteWrite> core::fmt::Write for FmtAdapter<'_, W> {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        self.0.write_bytes(s.as_bytes())
+    }
+}
+
+/// The registers of a hit, and the arguments saved at entry of a return
+/// probe.
+struct HitEnv<'a> {
+    regs: &'a bindings::pt_regs,
+    entry: Option<&'a [u64; 6]>,
+}
+
+impl HitEnv<'_> {
+    fn stack_word(&self, n: u64) -> u64 {
+        let addr = (self.regs.sp as u64).wrapping_add(n.wrapping_mul(8));
+        let mut w = [0u8; 8];
+        if self.read_kernel(addr, &mut w) {
+            u64::from_ne_bytes(w)
+        } else {
+            0
+        }
+    }
+}
+
+impl FetchEnv for HitEnv<'_> {
+    fn register(&self, r: Register) -> u64 {
+        let off = usize::from(r.pt_regs_offset());
+        let base = core::ptr::from_ref(self.regs).cast::<u8>();
+        if off + 8 > core::mem::size_of::<bindings::pt_regs>() {
+            return 0;
+        }
+        // SAFETY: an in-bounds, 8-byte aligned word of the live registers.
+        unsafe { base.add(off).cast::<u64>().read() }
+    }
+
+    fn stack_nth(&self, n: u32) -> u64 {
+        self.stack_word(u64::from(n))
+    }
+
+    fn stack_pointer(&self) -> u64 {
+        self.regs.sp as u64
+    }
+
+    fn return_value(&self) -> u64 {
+        self.regs.ax as u64
+    }
+
+    fn argument(&self, n: u32) -> u64 {
+        let r = self.regs;
+        match n {
+            0 => r.di as u64,
+            1 => r.si as u64,
+            2 => r.dx as u64,
+            3 => r.cx as u64,
+            4 => r.r8 as u64,
+            5 => r.r9 as u64,
+            // Beyond six, on the stack above the return address.
+            _ => self.stack_word(u64::from(n) - 5),
+        }
+    }
+
+    fn entry_argument(&self, n: u32) -> u64 {
+        self.entry
+            .and_then(|e| e.get(n as usize).copied())
+            .unwrap_or(0)
+    }
+
+    fn comm_address(&self) -> u64 {
+        // SAFETY: no preconditions.
+        unsafe { rkp_current_comm() as u64 }
+    }
+
+    fn read_kernel(&self, addr: u64, buf: &mut [u8]) -> bool {
+        // SAFETY: `buf` is valid for writes of its length; the copy checks
+        // the source without faulting.
+        unsafe {
+            bindings::copy_from_kernel_nofault(
+                buf.as_mut_ptr().cast(),
+                addr as *const c_void,
+                buf.len(),
+            ) == 0
+        }
+    }
+
+    fn read_user(&self, addr: u64, buf: &mut [u8]) -> bool {
+        // SAFETY: as above, for user memory.
+        unsafe {
+            bindings::copy_from_user_nofault(
+                buf.as_mut_ptr().cast(),
+                addr as *const c_void,
+                buf.len(),
+            ) == 0
+        }
+    }
+
+    fn strncpy_kernel(&self, addr: u64, buf: &mut [u8]) -> core::result::Result<usize, Errno> {
+        // `strncpy_from_kernel_nofault()` is not exported: byte by byte.
+        strncpy_with(buf, |i, b| self.read_kernel(addr.wrapping_add(i), b))
+    }
+
+    fn strncpy_user(&self, addr: u64, buf: &mut [u8]) -> core::result::Result<usize, Errno> {
+        // `strncpy_from_user_nofault()` is not exported either.
+        strncpy_with(buf, |i, b| self.read_user(addr.wrapping_add(i), b))
+    }
+
+    fn strnlen_user(&self, addr: u64, max: usize) -> core::result::Result<usize, Errno> {
+        for i in 0..max {
+            let mut c = [0u8; 1];
+            if !self.read_user(addr.wrapping_add(i as u64), &mut c) {
+                return Err(Errno(14));
+            }
+            if c[0] == 0 {
+                return Ok(i + 1);
+            }
+        }
+        Ok(max)
+    }
+
+    fn sprint_symbol(&self, addr: u64, buf: &mut [u8]) -> usize {
+        if buf.len() < crate::pure::probe_events::exec::KSYM_SYMBOL_LEN {
+            return 0;
+        }
+        // SAFETY: `buf` has room for `KSYM_SYMBOL_LEN` bytes.
+        let n = unsafe { bindings::sprint_symbol(buf.as_mut_ptr().cast(), addr as c_ulong) };
+        usize::try_from(n).unwrap_or(0)
+    }
+}
+
+impl ArgSource for Arg {
+    fn code(&self) -> &[FetchInsn<u64>] {
+        &self.code
+    }
+
+    fn offset(&self) -> u32 {
+        self.offset
+    }
+
+    fn dynamic(&self) -> bool {
+        self.dynamic
+    }
+}
+
+/// The kernel's `strncpy_from_*_nofault()` contract over a one-byte reader:
+/// the length copied including the NUL, the string cut and NUL-terminated
+/// at the end of `buf`; `-EFAULT` when a byte cannot be read.
+fn strncpy_with(
+    buf: &mut [u8],
+    mut read: impl FnMut(u64, &mut [u8]) -> bool,
+) -> core::result::Result<usize, Errno> {
+    let n = buf.len();
+    for (i, slot) in buf.iter_mut().enumerate() {
+        let mut c = [0u8; 1];
+        if !read(i as u64, &mut c) {
+            return Err(Errno(14));
+        }
+        *slot = c[0];
+        if c[0] == 0 {
+            return Ok(i + 1);
+        }
+    }
+    if let Some(last) = buf.last_mut() {
+        *last = 0;
+    }
+    Ok(n)
+}
+
+/// What `rkp_event_fill` needs during one record.
+struct FillCtx<'a> {
+    probe: &'a Probe,
+    env: &'a HitEnv<'a>,
+    hdr: usize,
+    fixed: usize,
+    dsize: usize,
+}
+
+/// Records a hit of `probe` into every trace instance that enabled its
+/// event. Probe-hit context: interrupts off, may not sleep, allocate or
+/// take locks.
+fn record(
+    probe: &Probe,
+    regs: *mut bindings::pt_regs,
+    entry: Option<&[u64; 6]>,
+    a0: usize,
+    a1: usize,
+) {
+    // SAFETY: the probe's event owns it and outlives its registration.
+    let ev = unsafe { &*probe.event };
+    if ev.tev.is_null() || !ev.enabled.load(Ordering::Acquire) {
+        return;
+    }
+    probe.nhit.fetch_add(1, Ordering::Relaxed);
+    let env = HitEnv {
+        // SAFETY: the hit's registers, live for the handler.
+        regs: unsafe { &*regs },
+        entry,
+    };
+    let hdr = if ev.is_return {
+        KRETPROBE_HEADER
+    } else {
+        KPROBE_HEADER
+    };
+    let fixed = ev.fixed_size as usize;
+    let dsize = data_size(&probe.args, &env).min(MAX_RECORD.saturating_sub(hdr + fixed));
+    let mut ctx = FillCtx {
+        probe,
+        env: &env,
+        hdr,
+        fixed,
+        dsize,
+    };
+    // SAFETY: the event's trace event is registered while it has probes;
+    // `ctx` lives across the call, which calls `rkp_event_fill` with it.
+    unsafe {
+        rkp_tev_record(
+            ev.tev,
+            regs,
+            a0 as c_ulong,
+            a1 as c_ulong,
+            (fixed + dsize) as c_uint,
+            core::ptr::from_mut(&mut ctx).cast(),
+        )
+    };
+}
+
+/// Fills a reserved record: zeroes the fixed fields (a failed fetch leaves
+/// its field as it is) and runs the programs. Probe-hit context.
+///
+/// # Safety
+///
+/// `ctx` is the `FillCtx` given to `rkp_tev_record`, `ent` a record of
+/// `size` bytes.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rkp_event_fill(ctx: *mut c_void, ent: *mut c_void, size: c_uint) {
+    // SAFETY: the caller's contract.
+    let ctx = unsafe { &*ctx.cast::<FillCtx<'_>>() };
+    // SAFETY: the caller's contract: a reserved record, ours to write.
+    let rec = unsafe { core::slice::from_raw_parts_mut(ent.cast::<u8>(), size as usize) };
+    if let Some(f) = rec.get_mut(ctx.hdr..ctx.hdr + ctx.fixed) {
+        f.fill(0);
+    }
+    store_args(&ctx.probe.args, ctx.env, rec, ctx.hdr, ctx.fixed, ctx.dsize);
+}
+
+/// The pre-handler of a kprobe event's probe. int3 context.
+///
+/// # Safety
+///
+/// Called by the probe core with the `kp` of a registered `Probe`.
+unsafe extern "C" fn kprobe_handler(kp: *mut RkpKprobe, regs: *mut bindings::pt_regs) -> c_int {
+    // SAFETY: `kp` is the first field of a registered `Probe`.
+    let probe = unsafe { &*kernel::container_of!(kp, Probe, kp) };
+    // SAFETY: a registered probe's address is set.
+    let addr = unsafe { (*kp).addr } as usize;
+    record(probe, regs, None, addr, 0);
+    0
+}
+
+/// The entry handler of a kretprobe event's probe: saves the arguments for
+/// `$argN` at return. int3 context.
+///
+/// # Safety
+///
+/// Called by the probe core with an instance of a registered `Probe`'s
+/// kretprobe, whose data holds six words.
+unsafe extern "C" fn entry_handler(
+    ri: *mut RkpKretprobeInstance,
+    regs: *mut bindings::pt_regs,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    let (r, data) = unsafe {
+        (
+            &*regs,
+            core::ptr::addr_of_mut!((*ri).data).cast::<[u64; 6]>(),
+        )
+    };
+    let args = [
+        r.di as u64,
+        r.si as u64,
+        r.dx as u64,
+        r.cx as u64,
+        r.r8 as u64,
+        r.r9 as u64,
+    ];
+    // SAFETY: the instance's data area has room for six words, 8-aligned.
+    unsafe { data.write(args) };
+    0
+}
+
+/// The return handler of a kretprobe event's probe. Trampoline context,
+/// interrupts off.
+///
+/// # Safety
+///
+/// As for `entry_handler`.
+unsafe extern "C" fn ret_handler(
+    ri: *mut RkpKretprobeInstance,
+    regs: *mut bindings::pt_regs,
+) -> c_int {
+    // SAFETY: the instance's kretprobe is the `rp` field of a registered
+    // `Probe`.
+    let (rp, ret, data) = unsafe {
+        (
+            (*ri).rp,
+            (*ri).ret_addr,
+            &*core::ptr::addr_of!((*ri).data).cast::<[u64; 6]>(),
+        )
+    };
+    // SAFETY: as above.
+    let probe = unsafe { &*kernel::container_of!(rp, Probe, rp) };
+    // SAFETY: a registered probe's address is set.
+    let func = unsafe { (*rp).kp.addr } as usize;
+    record(probe, regs, Some(data), func, ret);
+    0
+}
+
+/// Called by `trace_event.c`, with the kernel's `event_mutex` held, when the
+/// first trace instance enables the event or the last one disables it.
+/// Process context.
+///
+/// # Safety
+///
+/// `owner` is a registered `Event`.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rkp_event_set_enabled(owner: *mut c_void, on: c_int) -> c_int {
+    // SAFETY: the caller's contract.
+    let ev = unsafe { &*owner.cast::<Event>() };
+    let Ok(core) = Core::get() else {
+        return ENODEV.to_errno();
+    };
+    let on = on != 0;
+    if on {
+        ev.enabled.store(true, Ordering::Release);
+    }
+    let mut ret = Ok(());
+    for p in ev.probes.iter() {
+        let kp = if p.is_return {
+            core::ptr::addr_of!(p.rp.kp).cast_mut()
+        } else {
+            core::ptr::addr_of!(p.kp).cast_mut()
+        };
+        let r = core.set_enabled(kp, on);
+        if r.is_err() && on {
+            ret = r;
+        }
+    }
+    if !on {
+        ev.enabled.store(false, Ordering::Release);
+    }
+    match ret {
+        Ok(()) => 0,
+        Err(e) => {
+            // All or nothing.
+            for p in ev.probes.iter() {
+                let kp = if p.is_return {
+                    core::ptr::addr_of!(p.rp.kp).cast_mut()
+                } else {
+                    core::ptr::addr_of!(p.kp).cast_mut()
+                };
+                let _ = core.set_enabled(kp, false);
+            }
+            ev.enabled.store(false, Ordering::Release);
+            e.to_errno()
+        }
+    }
+}
+
+/// Writes to a `trace_seq`.
+struct SeqWriter(*mut c_void);
+
+impl ByteWrite for SeqWriter {
+    fn write_bytes(&mut self, b: &[u8]) -> core::fmt::Result {
+        // SAFETY: the trace_seq of the output callback, live for it.
+        unsafe { rkp_tev_seq_write(self.0, b.as_ptr().cast(), b.len() as c_uint) };
+        Ok(())
+    }
+}
+
+/// `%pS` through `sprint_symbol()`.
+struct KernelSymbols(core::cell::UnsafeCell<KBox<SymbolBuf>>);
+
+impl SymbolResolver for KernelSymbols {
+    fn lookup(&self, addr: u64) -> Option<crate::pure::ksym::SymbolAddr<'_>> {
+        // SAFETY: the printer uses each answer before it asks again
+        // (`write_symbol`), so no earlier answer still borrows the buffer.
+        unsafe { (*self.0.get()).symbolise(addr as usize) }
+    }
+}
+
+/// Prints the arguments of a record as ` NAME=VALUE...` (the kernel's
+/// `trace_probe_print_args()`). Trace output context.
+///
+/// # Safety
+///
+/// `owner` is a registered `Event`, `ent` one of its records of `size`
+/// bytes, `seq` the output's `trace_seq`.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rkp_event_print_args(
+    owner: *mut c_void,
+    ent: *const c_void,
+    size: c_int,
+    seq: *mut c_void,
+) {
+    // SAFETY: the caller's contract.
+    let ev = unsafe { &*owner.cast::<Event>() };
+    // SAFETY: as above.
+    let rec = unsafe { core::slice::from_raw_parts(ent.cast::<u8>(), size.max(0) as usize) };
+    let Some(def) = ev.probes.first().and_then(|p| p.def()) else {
+        return;
+    };
+    let hdr = if ev.is_return {
+        KRETPROBE_HEADER
+    } else {
+        KPROBE_HEADER
+    };
+    let Ok(buf) = SymbolBuf::new() else {
+        return;
+    };
+    let syms = KernelSymbols(core::cell::UnsafeCell::new(buf));
+    let mut w = SeqWriter(seq);
+    for a in def.args().flatten() {
+        let base = hdr + a.offset as usize;
+        let count = a.ty.count.max(1) as usize;
+        let esize = a.ty.base.size() as usize;
+        let string = a.ty.base.is_string();
+        let elems = (0..count).map(|j| {
+            let at = base + j * esize;
+            if string {
+                let loc = rec
+                    .get(at..at + 4)
+                    .map_or(0, |b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]));
+                let len = data_loc_len(loc) as usize;
+                let off = data_loc_offset(loc) as usize;
+                Element::Str(if len == 0 {
+                    None
+                } else {
+                    rec.get(off..off + len)
+                })
+            } else {
+                Element::Scalar(rec.get(at..at + esize).unwrap_or(&[]))
+            }
+        });
+        let _ = write_arg_value(&mut w, &a, elems, &syms);
+    }
+}
+
+/// `/sys/kernel/debug/rkprobes/kprobe_events`.
+pub(crate) struct KprobeEventsFile;
+
+impl Show for KprobeEventsFile {
+    type Data = Events;
+
+    /// Every probe in the kernel's listing form.
+    fn show(events: &Events, out: &mut SeqFile) -> Result {
+        let inner = events.inner.lock();
+        let env = KernelEnv {
+            core: events.core(),
+            ksyms: events.core().ksyms(),
+        };
+        for ev in inner.events.iter() {
+            for p in ev.probes.iter() {
+                if let Some(def) = p.def() {
+                    let _ = write_listing(&mut FmtWriter(&mut *out), &def, &env);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl crate::debugfs::StoreLarge for KprobeEventsFile {
+    fn store(events: &Events, input: &[u8]) -> Result<usize> {
+        events.write(input)
+    }
+
+    fn truncate(events: &Events) -> Result {
+        events.clear()
+    }
+}
+
+/// `/sys/kernel/debug/rkprobes/error_log`.
+pub(crate) struct ErrorLogFile;
+
+impl Show for ErrorLogFile {
+    type Data = Events;
+
+    fn show(events: &Events, out: &mut SeqFile) -> Result {
+        let inner = events.inner.lock();
+        for e in inner.errors.iter() {
+            let _ = write_error_timestamp(&mut FmtWriter(&mut *out), e.ts_ns);
+            let _ = FmtWriter(&mut *out).write_bytes(&e.text);
+        }
+        Ok(())
+    }
+}
+
+/// `/sys/kernel/debug/rkprobes/kprobe_profile`: hits and misses per event.
+pub(crate) struct ProfileFile;
+
+impl Show for ProfileFile {
+    type Data = Events;
+
+    fn show(events: &Events, out: &mut SeqFile) -> Result {
+        let inner = events.inner.lock();
+        for ev in inner.events.iter() {
+            let hits: u64 = ev
+                .probes
+                .iter()
+                .map(|p| p.nhit.load(Ordering::Relaxed))
+                .sum();
+            let missed: u64 = ev
+                .probes
+                .iter()
+                .map(|p| {
+                    if p.is_return {
+                        p.rp.nmissed as u64 + p.rp.kp.nmissed as u64
+                    } else {
+                        p.kp.nmissed as u64
+                    }
+                })
+                .sum();
+            let _ = writeln!(
+                out,
+                "  {:<44} {:>15} {:>15}",
+                ev.name.to_str().unwrap_or("?"),
+                hits,
+                missed
+            );
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,296 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Trace events of rkprobes' kprobe_events: the C side of rust/events/.
+ *
+ * A probe event is a real trace event, registered with the tracing core as
+ * the kernel's trace_kprobe registers its own: a struct trace_event_call with
+ * its class, fields and output function, added with trace_add_event_call()
+ * under event_mutex, so that tracefs shows events/GRP/EVENT/ with enable,
+ * filter, format, id and trigger, and records go to the ring buffers of the
+ * trace instances that enable it. Those structures are C with unions and
+ * bitfields, and the ring buffer calls are inline helpers, so this file
+ * builds them and adapts the callbacks; what to record and how to print it
+ * is Rust's (rust/events/mod.rs).
+ *
+ * The event is TRACE_EVENT_FL_DYNAMIC: an open tracefs file of it holds a
+ * reference on the call, which rkp_tev_destroy() checks (-EBUSY) before
+ * removing it, as the kernel's dynamic events do.
+ */
+#include <linux/kernel.h>
+#include <linux/rculist.h>
+#include <linux/slab.h>
+#include <linux/trace_events.h>
+
+#include "../glue.h"
+
+/* One field of an event's arguments, described by Rust. */
+struct rkp_field {
+	const char *type;
+	const char *name;
+	int offset;		/* from the start of the record */
+	int size;
+	int is_signed;
+};
+
+/* A trace instance that has the event enabled. */
+struct rkp_tev_link {
+	struct list_head list;
+	struct trace_event_file *file;
+	struct rcu_head rcu;
+};
+
+struct rkp_tev {
+	struct trace_event_class class;
+	struct trace_event_call call;
+	struct list_head links;		/* RCU list of rkp_tev_link */
+	void *owner;			/* the Rust event */
+	int is_return;
+	int nfields;
+	struct rkp_field *fields;	/* strings owned by this struct */
+};
+
+static int rkp_tev_define_fields(struct trace_event_call *call)
+{
+	struct rkp_tev *tev = container_of(call, struct rkp_tev, call);
+	int i, ret;
+
+	if (tev->is_return) {
+		ret = trace_define_field(call, "unsigned long", "__probe_func", 8,
+					 sizeof(long), 0, FILTER_OTHER);
+		if (!ret)
+			ret = trace_define_field(call, "unsigned long", "__probe_ret_ip",
+						 16, sizeof(long), 0, FILTER_OTHER);
+	} else {
+		ret = trace_define_field(call, "unsigned long", "__probe_ip", 8,
+					 sizeof(long), 0, FILTER_OTHER);
+	}
+	for (i = 0; !ret && i < tev->nfields; i++) {
+		struct rkp_field *f = &tev->fields[i];
+
+		ret = trace_define_field(call, f->type, f->name, f->offset, f->size,
+					 f->is_signed, FILTER_OTHER);
+	}
+	return ret;
+}
+
+static struct trace_event_fields rkp_tev_fields_array[] = {
+	{ .type = TRACE_FUNCTION_TYPE, .define_fields = rkp_tev_define_fields },
+	{}
+};
+
+/* trace_seq_putmem() for Rust's output. */
+notrace void rkp_tev_seq_write(void *seq, const char *buf, unsigned int len)
+{
+	trace_seq_putmem(seq, buf, len);
+}
+
+static enum print_line_t rkp_tev_print(struct trace_iterator *iter, int flags,
+				       struct trace_event *event)
+{
+	struct rkp_tev *tev = container_of(event, struct rkp_tev, call.event);
+	struct trace_seq *s = &iter->seq;
+	unsigned long *head = (unsigned long *)((char *)iter->ent + 8);
+
+	trace_seq_printf(s, "%s: (", trace_event_name(&tev->call));
+	if (tev->is_return)
+		trace_seq_printf(s, "%pS <- %ps", (void *)head[1], (void *)head[0]);
+	else
+		trace_seq_printf(s, "%pS", (void *)head[0]);
+	trace_seq_putc(s, ')');
+	rkp_event_print_args(tev->owner, iter->ent, iter->ent_size, s);
+	trace_seq_putc(s, '\n');
+	return trace_handle_return(s);
+}
+
+static struct trace_event_functions rkp_tev_funcs = {
+	.trace = rkp_tev_print,
+};
+
+static void rkp_tev_link_free(struct rcu_head *rcu)
+{
+	kfree(container_of(rcu, struct rkp_tev_link, rcu));
+}
+
+/* Called by the tracing core, with event_mutex held, when a trace instance
+ * enables or disables the event. */
+static int rkp_tev_reg(struct trace_event_call *call, enum trace_reg type, void *data)
+{
+	struct rkp_tev *tev = container_of(call, struct rkp_tev, call);
+	struct trace_event_file *file = data;
+	struct rkp_tev_link *link;
+	int ret;
+
+	switch (type) {
+	case TRACE_REG_REGISTER:
+		link = kzalloc(sizeof(*link), GFP_KERNEL);
+		if (!link)
+			return -ENOMEM;
+		link->file = file;
+		if (list_empty(&tev->links)) {
+			ret = rkp_event_set_enabled(tev->owner, 1);
+			if (ret) {
+				kfree(link);
+				return ret;
+			}
+		}
+		list_add_tail_rcu(&link->list, &tev->links);
+		return 0;
+	case TRACE_REG_UNREGISTER:
+		list_for_each_entry(link, &tev->links, list) {
+			if (link->file == file) {
+				list_del_rcu(&link->list);
+				call_rcu(&link->rcu, rkp_tev_link_free);
+				break;
+			}
+		}
+		if (list_empty(&tev->links))
+			rkp_event_set_enabled(tev->owner, 0);
+		return 0;
+	default:
+		/* No perf events: the kernel's perf kprobe path is not ours. */
+		return -EOPNOTSUPP;
+	}
+}
+
+/*
+ * Creates and registers the event GROUP/NAME. event_mutex is the kernel's
+ * (not exported; rkprobes finds it at run time). Returns the event or an
+ * ERR_PTR. Process context.
+ */
+void *rkp_tev_create(struct mutex *event_mutex, const char *group, const char *name,
+		     const char *print_fmt, int is_return, const struct rkp_field *fields,
+		     int nfields, void *owner)
+{
+	struct rkp_tev *tev;
+	int i, ret;
+
+	tev = kzalloc(sizeof(*tev), GFP_KERNEL);
+	if (!tev)
+		return ERR_PTR(-ENOMEM);
+	tev->fields = kcalloc(nfields ? nfields : 1, sizeof(*fields), GFP_KERNEL);
+	tev->class.system = kstrdup(group, GFP_KERNEL);
+	tev->call.name = kstrdup(name, GFP_KERNEL);
+	tev->call.print_fmt = kstrdup(print_fmt, GFP_KERNEL);
+	ret = -ENOMEM;
+	if (!tev->fields || !tev->class.system || !tev->call.name || !tev->call.print_fmt)
+		goto free;
+	for (i = 0; i < nfields; i++) {
+		tev->fields[i] = fields[i];
+		tev->fields[i].type = kstrdup(fields[i].type, GFP_KERNEL);
+		tev->fields[i].name = kstrdup(fields[i].name, GFP_KERNEL);
+		tev->nfields = i + 1;
+		if (!tev->fields[i].type || !tev->fields[i].name)
+			goto free;
+	}
+	INIT_LIST_HEAD(&tev->links);
+	INIT_LIST_HEAD(&tev->class.fields);
+	tev->class.fields_array = rkp_tev_fields_array;
+	tev->class.reg = rkp_tev_reg;
+	tev->call.class = &tev->class;
+	tev->call.event.funcs = &rkp_tev_funcs;
+	tev->call.flags = TRACE_EVENT_FL_KPROBE | TRACE_EVENT_FL_DYNAMIC;
+	tev->owner = owner;
+	tev->is_return = is_return;
+
+	mutex_lock(event_mutex);
+	ret = -ENODEV;
+	if (!register_trace_event(&tev->call.event))
+		goto unlock;
+	ret = trace_add_event_call(&tev->call);
+	if (ret)
+		unregister_trace_event(&tev->call.event);
+unlock:
+	mutex_unlock(event_mutex);
+	if (ret)
+		goto free;
+	return tev;
+free:
+	for (i = 0; i < tev->nfields; i++) {
+		kfree(tev->fields[i].type);
+		kfree(tev->fields[i].name);
+	}
+	kfree(tev->fields);
+	kfree(tev->class.system);
+	kfree(tev->call.name);
+	kfree(tev->call.print_fmt);
+	kfree(tev);
+	return ERR_PTR(ret);
+}
+
+/*
+ * Removes the event; -EBUSY (and nothing done) while it is enabled or one
+ * of its tracefs files is open. Process context.
+ */
+int rkp_tev_destroy(struct mutex *event_mutex, void *ev)
+{
+	struct rkp_tev *tev = ev;
+	int i, ret;
+
+	mutex_lock(event_mutex);
+	/* trace_event_dyn_busy(), which is not exported. */
+	if (atomic_read(&tev->call.refcnt))
+		ret = -EBUSY;
+	else
+		ret = trace_remove_event_call(&tev->call);
+	mutex_unlock(event_mutex);
+	if (ret)
+		return ret;
+	/*
+	 * A hit that saw the event enabled just before it was disabled may
+	 * still be recording (probe handlers are RCU readers), and the links'
+	 * frees may be pending.
+	 */
+	synchronize_rcu();
+	rcu_barrier();
+	for (i = 0; i < tev->nfields; i++) {
+		kfree(tev->fields[i].type);
+		kfree(tev->fields[i].name);
+	}
+	kfree(tev->fields);
+	kfree(tev->class.system);
+	kfree(tev->call.name);
+	kfree(tev->call.print_fmt);
+	kfree(tev);
+	return 0;
+}
+
+/* Whether any trace instance has the event enabled (event_mutex not held:
+ * a hint for listing and deletion checks). */
+int rkp_tev_enabled(void *ev)
+{
+	struct rkp_tev *tev = ev;
+
+	return !list_empty(&tev->links);
+}
+
+/*
+ * Records one hit into every trace instance that has the event enabled:
+ * reserves header + size bytes, writes the probe addresses, lets Rust fill
+ * the arguments, commits. Probe-hit context: interrupts or preemption off,
+ * an RCU read-side critical section.
+ */
+notrace void rkp_tev_record(void *ev, struct pt_regs *regs, unsigned long a0,
+			    unsigned long a1, unsigned int size, void *ctx)
+{
+	struct rkp_tev *tev = ev;
+	unsigned int hdr = tev->is_return ? 24 : 16;
+	struct rkp_tev_link *link;
+
+	list_for_each_entry_rcu(link, &tev->links, list) {
+		struct trace_event_file *file = link->file;
+		struct trace_event_buffer fbuffer;
+		unsigned long *head;
+
+		if (trace_trigger_soft_disabled(file))
+			continue;
+		head = trace_event_buffer_reserve(&fbuffer, file, hdr + size);
+		if (!head)
+			continue;
+		fbuffer.regs = regs;
+		head[1] = a0;
+		if (tev->is_return)
+			head[2] = a1;
+		rkp_event_fill(ctx, head, hdr + size);
+		trace_event_buffer_commit(&fbuffer);
+	}
+}
