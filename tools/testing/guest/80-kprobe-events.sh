@@ -1,0 +1,158 @@
+# SPDX-License-Identifier: GPL-2.0
+# /sys/kernel/debug/rkprobes/kprobe_events: the cases of the kernel's ftrace
+# selftests for kprobe events (tools/testing/selftests/ftrace/test.d/kprobe/
+# in the 6.12 source) on rkprobes' control files, with events in the
+# default group "rkprobes"; every negative check is a result of its own.
+
+KE=/sys/kernel/debug/rkprobes/kprobe_events
+EL=/sys/kernel/debug/rkprobes/error_log
+PROF=/sys/kernel/debug/rkprobes/kprobe_profile
+T=/sys/kernel/tracing
+EV=$T/events/rkprobes
+[ -e $T/trace ] || mount -t tracefs nodev $T
+FORK=kernel_clone
+
+check "insmod rkprobes.ko" insmod $MODDIR/rkprobes.ko
+check "control files exist" test -f $KE -a -f $EL -a -f $PROF
+echo > $T/trace
+
+# add_and_remove.tc
+check "add_and_remove: add" sh -c "echo 'p:myevent $FORK' > $KE"
+check "add_and_remove: listed" grep -q myevent $KE
+check "add_and_remove: tracefs directory" test -d $EV/myevent
+for f in enable filter format id trigger; do
+	check "add_and_remove: events/rkprobes/myevent/$f" test -e $EV/myevent/$f
+done
+check "add_and_remove: truncate" sh -c "echo > $KE"
+check "add_and_remove: gone" sh -c "! grep -q myevent $KE && ! test -d $EV/myevent"
+
+# busy_check.tc
+check "busy_check: add" sh -c "echo 'p:myevent $FORK' > $KE"
+check "busy_check: enable" sh -c "echo 1 > $EV/myevent/enable"
+expect_fail "busy_check: truncating while enabled" sh -c "echo > $KE"
+expect_fail "busy_check: deleting while enabled" sh -c "echo '-:myevent' >> $KE"
+check "busy_check: still there" grep -q myevent $KE
+expect_fail "busy_check: rkprobes cannot go while an event exists" rmmod rkprobes
+check "busy_check: disable" sh -c "echo 0 > $EV/myevent/enable"
+check "busy_check: delete" sh -c "echo '-:myevent' >> $KE"
+
+# kprobe_args.tc, kprobe_args_comm.tc, kprobe_args_type.tc: fetched values
+# show up in the trace in the kernel's format.
+check "args: add" sh -c "echo 'p:testprobe $FORK \$stack \$stack0 +0(\$stack) comm=\$comm a=%di:x64 s=%di:s8' > $KE"
+check "args: listed as written" grep -q 'comm=\$comm' $KE
+check "args: enable" sh -c "echo 1 > $EV/testprobe/enable"
+( echo forked ) > /dev/null
+check "args: disable" sh -c "echo 0 > $EV/testprobe/enable"
+grep testprobe $T/trace | tail -1 | sed 's/^/# /'
+check "args: a record with the probe point" grep -q 'testprobe: (kernel_clone+0x' $T/trace
+check "args: comm as a string" grep -q 'testprobe: .* comm="[^"]*"' $T/trace
+check "args: x64 in hex" grep -qE 'testprobe: .* a=0x[0-9a-f]+' $T/trace
+check "args: s8 in decimal" grep -qE 'testprobe: .* s=-?[0-9]+' $T/trace
+check "args: format has the fields" sh -c "grep -q 'field:__data_loc char\[\] comm' $EV/testprobe/format && grep -q 'field:u64 a;' $EV/testprobe/format && grep -q 'field:s8 s;' $EV/testprobe/format"
+
+# kprobe_args_user.tc-like: a user string through ustring.
+echo > $T/trace
+check "ustring: add" sh -c "echo 'p:myopen do_sys_openat2 path=+0(%si):ustring' > $KE"
+check "ustring: enable" sh -c "echo 1 > $EV/myopen/enable"
+cat /proc/version > /dev/null
+check "ustring: disable" sh -c "echo 0 > $EV/myopen/enable"
+check "ustring: the path opened" grep -q 'myopen: .* path="/proc/version"' $T/trace
+
+# Filters work on the event's fields.
+echo > $T/trace
+check "filter: add" sh -c "echo 'p:myopen do_sys_openat2 dfd=%di:s32 path=+0(%si):ustring' > $KE"
+check "filter: set" sh -c "echo 'path ~ \"*version\"' > $EV/myopen/filter"
+check "filter: enable" sh -c "echo 1 > $EV/myopen/enable"
+cat /proc/version > /dev/null
+cat /proc/cmdline > /dev/null
+check "filter: disable" sh -c "echo 0 > $EV/myopen/enable"
+check "filter: the matching open was traced" grep -q 'path="/proc/version"' $T/trace
+check "filter: the other was not" sh -c "! grep -q 'path=\"/proc/cmdline\"' $T/trace"
+check "filter: reset" sh -c "echo 0 > $EV/myopen/filter"
+
+# kretprobe_args.tc, kretprobe_return_suffix.tc.
+echo > $T/trace
+check "kretprobe: add" sh -c "echo 'r:myret do_sys_openat2 ret=\$retval:s32' > $KE"
+check "kretprobe: %return form" sh -c "echo 'p:myret2 do_sys_openat2%return ret=\$retval' >> $KE"
+check "kretprobe: listed as r" grep -q '^r[0-9]*:rkprobes/myret2 do_sys_openat2' $KE
+check "kretprobe: enable" sh -c "echo 1 > $EV/myret/enable"
+cat /proc/version > /dev/null
+check "kretprobe: disable" sh -c "echo 0 > $EV/myret/enable"
+grep myret $T/trace | tail -1 | sed 's/^/# /'
+check "kretprobe: (retsite <- func) and the return value" grep -qE 'myret: \(.* <- do_sys_openat2\) ret=[0-9]+' $T/trace
+
+# kprobe_multiprobe.tc
+check "multiprobe: clear" sh -c "echo > $KE"
+check "multiprobe: first probe" sh -c "echo 'p:rkprobes/testevent $FORK' >> $KE"
+check "multiprobe: second probe, same event" sh -c "echo 'p:rkprobes/testevent do_exit' >> $KE"
+expect_eq "multiprobe: two probes listed" 2 "$(grep -c testevent $KE)"
+check "multiprobe: one event" test -d $EV/testevent
+expect_fail "multiprobe: a kretprobe cannot join it" sh -c "echo 'r:rkprobes/testevent do_sys_openat2' >> $KE"
+check "multiprobe: delete one probe" sh -c "echo '-:rkprobes/testevent do_exit' >> $KE"
+
+# kprobe_syntax_errors.tc (a sample; the host tests have them all): the
+# error and the caret in error_log.
+check "errors: clear" sh -c "echo > $KE"
+expect_fail "errors: bad register" sh -c "echo 'p:myevent $FORK a=%none' >> $KE"
+check "errors: logged" grep -q 'trace_kprobe: error: Invalid register name' $EL
+check "errors: the command" grep -q "  Command: p:myevent $FORK a=%none" $EL
+expect_fail "errors: no such symbol" sh -c "echo 'p:myevent rkp_no_such_function' >> $KE"
+check "errors: logged" grep -q 'trace_kprobe: error: Invalid probed address or symbol' $EL
+expect_fail "errors: bad maxactive" sh -c "echo 'r5000 $FORK' >> $KE"
+check "errors: nothing was created" sh -c "[ -z \"\$(cat $KE)\" ]"
+
+# profile.tc
+check "profile: add" sh -c "echo 'p:myevent $FORK' > $KE"
+check "profile: enable" sh -c "echo 1 > $EV/myevent/enable"
+( echo forked ) > /dev/null
+check "profile: disable" sh -c "echo 0 > $EV/myevent/enable"
+check "profile: hits counted" sh -c "grep myevent $PROF | awk '{ exit !(\$2 > 0) }'"
+
+# Enabled on a function every CPU calls while other events come and go.
+check "concurrent: add" sh -c "echo 'p:busy vfs_read' > $KE"
+check "concurrent: enable" sh -c "echo 1 > $EV/busy/enable"
+taskset 2 sh -c 'while :; do dd if=/proc/version of=/dev/null 2>/dev/null; done' &
+h1=$!
+fails=0
+for i in $(seq 1 20); do
+	echo "p:tmp$i vfs_write" >> $KE || fails=$((fails + 1))
+	echo 1 > $EV/tmp$i/enable || fails=$((fails + 1))
+	echo 0 > $EV/tmp$i/enable || fails=$((fails + 1))
+	echo "-:tmp$i" >> $KE || fails=$((fails + 1))
+done
+kill $h1; wait $h1 2>/dev/null
+expect_eq "concurrent: 20 events added, enabled and removed while busy fires" 0 "$fails"
+check "concurrent: disable" sh -c "echo 0 > $EV/busy/enable"
+check "concurrent: busy recorded" grep -q 'busy: (vfs_read+0x' $T/trace
+
+# A fuzz run: mutated commands, none may crash the kernel, and the event
+# list stays consistent with tracefs.
+seeds="p:f1 vfs_read a=%di:u32|r:f2 vfs_read \$retval|p:g/f3 do_sys_openat2 +0(%si):ustring|p:f4 vfs_read s=+8(+0(%di)):string[2]|-:f1|p vfs_read+4 %ax|p:f5 kernel_clone b=%di:b3@2/8"
+echo "$seeds" | awk -v seed=$$ 'BEGIN { srand(seed); chars = "pr:-/+%$()@=\\\"{}[]0123456789abcdefxyz_.,:; " }
+{
+	n = split($0, s, "|")
+	for (i = 0; i < 1500; i++) {
+		c = s[int(rand() * n) + 1]
+		m = int(rand() * 4)
+		for (k = 0; k < m; k++) {
+			pos = int(rand() * (length(c) + 1))
+			ch = substr(chars, int(rand() * length(chars)) + 1, 1)
+			if (rand() < 0.5) c = substr(c, 1, pos) ch substr(c, pos + 1)
+			else c = substr(c, 1, pos) substr(c, pos + 2)
+		}
+		print c
+	}
+}' > /tmp/fuzz.cmds
+n=0
+while IFS= read -r cmd; do
+	echo "$cmd" >> $KE 2>/dev/null
+	n=$((n + 1))
+done < /tmp/fuzz.cmds
+diag "fuzz: $n commands written, $(grep -c . $KE) probes left"
+check "fuzz: every listed event has its tracefs directory" sh -c '
+	sed -n "s/^[pr][0-9]*:\([^ ]*\) .*/\1/p" '$KE' | sort -u | while read -r ge; do
+		test -d '$T'/events/$ge || { echo "missing $ge"; exit 1; }
+	done'
+check "fuzz: clear" sh -c "echo > $KE"
+check "fuzz: empty" sh -c "[ -z \"\$(cat $KE)\" ]"
+check "rmmod rkprobes" rmmod rkprobes
