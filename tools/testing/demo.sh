@@ -40,6 +40,25 @@ check "rmmod kretprobe_example" rmmod kretprobe_example
 dmesg | grep -E 'kretprobe_example' | head -6 | sed 's/^/#   /'
 check "return handler fired" sh -c 'dmesg | grep -q "kernel_clone returned [1-9]"'
 
+diag ""
+diag "kprobe_events: a probe on do_sys_openat2 with the file name as a"
+diag "string, written as to the kernel's tracing/kprobe_events; a real trace"
+diag "event, enabled in tracefs; then a command runs and the trace shows it"
+KE=/sys/kernel/debug/rkprobes/kprobe_events
+T=/sys/kernel/tracing
+[ -e $T/trace ] || mount -t tracefs nodev $T
+echo > $T/trace
+check "add the event" sh -c "echo 'p:myopen do_sys_openat2 dfd=%di:s32 path=+0(%si):ustring' >> $KE"
+diag "cat kprobe_events:"
+sed 's/^/#   /' $KE
+check "enable it" sh -c "echo 1 > $T/events/rkprobes/myopen/enable"
+cat /etc/hostname /proc/version > /dev/null 2>&1
+check "disable it" sh -c "echo 0 > $T/events/rkprobes/myopen/enable"
+diag "the trace:"
+grep myopen $T/trace | head -6 | sed 's/^/#   /'
+check "the opens were traced" grep -q 'myopen: (do_sys_openat2.* path="/proc/version"' $T/trace
+check "remove the event" sh -c "echo '-:myopen' >> $KE"
+
 check "insmod rkp_sweep.ko symbol=vfs_read" insmod $MODDIR/rkp_sweep.ko symbol=vfs_read
 diag "rkprobes/list (first lines of $(wc -l < /sys/kernel/debug/rkprobes/list)):"
 head -6 /sys/kernel/debug/rkprobes/list | sed 's/^/#   /'
