@@ -756,17 +756,49 @@ impl Events {
         }
         let mut i = 0;
         while i < inner.events.len() {
-            if inner.events.get(i).is_some_and(matching) {
-                let Some(ev) = crate::vec::take(&mut inner.events, i) else {
-                    break;
-                };
-                if let Err((ev, e)) = self.destroy(ev) {
-                    // Back in the list (at its end); nothing else was lost.
-                    let _ = inner.events.push(ev, GFP_KERNEL);
-                    return Err(ParseError::silent(Errno(-e.to_errno())));
-                }
-            } else {
+            let Some(ev) = inner.events.get_mut(i) else {
+                break;
+            };
+            if !matching(ev) {
                 i += 1;
+                continue;
+            }
+            let all = ev
+                .probes
+                .iter()
+                .all(|p| p.def().is_some_and(|def| d.matches(&def, env)));
+            if !all {
+                // Some probes of a multiprobe event: those go, the event
+                // stays.
+                // SAFETY: `probes` is not structurally pinned.
+                let evm = unsafe { ev.as_mut().get_unchecked_mut() };
+                let mut j = 0;
+                while j < evm.probes.len() {
+                    let hit = evm
+                        .probes
+                        .get(j)
+                        .and_then(|p| p.def())
+                        .is_some_and(|def| d.matches(&def, env));
+                    if !hit {
+                        j += 1;
+                        continue;
+                    }
+                    if let Some(mut p) = crate::vec::take(&mut evm.probes, j) {
+                        let is_return = p.is_return;
+                        let kp = p.as_mut().raw_kp();
+                        self.unregister_raw(is_return, kp);
+                    }
+                }
+                i += 1;
+                continue;
+            }
+            let Some(ev) = crate::vec::take(&mut inner.events, i) else {
+                break;
+            };
+            if let Err((ev, e)) = self.destroy(ev) {
+                // Back in the list (at its end); nothing else was lost.
+                let _ = inner.events.push(ev, GFP_KERNEL);
+                return Err(ParseError::silent(Errno(-e.to_errno())));
             }
         }
         Ok(())

@@ -89,6 +89,9 @@ expect_eq "multiprobe: two probes listed" 2 "$(grep -c testevent $KE)"
 check "multiprobe: one event" test -d $EV/testevent
 expect_fail "multiprobe: a kretprobe cannot join it" sh -c "echo 'r:rkprobes/testevent do_sys_openat2' >> $KE"
 check "multiprobe: delete one probe" sh -c "echo '-:rkprobes/testevent do_exit' >> $KE"
+expect_eq "multiprobe: one probe left" 1 "$(grep -c testevent $KE)"
+check "multiprobe: the event stays" test -d $EV/testevent
+check "multiprobe: the one left is kernel_clone" grep -q "testevent $FORK" $KE
 
 # kprobe_syntax_errors.tc (a sample; the host tests have them all): the
 # error and the caret in error_log.
