@@ -292,9 +292,12 @@ impl<T: StoreLarge> ShowFops<T> {
         if count > <T as StoreLarge>::MAX_WRITE {
             return EINVAL.to_errno() as isize;
         }
-        let mut kbuf = KVec::new();
-        let reader = kernel::uaccess::UserSlice::new(buf as usize, count).reader();
-        if let Err(e) = reader.read_all(&mut kbuf, GFP_KERNEL) {
+        // Large writes need not be physically contiguous.
+        let Ok(mut kbuf) = KVVec::from_elem(0u8, count, GFP_KERNEL) else {
+            return ENOMEM.to_errno() as isize;
+        };
+        let mut reader = kernel::uaccess::UserSlice::new(buf as usize, count).reader();
+        if let Err(e) = reader.read_slice(&mut kbuf) {
             return e.to_errno() as isize;
         }
         // SAFETY: `single_open` made `private_data` the `seq_file`, whose

@@ -34,7 +34,9 @@ void rkp_event_fill(void *ctx, void *ent, unsigned int size);
 struct mutex;
 struct rkp_field;
 void rkp_tev_seq_write(void *seq, const char *buf, unsigned int len);
-void *rkp_tev_create(struct mutex *event_mutex, const char *group, const char *name,
+struct list_head;
+void *rkp_tev_create(struct mutex *event_mutex, struct list_head *ftrace_events,
+		     const char *group, const char *name,
 		     const char *print_fmt, int is_return, const struct rkp_field *fields,
 		     int nfields, void *owner);
 int rkp_tev_destroy(struct mutex *event_mutex, void *ev);

@@ -33,6 +33,13 @@ pub(crate) struct SymbolBuf {
 }
 
 impl SymbolBuf {
+    /// A buffer on the stack, for contexts that may not allocate.
+    pub(crate) const fn zeroed() -> Self {
+        Self {
+            buf: [0; SYMBOL_BUF_LEN],
+        }
+    }
+
     /// Allocates a buffer. May sleep.
     pub(crate) fn new() -> Result<KBox<Self>> {
         Ok(KBox::new(

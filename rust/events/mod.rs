@@ -71,6 +71,7 @@ struct Field {
 extern "C" {
     fn rkp_tev_create(
         event_mutex: *mut bindings::mutex,
+        ftrace_events: *mut bindings::list_head,
         group: *const c_char,
         name: *const c_char,
         print_fmt: *const c_char,
@@ -133,10 +134,42 @@ struct Event {
     is_return: bool,
     /// The C side: `struct rkp_tev`.
     tev: *mut c_void,
+    /// Changed with both `Events::inner` and the kernel's `event_mutex`
+    /// held, so that the tracing core's callbacks (which hold the latter)
+    /// see it stable.
     probes: KVec<Pin<KBox<Probe>>>,
+    /// The first probe's command and whether its location was a function
+    /// entry: the argument layout, which every probe of the event shares,
+    /// for trace output (which must not look at `probes`).
+    layout_cmd: KVec<u8>,
+    layout_on_entry: bool,
     /// Bytes of the fixed fields after the header.
     fixed_size: u32,
     enabled: AtomicBool,
+}
+
+/// The kernel's `event_mutex`, held.
+///
+/// # Invariants
+///
+/// The current task holds the mutex until the guard drops.
+struct EventMutex(*mut bindings::mutex);
+
+impl EventMutex {
+    fn lock(m: *mut bindings::mutex) -> Self {
+        // SAFETY: `m` is the kernel's `event_mutex` (found and confirmed at
+        // load); process context.
+        unsafe { bindings::mutex_lock(m) };
+        // INVARIANT: locked just above.
+        EventMutex(m)
+    }
+}
+
+impl Drop for EventMutex {
+    fn drop(&mut self) {
+        // SAFETY: held since `lock` (type invariant).
+        unsafe { bindings::mutex_unlock(self.0) };
+    }
 }
 
 // SAFETY: an event is shared between the control file's writers (under
@@ -164,6 +197,7 @@ pub(crate) struct Events {
     #[pin]
     inner: Mutex<Inner>,
     event_mutex: *mut bindings::mutex,
+    ftrace_events: *mut bindings::list_head,
     core: *const Core,
 }
 
@@ -299,10 +333,14 @@ impl Events {
         let event_mutex = ksyms
             .lookup(&mut buf, kernel::c_str!("event_mutex"))
             .ok_or(ENOENT)? as *mut bindings::mutex;
+        let ftrace_events = ksyms
+            .lookup(&mut buf, kernel::c_str!("ftrace_events"))
+            .ok_or(ENOENT)? as *mut bindings::list_head;
         let core_ptr: *const Core = core;
         Ok(pin_init!(Self {
             inner <- new_mutex!(Inner { events: KVec::new(), errors: KVec::new() }, "rkprobes_events"),
             event_mutex,
+            ftrace_events,
             core: core_ptr,
         }))
     }
@@ -363,7 +401,9 @@ impl Events {
     }
 
     /// Removes every event (a truncating open); `EBUSY`, and nothing
-    /// removed, when one is enabled.
+    /// removed, when one is enabled. An event whose tracefs file is open
+    /// also fails with `EBUSY`, after the events before it went (as with
+    /// the kernel's).
     pub(crate) fn clear(&self) -> Result {
         let mut inner = self.inner.lock();
         if inner.events.iter().any(|e| e.is_enabled()) {
@@ -418,6 +458,8 @@ impl Events {
         inner.events.reserve(1, GFP_KERNEL).map_err(|_| nomem)?;
         if let Some(i) = existing {
             let ev = inner.events.get_mut(i).ok_or(nomem)?;
+            // The tracing core reads `probes` under `event_mutex`.
+            let _em = EventMutex::lock(self.event_mutex);
             // SAFETY: `probes` is not structurally pinned.
             unsafe { ev.as_mut().get_unchecked_mut() }
                 .probes
@@ -432,7 +474,7 @@ impl Events {
                 (core::ptr::from_ref::<Event>(ev), None)
             }
             None => {
-                let ev = self.new_event(def)?;
+                let ev = self.new_event(def, line, on_entry)?;
                 (core::ptr::from_ref::<Event>(&ev), Some(ev))
             }
         };
@@ -451,13 +493,9 @@ impl Events {
         if let Err(e) = reg {
             return Err(ParseError::registration(Errno(-e.to_errno())));
         }
-        // Enabled event: the new probe goes live with it.
-        // SAFETY: the event is live (listed, or just made).
-        if unsafe { &*ev_ptr }.is_enabled() {
-            let _ = self.core().set_enabled(kp, true);
-        }
         match new_event {
             Some(mut ev) => {
+                // Not yet known to the tracing core: nothing else reads it.
                 // SAFETY: `probes` is not structurally pinned.
                 let evm = unsafe { ev.as_mut().get_unchecked_mut() };
                 // Cannot fail: `new_event` made room.
@@ -472,6 +510,12 @@ impl Events {
             None => {
                 let i = existing.ok_or(nomem)?;
                 let ev = inner.events.get_mut(i).ok_or(nomem)?;
+                // Joining and the enabled state are decided together, under
+                // the mutex the tracing core enables and disables under.
+                let _em = EventMutex::lock(self.event_mutex);
+                if ev.is_enabled() {
+                    let _ = self.core().set_enabled(kp, true);
+                }
                 // SAFETY: `probes` is not structurally pinned.
                 let evm = unsafe { ev.as_mut().get_unchecked_mut() };
                 // Cannot fail: reserved above.
@@ -586,8 +630,17 @@ impl Events {
     }
 
     /// A new, unregistered event for `def`.
-    fn new_event(&self, def: &ProbeDef<'_>) -> core::result::Result<Pin<KBox<Event>>, ParseError> {
+    fn new_event(
+        &self,
+        def: &ProbeDef<'_>,
+        line: &[u8],
+        on_entry: bool,
+    ) -> core::result::Result<Pin<KBox<Event>>, ParseError> {
         let nomem = ParseError::silent(Errno::ENOMEM);
+        let mut layout_cmd = KVec::new();
+        layout_cmd
+            .extend_from_slice(line, GFP_KERNEL)
+            .map_err(|_| nomem)?;
         let group = CString::try_from_fmt(fmt!("{}", BStr(def.group))).map_err(|_| nomem)?;
         let name =
             CString::try_from_fmt(fmt!("{}", BStr(def.event.as_bytes()))).map_err(|_| nomem)?;
@@ -599,6 +652,8 @@ impl Events {
                 tev: core::ptr::null_mut(),
                 // Room for the first probe, taken before it is registered.
                 probes: KVec::with_capacity(1, GFP_KERNEL).map_err(|_| nomem)?,
+                layout_cmd,
+                layout_on_entry: on_entry,
                 fixed_size: def.size,
                 enabled: AtomicBool::new(false),
             },
@@ -611,8 +666,7 @@ impl Events {
     /// registered).
     fn register_event(&self, ev: &mut Pin<KBox<Event>>) -> core::result::Result<(), ParseError> {
         let nomem = ParseError::silent(Errno::ENOMEM);
-        let first = ev.probes.first().ok_or(nomem)?;
-        let def = first.def().ok_or(nomem)?;
+        let def = ev.layout().ok_or(nomem)?;
         let hdr = if def.is_return {
             KRETPROBE_HEADER
         } else {
@@ -662,6 +716,7 @@ impl Events {
         let tev = unsafe {
             rkp_tev_create(
                 self.event_mutex,
+                self.ftrace_events,
                 ev.group.as_char_ptr(),
                 ev.name.as_char_ptr(),
                 print_fmt.as_ptr().cast(),
@@ -783,7 +838,12 @@ impl Events {
                         j += 1;
                         continue;
                     }
-                    if let Some(mut p) = crate::vec::take(&mut evm.probes, j) {
+                    let taken = {
+                        // The tracing core reads `probes` under this mutex.
+                        let _em = EventMutex::lock(self.event_mutex);
+                        crate::vec::take(&mut evm.probes, j)
+                    };
+                    if let Some(mut p) = taken {
                         let is_return = p.is_return;
                         let kp = p.as_mut().raw_kp();
                         self.unregister_raw(is_return, kp);
@@ -806,6 +866,19 @@ impl Events {
 }
 
 impl Event {
+    /// The argument layout's definition, for trace output.
+    fn layout(&self) -> Option<ProbeDef<'_>> {
+        match parse_command(
+            &self.layout_cmd,
+            &Replay {
+                on_entry: self.layout_on_entry,
+            },
+        ) {
+            Ok(Command::Probe(d)) => Some(d),
+            _ => None,
+        }
+    }
+
     fn is_enabled(&self) -> bool {
         // SAFETY: a registered trace event, or none.
         !self.tev.is_null() && unsafe { rkp_tev_enabled(self.tev) } != 0
@@ -1179,6 +1252,11 @@ pub(crate) unsafe extern "C" fn rkp_event_set_enabled(owner: *mut c_void, on: c_
         } else {
             core::ptr::addr_of!(p.kp).cast_mut()
         };
+        // A probe of unloaded code stays as it is, as the kernel's do.
+        // SAFETY: a registered probe.
+        if unsafe { RkpKprobe::flags(kp) } & crate::abi::flags::GONE != 0 {
+            continue;
+        }
         let r = core.set_enabled(kp, on);
         if r.is_err() && on {
             ret = r;
@@ -1217,7 +1295,7 @@ impl ByteWrite for SeqWriter {
 }
 
 /// `%pS` through `sprint_symbol()`.
-struct KernelSymbols(core::cell::UnsafeCell<KBox<SymbolBuf>>);
+struct KernelSymbols(core::cell::UnsafeCell<SymbolBuf>);
 
 impl SymbolResolver for KernelSymbols {
     fn lookup(&self, addr: u64) -> Option<crate::pure::ksym::SymbolAddr<'_>> {
@@ -1243,9 +1321,8 @@ pub(crate) unsafe extern "C" fn rkp_event_print_args(
 ) {
     // SAFETY: the caller's contract.
     let ev = unsafe { &*owner.cast::<Event>() };
-    // SAFETY: as above.
-    let rec = unsafe { core::slice::from_raw_parts(ent.cast::<u8>(), size.max(0) as usize) };
-    let Some(def) = ev.probes.first().and_then(|p| p.def()) else {
+    let _ = size;
+    let Some(def) = ev.layout() else {
         return;
     };
     let hdr = if ev.is_return {
@@ -1253,10 +1330,34 @@ pub(crate) unsafe extern "C" fn rkp_event_print_args(
     } else {
         KPROBE_HEADER
     };
-    let Ok(buf) = SymbolBuf::new() else {
-        return;
-    };
-    let syms = KernelSymbols(core::cell::UnsafeCell::new(buf));
+    // The record's extent, from its own layout: `ent_size` is not set when
+    // the tracing core prints a record as it commits it (`tp_printk`). The
+    // fixed part is always there; strings end where their `__data_loc`
+    // says, which rkprobes wrote within the record.
+    let fixed_end = hdr + ev.fixed_size as usize;
+    let mut extent = fixed_end;
+    {
+        // SAFETY: a record has its header and fixed fields.
+        let fixed = unsafe { core::slice::from_raw_parts(ent.cast::<u8>(), fixed_end) };
+        for a in def.args().flatten() {
+            if !a.ty.base.is_string() {
+                continue;
+            }
+            for j in 0..a.ty.count.max(1) as usize {
+                let at = hdr + a.offset as usize + j * 4;
+                if let Some(b) = fixed.get(at..at + 4) {
+                    let loc = u32::from_ne_bytes([b[0], b[1], b[2], b[3]]);
+                    let end = data_loc_offset(loc) as usize + data_loc_len(loc) as usize;
+                    extent = extent.max(end.min(MAX_RECORD));
+                }
+            }
+        }
+    }
+    // SAFETY: as computed above, within the record rkprobes wrote.
+    let rec = unsafe { core::slice::from_raw_parts(ent.cast::<u8>(), extent) };
+    // On the stack: trace output may run where nothing may be allocated
+    // (`tp_printk`, `ftrace_dump()`).
+    let syms = KernelSymbols(core::cell::UnsafeCell::new(SymbolBuf::zeroed()));
     let mut w = SeqWriter(seq);
     for a in def.args().flatten() {
         let base = hdr + a.offset as usize;
@@ -1342,30 +1443,23 @@ impl Show for ProfileFile {
 
     fn show(events: &Events, out: &mut SeqFile) -> Result {
         let inner = events.inner.lock();
+        // One line per probe, as the kernel's (probes of one event share
+        // its name).
         for ev in inner.events.iter() {
-            let hits: u64 = ev
-                .probes
-                .iter()
-                .map(|p| p.nhit.load(Ordering::Relaxed))
-                .sum();
-            let missed: u64 = ev
-                .probes
-                .iter()
-                .map(|p| {
-                    if p.is_return {
-                        p.rp.nmissed as u64 + p.rp.kp.nmissed as u64
-                    } else {
-                        p.kp.nmissed as u64
-                    }
-                })
-                .sum();
-            let _ = writeln!(
-                out,
-                "  {:<44} {:>15} {:>15}",
-                ev.name.to_str().unwrap_or("?"),
-                hits,
-                missed
-            );
+            for p in ev.probes.iter() {
+                let missed = if p.is_return {
+                    p.rp.nmissed as u64 + p.rp.kp.nmissed as u64
+                } else {
+                    p.kp.nmissed as u64
+                };
+                let _ = writeln!(
+                    out,
+                    "  {:<44} {:>15} {:>15}",
+                    ev.name.to_str().unwrap_or("?"),
+                    p.nhit.load(Ordering::Relaxed),
+                    missed
+                );
+            }
         }
         Ok(())
     }

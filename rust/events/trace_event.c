@@ -157,7 +157,23 @@ static int rkp_tev_reg(struct trace_event_call *call, enum trace_reg type, void 
  * (not exported; rkprobes finds it at run time). Returns the event or an
  * ERR_PTR. Process context.
  */
-void *rkp_tev_create(struct mutex *event_mutex, const char *group, const char *name,
+/* find_trace_event_call(), which is static: the caller holds event_mutex. */
+static bool rkp_tev_name_taken(struct list_head *ftrace_events, const char *group,
+			       const char *name)
+{
+	struct trace_event_call *call;
+
+	list_for_each_entry(call, ftrace_events, list) {
+		if (call->class && call->class->system &&
+		    !strcmp(call->class->system, group) &&
+		    !strcmp(trace_event_name(call), name))
+			return true;
+	}
+	return false;
+}
+
+void *rkp_tev_create(struct mutex *event_mutex, struct list_head *ftrace_events,
+		     const char *group, const char *name,
 		     const char *print_fmt, int is_return, const struct rkp_field *fields,
 		     int nfields, void *owner)
 {
@@ -188,11 +204,17 @@ void *rkp_tev_create(struct mutex *event_mutex, const char *group, const char *n
 	tev->class.reg = rkp_tev_reg;
 	tev->call.class = &tev->class;
 	tev->call.event.funcs = &rkp_tev_funcs;
-	tev->call.flags = TRACE_EVENT_FL_KPROBE | TRACE_EVENT_FL_DYNAMIC;
+	/* Not TRACE_EVENT_FL_KPROBE: that tells perf and BPF the call is a
+	 * struct trace_kprobe's, which it is not. */
+	tev->call.flags = TRACE_EVENT_FL_DYNAMIC;
 	tev->owner = owner;
 	tev->is_return = is_return;
 
 	mutex_lock(event_mutex);
+	/* As trace_probe_register_event_call(): a name any event has is taken. */
+	ret = -EEXIST;
+	if (rkp_tev_name_taken(ftrace_events, group, name))
+		goto unlock;
 	ret = -ENODEV;
 	if (!register_trace_event(&tev->call.event))
 		goto unlock;
@@ -228,10 +250,14 @@ int rkp_tev_destroy(struct mutex *event_mutex, void *ev)
 
 	mutex_lock(event_mutex);
 	/* trace_event_dyn_busy(), which is not exported. */
-	if (atomic_read(&tev->call.refcnt))
+	if (atomic_read(&tev->call.refcnt) || !list_empty(&tev->links)) {
 		ret = -EBUSY;
-	else
+	} else {
+		/* A hit that saw the last instance's link may still be
+		 * committing into it: wait before its file goes. */
+		synchronize_rcu();
 		ret = trace_remove_event_call(&tev->call);
+	}
 	mutex_unlock(event_mutex);
 	if (ret)
 		return ret;

@@ -104,6 +104,13 @@ check "errors: logged" grep -q 'trace_kprobe: error: Invalid probed address or s
 expect_fail "errors: bad maxactive" sh -c "echo 'r5000 $FORK' >> $KE"
 check "errors: nothing was created" sh -c "[ -z \"\$(cat $KE)\" ]"
 
+# A name another event has is taken, as in the kernel.
+if [ -d $T/events/sched/sched_switch ]; then
+	expect_fail "names: sched/sched_switch is taken" sh -c "echo 'p:sched/sched_switch $FORK' >> $KE"
+	check "names: the kernel's event is untouched" grep -q '^name: sched_switch' $T/events/sched/sched_switch/format
+fi
+check "names: no event left behind" sh -c "[ -z \"\$(cat $KE)\" ]"
+
 # profile.tc
 check "profile: add" sh -c "echo 'p:myevent $FORK' > $KE"
 check "profile: enable" sh -c "echo 1 > $EV/myevent/enable"
