@@ -74,6 +74,27 @@ pub(crate) struct Runtime {
     /// `struct kprobe *get_kprobe(void *addr)`, when the kernel has kprobes:
     /// the kernel's own probe at `addr`; caller in an RCU read-side section.
     pub(crate) get_kprobe: Option<unsafe extern "C" fn(*mut c_void) -> *mut c_void>,
+    /// `int kallsyms_on_each_match_symbol(int (*fn)(void *, unsigned long),
+    /// const char *name, void *data)`: calls `fn` for each vmlinux symbol
+    /// named `name`.
+    pub(crate) kallsyms_on_each_match_symbol: Option<
+        unsafe extern "C" fn(
+            Option<unsafe extern "C" fn(*mut c_void, c_ulong) -> c_int>,
+            *const kernel::ffi::c_char,
+            *mut c_void,
+        ) -> c_int,
+    >,
+    /// `int module_kallsyms_on_each_symbol(const char *modname,
+    /// int (*fn)(void *, const char *, unsigned long), void *data)`: calls
+    /// `fn` for each symbol of `modname`'s module, or of every module when
+    /// NULL. Takes `module_mutex`.
+    pub(crate) module_kallsyms_on_each_symbol: Option<
+        unsafe extern "C" fn(
+            *const kernel::ffi::c_char,
+            Option<unsafe extern "C" fn(*mut c_void, *const kernel::ffi::c_char, c_ulong) -> c_int>,
+            *mut c_void,
+        ) -> c_int,
+    >,
     /// `unsigned int stack_trace_save_regs(struct pt_regs *regs,
     /// unsigned long *store, unsigned int size, unsigned int skipnr)`, when
     /// the kernel has `CONFIG_STACKTRACE`.
@@ -130,6 +151,8 @@ impl Runtime {
         let stack_trace_save_regs = ksyms.lookup(b, c_str!("stack_trace_save_regs"));
         let wait_for_kprobe_optimizer = ksyms.lookup(b, c_str!("wait_for_kprobe_optimizer"));
         let get_kprobe = ksyms.lookup(b, c_str!("get_kprobe"));
+        let each_match = ksyms.lookup(b, c_str!("kallsyms_on_each_match_symbol"));
+        let mod_each = ksyms.lookup(b, c_str!("module_kallsyms_on_each_symbol"));
         // INVARIANT: every address was confirmed to start the symbol of the
         // same name; the types are the 6.12 declarations.
         Ok(Self {
@@ -167,6 +190,10 @@ impl Runtime {
             wait_for_kprobe_optimizer: wait_for_kprobe_optimizer.map(|a| unsafe { as_fn(a) }),
             // SAFETY: as above.
             get_kprobe: get_kprobe.map(|a| unsafe { as_fn(a) }),
+            // SAFETY: as above.
+            kallsyms_on_each_match_symbol: each_match.map(|a| unsafe { as_fn(a) }),
+            // SAFETY: as above.
+            module_kallsyms_on_each_symbol: mod_each.map(|a| unsafe { as_fn(a) }),
         })
     }
 }

@@ -236,17 +236,55 @@ impl core::fmt::Display for BStr<'_> {
 
 impl ProbeEnv for KernelEnv<'_> {
     fn check_symbol(&self, module: Option<&[u8]>, symbol: &[u8]) -> SymbolCheck {
-        let mut name = [0u8; 192];
-        let mut w = SliceWriter::new(&mut name[..]);
-        if let Some(m) = module {
-            let _ = w.write_bytes(m);
-            let _ = w.write_bytes(b":");
+        // The kernel's `number_of_same_symbols()`: vmlinux (without `MOD:`)
+        // and the modules' symbols of that name.
+        let rt = self.core.runtime();
+        let (Some(each_match), Some(mod_each)) = (
+            rt.kallsyms_on_each_match_symbol,
+            rt.module_kallsyms_on_each_symbol,
+        ) else {
+            // Without the iterators, a symbol found is taken as unique.
+            let mut name = [0u8; 192];
+            let mut w = SliceWriter::new(&mut name[..]);
+            if let Some(m) = module {
+                let _ = w.write_bytes(m);
+                let _ = w.write_bytes(b":");
+            }
+            let _ = w.write_bytes(symbol);
+            return if self.lookup(w.as_bytes()).is_some() {
+                SymbolCheck::Unique
+            } else {
+                SymbolCheck::NotFound
+            };
+        };
+        let (Ok(sym), Ok(modname)) = (
+            CString::try_from_fmt(fmt!("{}", BStr(symbol))),
+            CString::try_from_fmt(fmt!("{}", BStr(module.unwrap_or(b"")))),
+        ) else {
+            return SymbolCheck::NotFound;
+        };
+        let mut ctx = CountCtx {
+            count: 0,
+            name: sym.as_bytes(),
+        };
+        let data = core::ptr::from_mut(&mut ctx).cast::<c_void>();
+        // SAFETY: the iterators call the callbacks with `data` during the
+        // call only; `sym`, `modname` and `ctx` outlive it. Process context.
+        unsafe {
+            if module.is_none() {
+                each_match(Some(count_symbols), sym.as_char_ptr(), data);
+            }
+            let m = if module.is_some() {
+                modname.as_char_ptr()
+            } else {
+                core::ptr::null()
+            };
+            mod_each(m, Some(count_mod_symbols), data);
         }
-        let _ = w.write_bytes(symbol);
-        if self.lookup(w.as_bytes()).is_some() {
-            SymbolCheck::Unique
-        } else {
-            SymbolCheck::NotFound
+        match ctx.count {
+            0 => SymbolCheck::NotFound,
+            1 => SymbolCheck::Unique,
+            _ => SymbolCheck::NotUnique,
         }
     }
 
@@ -264,6 +302,42 @@ impl ProbeEnv for KernelEnv<'_> {
             Err(_) => FuncEntry::Unknown,
         }
     }
+}
+
+/// The count of `number_of_same_symbols()`.
+struct CountCtx<'a> {
+    count: u32,
+    name: &'a [u8],
+}
+
+/// Counts a vmlinux symbol of the name. Process context.
+///
+/// # Safety
+///
+/// `data` is a `CountCtx`.
+unsafe extern "C" fn count_symbols(data: *mut c_void, _addr: c_ulong) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe { (*data.cast::<CountCtx<'_>>()).count += 1 };
+    0
+}
+
+/// Counts a module symbol if it has the name. Process context.
+///
+/// # Safety
+///
+/// `data` is a `CountCtx`; `name` a NUL-terminated string.
+unsafe extern "C" fn count_mod_symbols(
+    data: *mut c_void,
+    name: *const c_char,
+    _addr: c_ulong,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    let ctx = unsafe { &mut *data.cast::<CountCtx<'_>>() };
+    // SAFETY: as above.
+    if unsafe { kernel::str::CStr::from_char_ptr(name) }.as_bytes() == ctx.name {
+        ctx.count += 1;
+    }
+    0
 }
 
 /// A parser environment that repeats the answers given when the command

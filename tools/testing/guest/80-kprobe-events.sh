@@ -104,6 +104,15 @@ check "errors: logged" grep -q 'trace_kprobe: error: Invalid probed address or s
 expect_fail "errors: bad maxactive" sh -c "echo 'r5000 $FORK' >> $KE"
 check "errors: nothing was created" sh -c "[ -z \"\$(cat $KE)\" ]"
 
+# kprobe_non_uniq_symbol.tc: a symbol several functions have is refused.
+dup=$(awk '$2 ~ /^[tT]$/ && $4 == "" { print $3 }' /proc/kallsyms | sort | uniq -d | grep -v '\.' | head -n1)
+if [ -n "$dup" ]; then
+	expect_fail "non-unique: $dup refused" sh -c "echo 'p:test $dup' >> $KE"
+	check "non-unique: logged" grep -q 'trace_kprobe: error: The symbol is not unique' $EL
+else
+	skip "non-unique symbol" "no duplicate text symbol in this kernel"
+fi
+
 # A name another event has is taken, as in the kernel.
 if [ -d $T/events/sched/sched_switch ]; then
 	expect_fail "names: sched/sched_switch is taken" sh -c "echo 'p:sched/sched_switch $FORK' >> $KE"
