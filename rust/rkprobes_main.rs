@@ -56,6 +56,7 @@ impl kernel::Module for RkProbes {
         let blacklist = blacklist::Blacklist::new(&ksyms)?;
         let core = kprobe::Core::new(ksyms, rt, blacklist)?;
         let events = KBox::pin_init(events::Events::new(&core, core.ksyms())?, GFP_KERNEL)?;
+        events.start()?;
         let dir = debugfs::Dir::create_root(c_str!("rkprobes"))?;
         // SAFETY: the core is pinned in a box and dropped after `dir` (field
         // order of `RkProbes`), so it outlives the files.

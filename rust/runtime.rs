@@ -95,6 +95,10 @@ pub(crate) struct Runtime {
             *mut c_void,
         ) -> c_int,
     >,
+    /// `struct module *find_module(const char *name)`; caller with
+    /// preemption disabled or `module_mutex` held.
+    pub(crate) find_module:
+        Option<unsafe extern "C" fn(*const kernel::ffi::c_char) -> *mut bindings::module>,
     /// `unsigned int stack_trace_save_regs(struct pt_regs *regs,
     /// unsigned long *store, unsigned int size, unsigned int skipnr)`, when
     /// the kernel has `CONFIG_STACKTRACE`.
@@ -153,6 +157,7 @@ impl Runtime {
         let get_kprobe = ksyms.lookup(b, c_str!("get_kprobe"));
         let each_match = ksyms.lookup(b, c_str!("kallsyms_on_each_match_symbol"));
         let mod_each = ksyms.lookup(b, c_str!("module_kallsyms_on_each_symbol"));
+        let find_module = ksyms.lookup(b, c_str!("find_module"));
         // INVARIANT: every address was confirmed to start the symbol of the
         // same name; the types are the 6.12 declarations.
         Ok(Self {
@@ -194,6 +199,8 @@ impl Runtime {
             kallsyms_on_each_match_symbol: each_match.map(|a| unsafe { as_fn(a) }),
             // SAFETY: as above.
             module_kallsyms_on_each_symbol: mod_each.map(|a| unsafe { as_fn(a) }),
+            // SAFETY: as above.
+            find_module: find_module.map(|a| unsafe { as_fn(a) }),
         })
     }
 }

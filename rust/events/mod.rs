@@ -121,6 +121,9 @@ struct Probe {
     on_entry: bool,
     /// NUL-terminated symbol name of the location, if any.
     symbol: Option<CString>,
+    /// The module of a `MOD:SYM` location: a probe on a module not loaded
+    /// yet is registered when the module comes.
+    module: Option<KVec<u8>>,
     args: KVec<Arg>,
     data: KVec<KVec<u8>>,
     event: *const Event,
@@ -196,6 +199,10 @@ struct Inner {
 pub(crate) struct Events {
     #[pin]
     inner: Mutex<Inner>,
+    /// The module notifier that registers probes on coming modules.
+    #[pin]
+    module_nb: kernel::types::Opaque<bindings::notifier_block>,
+    nb_registered: AtomicBool,
     event_mutex: *mut bindings::mutex,
     ftrace_events: *mut bindings::list_head,
     core: *const Core,
@@ -214,6 +221,24 @@ struct KernelEnv<'a> {
 }
 
 impl KernelEnv<'_> {
+    /// Whether the module `name` is loaded.
+    fn module_loaded(&self, name: &[u8]) -> bool {
+        let Some(find) = self.core.runtime().find_module else {
+            return true;
+        };
+        let Ok(cname) = CString::try_from_fmt(fmt!("{}", BStr(name))) else {
+            return false;
+        };
+        // SAFETY: `find_module` with preemption disabled; the result is
+        // only compared with null.
+        unsafe {
+            crate::ffi::rkp_preempt_disable();
+            let m = find(cname.as_char_ptr());
+            crate::ffi::rkp_preempt_enable();
+            !m.is_null()
+        }
+    }
+
     /// Looks `name` (`SYM` or `MOD:SYM`) up.
     fn lookup(&self, name: &[u8]) -> Option<usize> {
         let cname = CString::try_from_fmt(fmt!("{}", BStr(name))).ok()?;
@@ -236,6 +261,10 @@ impl core::fmt::Display for BStr<'_> {
 
 impl ProbeEnv for KernelEnv<'_> {
     fn check_symbol(&self, module: Option<&[u8]>, symbol: &[u8]) -> SymbolCheck {
+        if module.is_some_and(|m| !self.module_loaded(m)) {
+            // Accepted; registered when the module comes.
+            return SymbolCheck::ModuleNotLoaded;
+        }
         // The kernel's `number_of_same_symbols()`: vmlinux (without `MOD:`)
         // and the modules' symbols of that name.
         let rt = self.core.runtime();
@@ -388,6 +417,17 @@ impl Probe {
         }
     }
 
+    /// Whether the probe is registered with the probe core (a probe on a
+    /// module that is not loaded waits). Writer (`Events::inner`), or the
+    /// tracing core's callbacks under `event_mutex`.
+    fn registered(&self) -> bool {
+        if self.is_return {
+            !self.rp.rkp_private.is_null()
+        } else {
+            !self.kp.rkp_private.is_null()
+        }
+    }
+
     /// The probe core's structure of this probe.
     fn raw_kp(self: Pin<&mut Self>) -> *mut RkpKprobe {
         // SAFETY: only the address of a field is taken; nothing moves.
@@ -413,10 +453,33 @@ impl Events {
         let core_ptr: *const Core = core;
         Ok(pin_init!(Self {
             inner <- new_mutex!(Inner { events: KVec::new(), errors: KVec::new() }, "rkprobes_events"),
+            module_nb <- kernel::types::Opaque::ffi_init(|nb: *mut bindings::notifier_block| {
+                // SAFETY: `nb` is valid for writes during initialisation.
+                unsafe {
+                    nb.write(bindings::notifier_block {
+                        notifier_call: Some(events_module_notify),
+                        next: core::ptr::null_mut(),
+                        priority: 0,
+                    })
+                };
+            }),
+            nb_registered: AtomicBool::new(false),
             event_mutex,
             ftrace_events,
             core: core_ptr,
         }))
+    }
+
+    /// Hooks the module notifier, once the interface is at its final
+    /// address. Process context.
+    pub(crate) fn start(&self) -> Result {
+        // SAFETY: `module_nb` is pinned in `self`, which unregisters it
+        // before it is freed.
+        kernel::error::to_result(unsafe {
+            bindings::register_module_notifier(self.module_nb.get())
+        })?;
+        self.nb_registered.store(true, Ordering::Release);
+        Ok(())
     }
 
     fn core(&self) -> &Core {
@@ -445,6 +508,66 @@ impl Events {
         // SAFETY: no preconditions.
         let ts_ns = unsafe { bindings::ktime_get() } as u64;
         let _ = inner.errors.push(LoggedError { ts_ns, text }, GFP_KERNEL);
+    }
+
+    /// A module comes: registers the probes waiting for it, and registers
+    /// again those of its earlier load ([GONE]), as the kernel's
+    /// `trace_kprobe_module_callback()`. Process context, may sleep.
+    pub(crate) fn module_coming(&self, name: &[u8]) {
+        let mut inner = self.inner.lock();
+        for ev in inner.events.iter_mut() {
+            let enabled = {
+                let _em = EventMutex::lock(self.event_mutex);
+                ev.is_enabled()
+            };
+            let ev_name = ev.name.as_char_ptr();
+            // SAFETY: `probes` is not structurally pinned; the list itself
+            // does not change here.
+            let evm = unsafe { ev.as_mut().get_unchecked_mut() };
+            for p in evm.probes.iter_mut() {
+                if p.module.as_deref() != Some(name) {
+                    continue;
+                }
+                let is_return = p.is_return;
+                let kp = p.as_mut().raw_kp();
+                if p.registered() {
+                    // SAFETY: a registered probe.
+                    if unsafe { RkpKprobe::flags(kp) } & crate::abi::flags::GONE == 0 {
+                        continue;
+                    }
+                    self.unregister_raw(is_return, kp);
+                }
+                // SAFETY: the probe's own structure: its address in the
+                // module's old text is forgotten, and it is registered
+                // disabled, as at creation.
+                unsafe {
+                    (*kp).addr = core::ptr::null_mut();
+                    (*kp).flags = crate::abi::flags::DISABLED;
+                }
+                let r = if is_return {
+                    self.core()
+                        .kretprobes()
+                        .register(self.core(), &[kp.cast::<RkpKretprobe>()])
+                } else {
+                    self.core().register_many(&[kp])
+                };
+                match r {
+                    Ok(()) if enabled => {
+                        let _em = EventMutex::lock(self.event_mutex);
+                        let _ = self.core().set_enabled(kp, true);
+                    }
+                    Ok(()) => {}
+                    Err(e) => pr_warn!(
+                        "probe of {} not registered on module load: {}\n",
+                        // SAFETY: the event's name, which lives as long as it.
+                        unsafe { kernel::str::CStr::from_char_ptr(ev_name) }
+                            .to_str()
+                            .unwrap_or("?"),
+                        e.to_errno()
+                    ),
+                }
+            }
+        }
     }
 
     /// Runs the commands of one write. Process context, may sleep.
@@ -556,7 +679,11 @@ impl Events {
         unsafe { probe.as_mut().get_unchecked_mut() }.event = ev_ptr;
         // Registered disabled; enabling the event arms it.
         let kp = probe.as_mut().raw_kp();
-        let reg = if def.is_return {
+        let waiting = def.location.module().is_some_and(|m| !env.module_loaded(m));
+        let reg = if waiting {
+            // Registered when the module comes (`module_coming`).
+            Ok(())
+        } else if def.is_return {
             // `kp` is the first field of the probe's kretprobe.
             self.core()
                 .kretprobes()
@@ -587,7 +714,7 @@ impl Events {
                 // Joining and the enabled state are decided together, under
                 // the mutex the tracing core enables and disables under.
                 let _em = EventMutex::lock(self.event_mutex);
-                if ev.is_enabled() {
+                if ev.is_enabled() && !waiting {
                     let _ = self.core().set_enabled(kp, true);
                 }
                 // SAFETY: `probes` is not structurally pinned.
@@ -685,6 +812,14 @@ impl Events {
         } else {
             kp.pre_handler = Some(kprobe_handler);
         }
+        let module = match def.location.module() {
+            Some(m) => {
+                let mut v = KVec::new();
+                v.extend_from_slice(m, GFP_KERNEL).map_err(|_| nomem)?;
+                Some(v)
+            }
+            None => None,
+        };
         KBox::pin(
             Probe {
                 kp,
@@ -693,6 +828,7 @@ impl Events {
                 cmd,
                 on_entry,
                 symbol,
+                module,
                 args,
                 data,
                 event: core::ptr::null(),
@@ -959,9 +1095,46 @@ impl Event {
     }
 }
 
+/// The module notifier of the kprobe_events interface. Process context.
+///
+/// # Safety
+///
+/// Called by the module notifier chain with the `module_nb` of a live
+/// `Events` and the `struct module` concerned.
+unsafe extern "C" fn events_module_notify(
+    nb: *mut bindings::notifier_block,
+    val: c_ulong,
+    data: *mut c_void,
+) -> c_int {
+    if val != bindings::module_state_MODULE_STATE_COMING as c_ulong || data.is_null() {
+        return 0;
+    }
+    // SAFETY: `nb` is the `module_nb` of a live `Events` (unregistered
+    // before it is freed); `Opaque` has the layout of its content.
+    let events = unsafe {
+        &*kernel::container_of!(
+            nb.cast::<kernel::types::Opaque<bindings::notifier_block>>(),
+            Events,
+            module_nb
+        )
+    };
+    // SAFETY: the coming module, live during the notification.
+    let name = unsafe { &(*data.cast::<bindings::module>()).name };
+    // SAFETY: `c_char` and `u8` have the same layout.
+    let bytes = unsafe { core::slice::from_raw_parts(name.as_ptr().cast::<u8>(), name.len()) };
+    let len = bytes.iter().position(|&c| c == 0).unwrap_or(bytes.len());
+    events.module_coming(bytes.get(..len).unwrap_or(&[]));
+    0
+}
+
 #[pinned_drop]
 impl PinnedDrop for Events {
     fn drop(self: Pin<&mut Self>) {
+        if self.nb_registered.swap(false, Ordering::AcqRel) {
+            // SAFETY: registered by `start`; returns when no notification
+            // runs.
+            unsafe { bindings::unregister_module_notifier(self.module_nb.get()) };
+        }
         let mut inner = self.inner.lock();
         while let Some(ev) = crate::vec::pop(&mut inner.events) {
             if self.destroy(ev).is_err() {
@@ -1326,9 +1499,10 @@ pub(crate) unsafe extern "C" fn rkp_event_set_enabled(owner: *mut c_void, on: c_
         } else {
             core::ptr::addr_of!(p.kp).cast_mut()
         };
-        // A probe of unloaded code stays as it is, as the kernel's do.
-        // SAFETY: a registered probe.
-        if unsafe { RkpKprobe::flags(kp) } & crate::abi::flags::GONE != 0 {
+        // A probe waiting for its module, or of unloaded code, stays as it
+        // is, as the kernel's do.
+        // SAFETY: the probe's own structure.
+        if !p.registered() || unsafe { RkpKprobe::flags(kp) } & crate::abi::flags::GONE != 0 {
             continue;
         }
         let r = core.set_enabled(kp, on);

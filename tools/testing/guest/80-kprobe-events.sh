@@ -70,6 +70,30 @@ check "filter: the matching open was traced" grep -q 'path="/proc/version"' $T/t
 check "filter: the other was not" sh -c "! grep -q 'path=\"/proc/cmdline\"' $T/trace"
 check "filter: reset" sh -c "echo 0 > $EV/myopen/filter"
 
+# Triggers work on the event: traceoff, and a histogram keyed on a field.
+check "triggers: add" sh -c "echo 'p:myopen do_sys_openat2 dfd=%di:s32 path=+0(%si):ustring' > $KE"
+check "traceoff: set" sh -c "echo traceoff > $EV/myopen/trigger"
+echo 1 > $T/tracing_on
+check "traceoff: enable" sh -c "echo 1 > $EV/myopen/enable"
+cat /proc/version > /dev/null
+check "traceoff: disable" sh -c "echo 0 > $EV/myopen/enable"
+expect_eq "traceoff: the event turned tracing off" 0 "$(cat $T/tracing_on)"
+check "traceoff: clear" sh -c "echo '!traceoff' > $EV/myopen/trigger"
+echo 1 > $T/tracing_on
+if [ -e $EV/myopen/hist ]; then
+	check "hist: set" sh -c "echo 'hist:keys=dfd:vals=hitcount' > $EV/myopen/trigger"
+	check "hist: enable" sh -c "echo 1 > $EV/myopen/enable"
+	cat /proc/version /proc/cmdline > /dev/null
+	check "hist: disable" sh -c "echo 0 > $EV/myopen/enable"
+	grep -v '^#' $EV/myopen/hist | grep . | head -4 | sed 's/^/# /'
+	# The hist code prints keys as u64: -100 (AT_FDCWD) sign-extended.
+	check "hist: a bucket for dfd -100 (AT_FDCWD)" grep -qE 'dfd: *18446744073709551516 } hitcount: *[1-9]' $EV/myopen/hist
+	check "hist: clear" sh -c "echo '!hist:keys=dfd:vals=hitcount' > $EV/myopen/trigger"
+else
+	skip "hist triggers" "kernel without CONFIG_HIST_TRIGGERS"
+fi
+check "triggers: remove the event" sh -c "echo '-:myopen' >> $KE"
+
 # kretprobe_args.tc, kretprobe_return_suffix.tc.
 echo > $T/trace
 check "kretprobe: add" sh -c "echo 'r:myret do_sys_openat2 ret=\$retval:s32' > $KE"
@@ -112,6 +136,28 @@ if [ -n "$dup" ]; then
 else
 	skip "non-unique symbol" "no duplicate text symbol in this kernel"
 fi
+
+# kprobe_module.tc: a probe on a module that is not loaded yet waits for it,
+# fires once it is loaded, survives its unloading ([GONE]) and is registered
+# again when it comes back. lkdtm's debugfs read is harmless to call.
+check "module: lkdtm not loaded" sh -c "! grep -q '^lkdtm ' /proc/modules"
+check "module: add a probe on lkdtm:lkdtm_debugfs_read" \
+	sh -c "echo 'p:rkprobes/modev lkdtm:lkdtm_debugfs_read' >> $KE"
+check "module: listed" grep -q 'modev lkdtm:lkdtm_debugfs_read' $KE
+check "module: insmod lkdtm" insmod $MODDIR/lkdtm.ko
+check "module: enable" sh -c "echo 1 > $EV/modev/enable"
+cat /sys/kernel/debug/provoke-crash/DIRECT > /dev/null
+check "module: fired" grep -q 'modev: (lkdtm_debugfs_read+0x' $T/trace
+check "module: disable" sh -c "echo 0 > $EV/modev/enable"
+check "module: rmmod lkdtm" rmmod lkdtm
+check "module: insmod lkdtm again" insmod $MODDIR/lkdtm.ko
+echo > $T/trace
+check "module: enable again" sh -c "echo 1 > $EV/modev/enable"
+cat /sys/kernel/debug/provoke-crash/DIRECT > /dev/null
+check "module: fires in the new load" grep -q 'modev: (lkdtm_debugfs_read+0x' $T/trace
+check "module: disable again" sh -c "echo 0 > $EV/modev/enable"
+check "module: delete" sh -c "echo '-:modev' >> $KE"
+check "module: rmmod lkdtm" rmmod lkdtm
 
 # A name another event has is taken, as in the kernel.
 if [ -d $T/events/sched/sched_switch ]; then
