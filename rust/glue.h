@@ -39,7 +39,8 @@ void *rkp_tev_create(struct mutex *event_mutex, struct list_head *ftrace_events,
 		     const char *group, const char *name,
 		     const char *print_fmt, int is_return, const struct rkp_field *fields,
 		     int nfields, void *owner);
-int rkp_tev_destroy(struct mutex *event_mutex, void *ev);
+int rkp_tev_remove(struct mutex *event_mutex, void *ev);
+void rkp_tev_free(void *ev);
 int rkp_tev_enabled(void *ev);
 void rkp_tev_record(void *ev, struct pt_regs *regs, unsigned long a0,
 		    unsigned long a1, unsigned int size, void *ctx);

@@ -54,9 +54,3 @@ pub(crate) fn take<T>(v: &mut KVec<T>, i: usize) -> Option<T> {
         Some(item)
     }
 }
-
-/// Removes and returns the last element.
-pub(crate) fn pop<T>(v: &mut KVec<T>) -> Option<T> {
-    let len = v.len();
-    take(v, len.checked_sub(1)?)
-}

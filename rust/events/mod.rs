@@ -80,7 +80,8 @@ extern "C" {
         nfields: c_int,
         owner: *mut c_void,
     ) -> *mut c_void;
-    fn rkp_tev_destroy(event_mutex: *mut bindings::mutex, ev: *mut c_void) -> c_int;
+    fn rkp_tev_remove(event_mutex: *mut bindings::mutex, ev: *mut c_void) -> c_int;
+    fn rkp_tev_free(ev: *mut c_void);
     fn rkp_tev_enabled(ev: *mut c_void) -> c_int;
     fn rkp_tev_record(
         ev: *mut c_void,
@@ -606,13 +607,13 @@ impl Events {
         if inner.events.iter().any(|e| e.is_enabled()) {
             return Err(EBUSY);
         }
-        while let Some(ev) = crate::vec::pop(&mut inner.events) {
-            if let Err((ev, e)) = self.destroy(ev) {
-                let _ = inner.events.push(ev, GFP_KERNEL);
-                return Err(e);
-            }
+        let all = core::mem::replace(&mut inner.events, KVec::new());
+        let (busy, err) = self.destroy_many(all);
+        inner.events = busy;
+        match err {
+            Some(e) => Err(e),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     /// A `p`/`r` command: a new event, or a probe appended to one.
@@ -965,7 +966,8 @@ impl Events {
         }
     }
 
-    /// Unregisters every probe of `ev`.
+    /// Unregisters every probe of `ev`, one at a time (for errors and
+    /// allocation failures; `destroy_many` batches).
     fn unregister_probes(&self, ev: &mut Pin<KBox<Event>>) {
         // SAFETY: `probes` is not structurally pinned.
         let evm = unsafe { ev.as_mut().get_unchecked_mut() };
@@ -976,6 +978,88 @@ impl Events {
         }
     }
 
+    /// Removes the trace events and the probes of `evs`, with a few grace
+    /// periods for the whole batch; gives back, with the error, the events
+    /// whose trace event is in use (`EBUSY`). Writer.
+    fn destroy_many(&self, evs: KVec<Pin<KBox<Event>>>) -> (KVec<Pin<KBox<Event>>>, Option<Error>) {
+        let n = evs.len();
+        let (Ok(mut removed), Ok(mut busy)) = (
+            KVec::<Pin<KBox<Event>>>::with_capacity(n, GFP_KERNEL),
+            KVec::<Pin<KBox<Event>>>::with_capacity(n, GFP_KERNEL),
+        ) else {
+            // Without memory for the batch, one at a time.
+            let mut back = KVec::new();
+            let mut err = None;
+            for ev in evs {
+                if let Err((ev, e)) = self.destroy(ev) {
+                    err = Some(e);
+                    let _ = back.push(ev, GFP_KERNEL);
+                }
+            }
+            return (back, err);
+        };
+        // Hits that saw an instance's link before the events were disabled
+        // may still be committing into its file.
+        // SAFETY: process context.
+        unsafe { bindings::synchronize_rcu() };
+        let mut err = None;
+        for ev in evs {
+            let r = if ev.tev.is_null() {
+                0
+            } else {
+                // SAFETY: a trace event made by `register_event`.
+                unsafe { rkp_tev_remove(self.event_mutex, ev.tev) }
+            };
+            // Cannot fail: room for all of them.
+            if r == 0 {
+                let _ = removed.push(ev, GFP_KERNEL);
+            } else {
+                err = Some(Error::from_errno(r));
+                let _ = busy.push(ev, GFP_KERNEL);
+            }
+        }
+        // A hit may still read the removed events' C side.
+        // SAFETY: process context.
+        unsafe { bindings::synchronize_rcu() };
+        let mut kps: KVec<*mut RkpKprobe> = KVec::new();
+        let mut rps: KVec<*mut RkpKretprobe> = KVec::new();
+        let mut batched = true;
+        for ev in removed.iter_mut() {
+            if !ev.tev.is_null() {
+                // SAFETY: removed from the tracing core, past a grace period.
+                unsafe { rkp_tev_free(ev.tev) };
+                // SAFETY: `tev` is not structurally pinned.
+                unsafe { ev.as_mut().get_unchecked_mut() }.tev = core::ptr::null_mut();
+                // SAFETY: the reference `register_event` took.
+                unsafe { crate::ffi::rkp_module_put_self() };
+            }
+            // SAFETY: `probes` is not structurally pinned.
+            let evm = unsafe { ev.as_mut().get_unchecked_mut() };
+            for p in evm.probes.iter_mut() {
+                let is_return = p.is_return;
+                let kp = p.as_mut().raw_kp();
+                let pushed = if is_return {
+                    rps.push(kp.cast(), GFP_KERNEL).is_ok()
+                } else {
+                    kps.push(kp, GFP_KERNEL).is_ok()
+                };
+                if !pushed {
+                    batched = false;
+                }
+            }
+        }
+        if batched {
+            self.core().unregister_many(&kps);
+            self.core().kretprobes().unregister(self.core(), &rps);
+        } else {
+            for ev in removed.iter_mut() {
+                self.unregister_probes(ev);
+            }
+        }
+        drop(removed);
+        (busy, err)
+    }
+
     /// Removes the trace event and the probes of `ev`; gives it back with
     /// `EBUSY` when the trace event is in use.
     fn destroy(
@@ -983,11 +1067,21 @@ impl Events {
         mut ev: Pin<KBox<Event>>,
     ) -> core::result::Result<(), (Pin<KBox<Event>>, Error)> {
         if !ev.tev.is_null() {
+            // SAFETY: process context; see `destroy_many`.
+            unsafe { bindings::synchronize_rcu() };
             // SAFETY: a trace event made by `register_event`.
-            let r = unsafe { rkp_tev_destroy(self.event_mutex, ev.tev) };
+            let r = unsafe { rkp_tev_remove(self.event_mutex, ev.tev) };
             if r != 0 {
                 return Err((ev, Error::from_errno(r)));
             }
+            // SAFETY: process context; then removed and past a grace
+            // period.
+            unsafe {
+                bindings::synchronize_rcu();
+                rkp_tev_free(ev.tev);
+            }
+            // SAFETY: `tev` is not structurally pinned.
+            unsafe { ev.as_mut().get_unchecked_mut() }.tev = core::ptr::null_mut();
             // SAFETY: the reference `register_event` took.
             unsafe { crate::ffi::rkp_module_put_self() };
         }
@@ -1019,6 +1113,8 @@ impl Events {
         {
             return Err(ParseError::silent(Errno(16)));
         }
+        let mut gone: KVec<Pin<KBox<Event>>> = KVec::with_capacity(inner.events.len(), GFP_KERNEL)
+            .map_err(|_| ParseError::silent(Errno::ENOMEM))?;
         let mut i = 0;
         while i < inner.events.len() {
             let Some(ev) = inner.events.get_mut(i) else {
@@ -1065,13 +1161,22 @@ impl Events {
             let Some(ev) = crate::vec::take(&mut inner.events, i) else {
                 break;
             };
-            if let Err((ev, e)) = self.destroy(ev) {
-                // Back in the list (at its end); nothing else was lost.
-                let _ = inner.events.push(ev, GFP_KERNEL);
-                return Err(ParseError::silent(Errno(-e.to_errno())));
+            if let Err(e) = gone.push(ev, GFP_KERNEL) {
+                // The event was dropped with the failed push: cannot happen
+                // with the room reserved below.
+                let _ = e;
+                return Err(ParseError::silent(Errno::ENOMEM));
             }
         }
-        Ok(())
+        let (busy, err) = self.destroy_many(gone);
+        for ev in busy {
+            // Back in the list (at its end); nothing else was lost.
+            let _ = inner.events.push(ev, GFP_KERNEL);
+        }
+        match err {
+            Some(e) => Err(ParseError::silent(Errno(-e.to_errno()))),
+            None => Ok(()),
+        }
     }
 }
 
@@ -1136,11 +1241,17 @@ impl PinnedDrop for Events {
             unsafe { bindings::unregister_module_notifier(self.module_nb.get()) };
         }
         let mut inner = self.inner.lock();
-        while let Some(ev) = crate::vec::pop(&mut inner.events) {
-            if self.destroy(ev).is_err() {
-                pr_err!("a probe event is still in use at unload\n");
-            }
+        let all = core::mem::replace(&mut inner.events, KVec::new());
+        let (busy, _) = self.destroy_many(all);
+        if !busy.is_empty() {
+            // Cannot happen: events hold rkprobes loaded.
+            pr_err!("{} probe events still in use at unload\n", busy.len());
+            core::mem::forget(busy);
         }
+        drop(inner);
+        // The links' RCU callbacks are rkprobes' code.
+        // SAFETY: process context.
+        unsafe { bindings::rcu_barrier() };
     }
 }
 

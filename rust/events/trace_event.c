@@ -240,34 +240,36 @@ free:
 }
 
 /*
- * Removes the event; -EBUSY (and nothing done) while it is enabled or one
- * of its tracefs files is open. Process context.
+ * Removes the event from the tracing core; -EBUSY (and nothing done) while
+ * it is enabled or one of its tracefs files is open. The caller waited for a
+ * grace period after the event was disabled (a hit that saw the last
+ * instance's link may still have been committing into it), and waits for
+ * another before rkp_tev_free() (a hit may still be reading the event).
+ * Process context.
  */
-int rkp_tev_destroy(struct mutex *event_mutex, void *ev)
+int rkp_tev_remove(struct mutex *event_mutex, void *ev)
 {
 	struct rkp_tev *tev = ev;
-	int i, ret;
+	int ret;
 
 	mutex_lock(event_mutex);
 	/* trace_event_dyn_busy(), which is not exported. */
-	if (atomic_read(&tev->call.refcnt) || !list_empty(&tev->links)) {
+	if (atomic_read(&tev->call.refcnt) || !list_empty(&tev->links))
 		ret = -EBUSY;
-	} else {
-		/* A hit that saw the last instance's link may still be
-		 * committing into it: wait before its file goes. */
-		synchronize_rcu();
+	else
 		ret = trace_remove_event_call(&tev->call);
-	}
 	mutex_unlock(event_mutex);
-	if (ret)
-		return ret;
-	/*
-	 * A hit that saw the event enabled just before it was disabled may
-	 * still be recording (probe handlers are RCU readers), and the links'
-	 * frees may be pending.
-	 */
-	synchronize_rcu();
-	rcu_barrier();
+	return ret;
+}
+
+/* Frees a removed event. Its links were freed with call_rcu() when they
+ * went; rkprobes waits for those callbacks (rcu_barrier()) before it is
+ * unloaded. */
+void rkp_tev_free(void *ev)
+{
+	struct rkp_tev *tev = ev;
+	int i;
+
 	for (i = 0; i < tev->nfields; i++) {
 		kfree(tev->fields[i].type);
 		kfree(tev->fields[i].name);
@@ -277,7 +279,6 @@ int rkp_tev_destroy(struct mutex *event_mutex, void *ev)
 	kfree(tev->call.name);
 	kfree(tev->call.print_fmt);
 	kfree(tev);
-	return 0;
 }
 
 /* Whether any trace instance has the event enabled (event_mutex not held:
