@@ -31,7 +31,8 @@ use crate::{
         print::{
             write_arg_value, write_print_fmt, Element, FmtWriter, SliceWriter, SymbolResolver,
         },
-        write_error_log, write_listing, ByteWrite, Command, DeleteCmd, Errno, FuncEntry,
+        write_error_log, write_listing, ByteWrite, Command, DeleteCmd, DentryOffsets, Errno,
+        FuncEntry,
         ParseError, ProbeDef, ProbeEnv, ProbeLocation, SymbolCheck, WriteLines, FETCH_INSN_MAX,
     },
 };
@@ -260,7 +261,21 @@ impl core::fmt::Display for BStr<'_> {
     }
 }
 
+/// The offsets `%pd`/`%pD` dereference, from this kernel's own layout.
+fn kernel_dentry_offsets() -> DentryOffsets {
+    DentryOffsets {
+        dentry_name: (core::mem::offset_of!(bindings::dentry, d_name)
+            + core::mem::offset_of!(bindings::qstr, name)) as u64,
+        file_dentry: (core::mem::offset_of!(bindings::file, f_path)
+            + core::mem::offset_of!(bindings::path, dentry)) as u64,
+    }
+}
+
 impl ProbeEnv for KernelEnv<'_> {
+    fn dentry_offsets(&self) -> DentryOffsets {
+        kernel_dentry_offsets()
+    }
+
     fn check_symbol(&self, module: Option<&[u8]>, symbol: &[u8]) -> SymbolCheck {
         if module.is_some_and(|m| !self.module_loaded(m)) {
             // Accepted; registered when the module comes.
@@ -377,6 +392,10 @@ struct Replay {
 }
 
 impl ProbeEnv for Replay {
+    fn dentry_offsets(&self) -> DentryOffsets {
+        kernel_dentry_offsets()
+    }
+
     fn check_symbol(&self, _module: Option<&[u8]>, _symbol: &[u8]) -> SymbolCheck {
         SymbolCheck::Unique
     }

@@ -65,6 +65,18 @@ if grep -q ' eventfs_create_dir$' /proc/kallsyms; then
 	check "args_string: clear" sh -c "echo > $KE"
 fi
 
+# kprobe_args_vfs.tc: %pd and %pD, with this kernel's struct offsets.
+for spec in "dput name=\$arg1:%pd" "dput \$arg1:%pd" "vfs_read name=\$arg1:%pD" "vfs_read \$arg1:%pD"; do
+	fn=${spec%% *}
+	echo > $T/trace
+	check "args_vfs ($spec): add" sh -c "echo 'p:testprobe $spec' > $KE"
+	check "args_vfs ($spec): enable" sh -c "echo 1 > $EV/testprobe/enable"
+	grep -q 1 $EV/testprobe/enable
+	check "args_vfs ($spec): disable" sh -c "echo 0 > $EV/testprobe/enable"
+	check "args_vfs ($spec): the enable file's name in the trace" sh -c "grep 'testprobe' $T/trace | grep -q '\"enable\"'"
+	check "args_vfs ($spec): clear" sh -c "echo > $KE"
+done
+
 # kprobe_eventname.tc: generated names, groups, dotted functions.
 func=$(grep ' [tT] vfs_read$' /proc/kallsyms | tail -n 1 | cut -f 3 -d ' ')
 check "eventname: unnamed" sh -c "echo 'p $func' > $KE"
