@@ -32,8 +32,8 @@ use crate::{
             write_arg_value, write_print_fmt, Element, FmtWriter, SliceWriter, SymbolResolver,
         },
         write_error_log, write_listing, ByteWrite, Command, DeleteCmd, DentryOffsets, Errno,
-        FuncEntry,
-        ParseError, ProbeDef, ProbeEnv, ProbeLocation, SymbolCheck, WriteLines, FETCH_INSN_MAX,
+        FuncEntry, ParseError, ProbeDef, ProbeEnv, ProbeLocation, SymbolCheck, WriteLines,
+        FETCH_INSN_MAX,
     },
 };
 use core::{
