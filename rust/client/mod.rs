@@ -649,6 +649,12 @@ pub trait Batch {
     /// The C structure's type.
     type Raw;
 
+    /// The C ABI's batch registration of this kind of probe.
+    const REGISTER: unsafe extern "C" fn(*mut *mut Self::Raw, c_int) -> c_int;
+
+    /// The C ABI's batch unregistration of this kind of probe.
+    const UNREGISTER: unsafe extern "C" fn(*mut *mut Self::Raw, c_int);
+
     /// The C structure.
     fn raw(&self) -> *mut Self::Raw;
 
@@ -665,6 +671,9 @@ pub trait Batch {
 
 impl<H: KprobeHandler> Batch for Kprobe<H> {
     type Raw = RkpKprobe;
+    const REGISTER: unsafe extern "C" fn(*mut *mut RkpKprobe, c_int) -> c_int =
+        rkp_register_kprobes;
+    const UNREGISTER: unsafe extern "C" fn(*mut *mut RkpKprobe, c_int) = rkp_unregister_kprobes;
 
     fn raw(&self) -> *mut RkpKprobe {
         self.raw.get()
@@ -683,6 +692,10 @@ impl<H: KprobeHandler> Batch for Kprobe<H> {
 
 impl<H: KretprobeHandler> Batch for Kretprobe<H> {
     type Raw = RkpKretprobe;
+    const REGISTER: unsafe extern "C" fn(*mut *mut RkpKretprobe, c_int) -> c_int =
+        rkp_register_kretprobes;
+    const UNREGISTER: unsafe extern "C" fn(*mut *mut RkpKretprobe, c_int) =
+        rkp_unregister_kretprobes;
 
     fn raw(&self) -> *mut RkpKretprobe {
         self.raw.get()
@@ -712,14 +725,14 @@ fn batch_raw<P: Batch>(probes: &[Pin<&mut P>], want_registered: bool) -> Result<
     Ok(raw)
 }
 
-/// Registers probes all or nothing, with one text synchronisation for the
-/// batch (`rkp_register_kprobes`). Process context, may sleep.
-pub fn register_kprobes<H: KprobeHandler>(probes: &mut [Pin<&mut Kprobe<H>>]) -> Result {
+/// Registers probes all or nothing through `P::REGISTER`. Process context,
+/// may sleep.
+fn register_batch<P: Batch>(probes: &mut [Pin<&mut P>]) -> Result {
     let mut raw = batch_raw(probes, false)?;
     let n = c_int::try_from(raw.len()).map_err(|_| EINVAL)?;
-    // SAFETY: each pointer is the pinned `raw` of a `Kprobe`, which
+    // SAFETY: each pointer is the pinned C structure of a probe, which
     // unregisters it on drop.
-    let ret = unsafe { rkp_register_kprobes(raw.as_mut_ptr(), n) };
+    let ret = unsafe { P::REGISTER(raw.as_mut_ptr(), n) };
     if ret != 0 {
         return Err(Error::from_errno(ret));
     }
@@ -728,52 +741,43 @@ pub fn register_kprobes<H: KprobeHandler>(probes: &mut [Pin<&mut Kprobe<H>>]) ->
         unsafe { p.as_mut().set_registered(true) };
     }
     Ok(())
+}
+
+/// Unregisters probes through `P::UNREGISTER`. Process context, may sleep.
+fn unregister_batch<P: Batch>(probes: &mut [Pin<&mut P>]) -> Result {
+    let mut raw = batch_raw(probes, true)?;
+    let n = c_int::try_from(raw.len()).map_err(|_| EINVAL)?;
+    // SAFETY: registered probes (checked by `batch_raw`).
+    unsafe { P::UNREGISTER(raw.as_mut_ptr(), n) };
+    for p in probes.iter_mut() {
+        // SAFETY: unregistered just above.
+        unsafe { p.as_mut().set_registered(false) };
+    }
+    Ok(())
+}
+
+/// Registers probes all or nothing, with one text synchronisation for the
+/// batch (`rkp_register_kprobes`). Process context, may sleep.
+pub fn register_kprobes<H: KprobeHandler>(probes: &mut [Pin<&mut Kprobe<H>>]) -> Result {
+    register_batch(probes)
 }
 
 /// Unregisters probes registered by [`register_kprobes`] or one by one, with
 /// one grace period for the batch. Process context, may sleep.
 pub fn unregister_kprobes<H: KprobeHandler>(probes: &mut [Pin<&mut Kprobe<H>>]) -> Result {
-    let mut raw = batch_raw(probes, true)?;
-    let n = c_int::try_from(raw.len()).map_err(|_| EINVAL)?;
-    // SAFETY: registered probes (checked by `batch_raw`).
-    unsafe { rkp_unregister_kprobes(raw.as_mut_ptr(), n) };
-    for p in probes.iter_mut() {
-        // SAFETY: unregistered just above.
-        unsafe { p.as_mut().set_registered(false) };
-    }
-    Ok(())
+    unregister_batch(probes)
 }
 
 /// Registers return probes all or nothing (`rkp_register_kretprobes`).
 /// Process context, may sleep.
 pub fn register_kretprobes<H: KretprobeHandler>(probes: &mut [Pin<&mut Kretprobe<H>>]) -> Result {
-    let mut raw = batch_raw(probes, false)?;
-    let n = c_int::try_from(raw.len()).map_err(|_| EINVAL)?;
-    // SAFETY: each pointer is the pinned `raw` of a `Kretprobe`, which
-    // unregisters it on drop.
-    let ret = unsafe { rkp_register_kretprobes(raw.as_mut_ptr(), n) };
-    if ret != 0 {
-        return Err(Error::from_errno(ret));
-    }
-    for p in probes.iter_mut() {
-        // SAFETY: registered just above.
-        unsafe { p.as_mut().set_registered(true) };
-    }
-    Ok(())
+    register_batch(probes)
 }
 
 /// Unregisters return probes (`rkp_unregister_kretprobes`). Process
 /// context, may sleep.
 pub fn unregister_kretprobes<H: KretprobeHandler>(probes: &mut [Pin<&mut Kretprobe<H>>]) -> Result {
-    let mut raw = batch_raw(probes, true)?;
-    let n = c_int::try_from(raw.len()).map_err(|_| EINVAL)?;
-    // SAFETY: registered probes (checked by `batch_raw`).
-    unsafe { rkp_unregister_kretprobes(raw.as_mut_ptr(), n) };
-    for p in probes.iter_mut() {
-        // SAFETY: unregistered just above.
-        unsafe { p.as_mut().set_registered(false) };
-    }
-    Ok(())
+    unregister_batch(probes)
 }
 
 pub mod param;

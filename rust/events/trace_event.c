@@ -227,15 +227,7 @@ unlock:
 		goto free;
 	return tev;
 free:
-	for (i = 0; i < tev->nfields; i++) {
-		kfree(tev->fields[i].type);
-		kfree(tev->fields[i].name);
-	}
-	kfree(tev->fields);
-	kfree(tev->class.system);
-	kfree(tev->call.name);
-	kfree(tev->call.print_fmt);
-	kfree(tev);
+	rkp_tev_free(tev);
 	return ERR_PTR(ret);
 }
 
