@@ -264,19 +264,7 @@ impl<H: KprobeHandler> Kprobe<H> {
 
     /// Registers the probe. Process context, may sleep.
     pub fn register(self: Pin<&mut Self>) -> Result {
-        // SAFETY: the probe is not moved out of the pin.
-        let this = unsafe { self.get_unchecked_mut() };
-        if this.registered {
-            return Err(EBUSY);
-        }
-        // SAFETY: `raw` is pinned inside `self`, which unregisters it on drop.
-        let ret = unsafe { rkp_register_kprobe(this.raw.get()) };
-        if ret != 0 {
-            return Err(Error::from_errno(ret));
-        }
-        // INVARIANT: registered just above.
-        this.registered = true;
-        Ok(())
+        register_single(self)
     }
 
     /// The probed address, once registered.
@@ -298,18 +286,7 @@ impl<H: KprobeHandler> Kprobe<H> {
 
     /// Enables or disables the registered probe. Process context.
     pub fn set_enabled(&self, on: bool) -> Result {
-        // SAFETY: `raw` is valid; rkprobes checks that it is registered.
-        let ret = unsafe {
-            if on {
-                rkp_enable_kprobe(self.raw.get())
-            } else {
-                rkp_disable_kprobe(self.raw.get())
-            }
-        };
-        if ret != 0 {
-            return Err(Error::from_errno(ret));
-        }
-        Ok(())
+        set_enabled_raw(self.raw.get(), on)
     }
 
     /// The `Kprobe` containing `kp`.
@@ -514,19 +491,7 @@ impl<H: KretprobeHandler> Kretprobe<H> {
 
     /// Registers the probe. Process context, may sleep.
     pub fn register(self: Pin<&mut Self>) -> Result {
-        // SAFETY: the probe is not moved out of the pin.
-        let this = unsafe { self.get_unchecked_mut() };
-        if this.registered {
-            return Err(EBUSY);
-        }
-        // SAFETY: `raw` is pinned inside `self`, which unregisters it on drop.
-        let ret = unsafe { rkp_register_kretprobe(this.raw.get()) };
-        if ret != 0 {
-            return Err(Error::from_errno(ret));
-        }
-        // INVARIANT: registered just above.
-        this.registered = true;
-        Ok(())
+        register_single(self)
     }
 
     /// The probed address, once registered.
@@ -554,19 +519,8 @@ impl<H: KretprobeHandler> Kretprobe<H> {
 
     /// Enables or disables the registered probe. Process context.
     pub fn set_enabled(&self, on: bool) -> Result {
-        // SAFETY: `raw` is valid; rkprobes checks that it is registered.
-        let ret = unsafe {
-            let kp = core::ptr::addr_of_mut!((*self.raw.get()).kp);
-            if on {
-                rkp_enable_kprobe(kp)
-            } else {
-                rkp_disable_kprobe(kp)
-            }
-        };
-        if ret != 0 {
-            return Err(Error::from_errno(ret));
-        }
-        Ok(())
+        // SAFETY: only the address of the embedded kprobe is taken.
+        set_enabled_raw(unsafe { core::ptr::addr_of_mut!((*self.raw.get()).kp) }, on)
     }
 
     /// The instance's kretprobe, and its data.
@@ -649,6 +603,9 @@ pub trait Batch {
     /// The C structure's type.
     type Raw;
 
+    /// The C ABI's registration of one probe of this kind.
+    const REGISTER_ONE: unsafe extern "C" fn(*mut Self::Raw) -> c_int;
+
     /// The C ABI's batch registration of this kind of probe.
     const REGISTER: unsafe extern "C" fn(*mut *mut Self::Raw, c_int) -> c_int;
 
@@ -671,6 +628,7 @@ pub trait Batch {
 
 impl<H: KprobeHandler> Batch for Kprobe<H> {
     type Raw = RkpKprobe;
+    const REGISTER_ONE: unsafe extern "C" fn(*mut RkpKprobe) -> c_int = rkp_register_kprobe;
     const REGISTER: unsafe extern "C" fn(*mut *mut RkpKprobe, c_int) -> c_int =
         rkp_register_kprobes;
     const UNREGISTER: unsafe extern "C" fn(*mut *mut RkpKprobe, c_int) = rkp_unregister_kprobes;
@@ -692,6 +650,7 @@ impl<H: KprobeHandler> Batch for Kprobe<H> {
 
 impl<H: KretprobeHandler> Batch for Kretprobe<H> {
     type Raw = RkpKretprobe;
+    const REGISTER_ONE: unsafe extern "C" fn(*mut RkpKretprobe) -> c_int = rkp_register_kretprobe;
     const REGISTER: unsafe extern "C" fn(*mut *mut RkpKretprobe, c_int) -> c_int =
         rkp_register_kretprobes;
     const UNREGISTER: unsafe extern "C" fn(*mut *mut RkpKretprobe, c_int) =
@@ -723,6 +682,41 @@ fn batch_raw<P: Batch>(probes: &[Pin<&mut P>], want_registered: bool) -> Result<
         raw.push(p.raw(), GFP_KERNEL)?;
     }
     Ok(raw)
+}
+
+/// Registers one probe through `P::REGISTER_ONE`. Process context, may
+/// sleep.
+fn register_single<P: Batch>(mut p: Pin<&mut P>) -> Result {
+    if p.is_registered() {
+        return Err(EBUSY);
+    }
+    // SAFETY: the probe's C structure is pinned inside it, and the probe
+    // unregisters it on drop.
+    let ret = unsafe { P::REGISTER_ONE(p.raw()) };
+    if ret != 0 {
+        return Err(Error::from_errno(ret));
+    }
+    // SAFETY: registered just above.
+    unsafe { p.as_mut().set_registered(true) };
+    Ok(())
+}
+
+/// Enables or disables the registered probe whose kprobe is `kp`. Process
+/// context.
+fn set_enabled_raw(kp: *mut RkpKprobe, on: bool) -> Result {
+    // SAFETY: `kp` is a probe's own structure; rkprobes checks that it is
+    // registered.
+    let ret = unsafe {
+        if on {
+            rkp_enable_kprobe(kp)
+        } else {
+            rkp_disable_kprobe(kp)
+        }
+    };
+    if ret != 0 {
+        return Err(Error::from_errno(ret));
+    }
+    Ok(())
 }
 
 /// Registers probes all or nothing through `P::REGISTER`. Process context,

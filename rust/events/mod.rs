@@ -29,7 +29,7 @@ use crate::{
         parse::split_symbol_offset,
         parse_command,
         print::{
-            write_arg_value, write_print_fmt, Element, FmtWriter, SliceWriter, SymbolResolver,
+            write_arg_value, write_print_fmt, Element, Fmt, FmtWriter, SliceWriter, SymbolResolver,
         },
         write_error_log, write_listing, ByteWrite, Command, DeleteCmd, DentryOffsets, Errno,
         FuncEntry, ParseError, ProbeDef, ProbeEnv, ProbeLocation, SymbolCheck, WriteLines,
@@ -423,17 +423,27 @@ fn empty_kprobe() -> RkpKprobe {
     }
 }
 
+/// A stored command, parsed again with the answers it was accepted with.
+fn replay(cmd: &[u8], on_entry: bool) -> Option<ProbeDef<'_>> {
+    match parse_command(cmd, &Replay { on_entry }) {
+        Ok(Command::Probe(d)) => Some(d),
+        _ => None,
+    }
+}
+
 impl Probe {
     /// The probe's definition, parsed again from its command.
     fn def(&self) -> Option<ProbeDef<'_>> {
-        match parse_command(
-            &self.cmd,
-            &Replay {
-                on_entry: self.on_entry,
-            },
-        ) {
-            Ok(Command::Probe(d)) => Some(d),
-            _ => None,
+        replay(&self.cmd, self.on_entry)
+    }
+
+    /// The probe core's structure of this probe (for a kretprobe, its entry
+    /// probe), for calls that take a raw pointer.
+    fn kp_ptr(&self) -> *mut RkpKprobe {
+        if self.is_return {
+            core::ptr::addr_of!(self.rp.kp).cast_mut()
+        } else {
+            core::ptr::addr_of!(self.kp).cast_mut()
         }
     }
 
@@ -912,12 +922,12 @@ impl Events {
         for a in def.args() {
             let a = a.map_err(|_| nomem)?;
             let base = a.ty.base;
-            let ty: &str = base.field_type();
+            let ty: &str = base.format_type();
             let mut t = KVec::new();
             let mut w = VecWriter(&mut t);
             let _ = w.write_bytes(ty.as_bytes());
             if a.ty.count > 0 {
-                let _ = core::write!(FmtAdapter(&mut w), "[{}]", a.ty.count);
+                let _ = core::write!(Fmt(&mut w), "[{}]", a.ty.count);
             }
             t.push(0, GFP_KERNEL).map_err(|_| nomem)?;
             let mut n = KVec::new();
@@ -1202,15 +1212,7 @@ impl Events {
 impl Event {
     /// The argument layout's definition, for trace output.
     fn layout(&self) -> Option<ProbeDef<'_>> {
-        match parse_command(
-            &self.layout_cmd,
-            &Replay {
-                on_entry: self.layout_on_entry,
-            },
-        ) {
-            Ok(Command::Probe(d)) => Some(d),
-            _ => None,
-        }
+        replay(&self.layout_cmd, self.layout_on_entry)
     }
 
     fn is_enabled(&self) -> bool {
@@ -1282,15 +1284,6 @@ impl ByteWrite for VecWriter<'_> {
         self.0
             .extend_from_slice(b, GFP_KERNEL)
             .map_err(|_| core::fmt::Error)
-    }
-}
-
-/// `core::fmt::Write` over a [`ByteWrite`].
-struct FmtAdapter<'a, W: ByteWrite>(&'a mut W);
-
-impl<W: ByteWrite> core::fmt::Write for FmtAdapter<'_, W> {
-    fn write_str(&mut self, s: &str) -> core::fmt::Result {
-        self.0.write_bytes(s.as_bytes())
     }
 }
 
@@ -1624,11 +1617,7 @@ pub(crate) unsafe extern "C" fn rkp_event_set_enabled(owner: *mut c_void, on: c_
     }
     let mut ret = Ok(());
     for p in ev.probes.iter() {
-        let kp = if p.is_return {
-            core::ptr::addr_of!(p.rp.kp).cast_mut()
-        } else {
-            core::ptr::addr_of!(p.kp).cast_mut()
-        };
+        let kp = p.kp_ptr();
         // A probe waiting for its module, or of unloaded code, stays as it
         // is, as the kernel's do.
         // SAFETY: the probe's own structure.
@@ -1648,12 +1637,7 @@ pub(crate) unsafe extern "C" fn rkp_event_set_enabled(owner: *mut c_void, on: c_
         Err(e) => {
             // All or nothing.
             for p in ev.probes.iter() {
-                let kp = if p.is_return {
-                    core::ptr::addr_of!(p.rp.kp).cast_mut()
-                } else {
-                    core::ptr::addr_of!(p.kp).cast_mut()
-                };
-                let _ = core.set_enabled(kp, false);
+                let _ = core.set_enabled(p.kp_ptr(), false);
             }
             ev.enabled.store(false, Ordering::Release);
             e.to_errno()

@@ -51,22 +51,6 @@ pub enum FetchType {
 }
 
 impl FetchType {
-    /// The type a field of this type shows in the event's `format` (the
-    /// kernel's `fmttype`: an alias shows the type it aliases).
-    pub fn field_type(self) -> &'static str {
-        match self {
-            FetchType::String | FetchType::UString | FetchType::SymStr => "__data_loc char[]",
-            FetchType::U8 | FetchType::X8 | FetchType::Char => "u8",
-            FetchType::U16 | FetchType::X16 => "u16",
-            FetchType::U32 | FetchType::X32 => "u32",
-            FetchType::U64 | FetchType::X64 | FetchType::Symbol => "u64",
-            FetchType::S8 => "s8",
-            FetchType::S16 => "s16",
-            FetchType::S32 => "s32",
-            FetchType::S64 => "s64",
-        }
-    }
-
     /// Every type, in the kernel's table order.
     pub const ALL: [FetchType; 17] = [
         FetchType::String,
