@@ -8,7 +8,7 @@
  * fields rkprobes updates, until it is unregistered, and a module must
  * unregister its probes before it is unloaded.
  *
- * Handlers run in int3/#DB exception context, with interrupts disabled: they
+ * Handlers run in int3 exception context, with interrupts disabled: they
  * must not sleep, allocate with GFP_KERNEL, or take locks that the probed code
  * may hold. See Documentation/kprobes-api.rst.
  */

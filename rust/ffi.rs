@@ -21,8 +21,7 @@ pub(crate) struct DieArgs {
     pub(crate) regs: *mut bindings::pt_regs,
     /// Name of the event ("int3", "debug", ...).
     pub(crate) str_: *const c_char,
-    /// Event-specific: for `DIE_DEBUG` in 6.12, a pointer to the `dr6` value
-    /// that notifiers clear bits of to consume them.
+    /// Event-specific error code (unused by rkprobes).
     pub(crate) err: c_long,
     /// Trap number.
     pub(crate) trapnr: c_int,
@@ -34,8 +33,6 @@ pub(crate) struct DieArgs {
 pub(crate) mod die_val {
     /// Breakpoint (`int3`).
     pub(crate) const DIE_INT3: u64 = 2;
-    /// Debug exception (single-step, hardware breakpoints).
-    pub(crate) const DIE_DEBUG: u64 = 3;
     /// A trap (#DE, #OF, #BR, #UD, #TS, #NP, #SS, #AC) about to be handled.
     pub(crate) const DIE_TRAP: u64 = 8;
     /// General protection fault that the exception table did not fix.
@@ -67,6 +64,15 @@ extern "C" {
 
     /// `raw_smp_processor_id()`, through `rust/glue.c`.
     pub(crate) fn rkp_smp_processor_id() -> kernel::ffi::c_uint;
+
+    /// `in_nmi()`, through `rust/glue.c`: the NMI nesting of the current
+    /// context, as bits of the preempt count. Any context.
+    pub(crate) fn rkp_in_nmi() -> kernel::ffi::c_uint;
+
+    /// `security_locked_down(LOCKDOWN_KPROBES)`, through `rust/glue.c`: 0,
+    /// or the errno (`-EPERM`) while lockdown forbids new probes. Process
+    /// context.
+    pub(crate) fn rkp_locked_down_kprobes() -> c_int;
 
     /// `preempt_disable()`, through `rust/glue.c`.
     pub(crate) fn rkp_preempt_disable();

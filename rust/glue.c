@@ -3,13 +3,14 @@
  * C glue of rkprobes.ko: one-line wrappers of kernel helpers that are inline
  * (so Rust cannot call them from a module), in the manner of the kernel's
  * rust/helpers/. No logic lives here. Everything is notrace: parts run in
- * rkprobes' int3/#DB handlers, and the whole module text is blacklisted.
+ * rkprobes' int3 handler, and the whole module text is blacklisted.
  */
 #include <linux/export.h>
 #include <linux/irq_work.h>
 #include <linux/module.h>
 #include <linux/preempt.h>
 #include <linux/sched.h>
+#include <linux/security.h>
 #include <linux/sched/task.h>
 #include <linux/smp.h>
 #include <linux/workqueue.h>
@@ -19,6 +20,21 @@
 notrace unsigned int rkp_smp_processor_id(void)
 {
 	return raw_smp_processor_id();
+}
+
+/* The NMI nesting level of the current context (in_nmi()). */
+notrace unsigned int rkp_in_nmi(void)
+{
+	return in_nmi();
+}
+
+/*
+ * security_locked_down(LOCKDOWN_KPROBES): an inline returning 0 without
+ * CONFIG_SECURITY, an exported function with it.
+ */
+int rkp_locked_down_kprobes(void)
+{
+	return security_locked_down(LOCKDOWN_KPROBES);
 }
 
 notrace void rkp_preempt_disable(void)

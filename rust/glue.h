@@ -6,6 +6,8 @@
 #define RKPROBES_GLUE_H
 
 unsigned int rkp_smp_processor_id(void);
+unsigned int rkp_in_nmi(void);
+int rkp_locked_down_kprobes(void);
 void rkp_preempt_disable(void);
 void rkp_preempt_enable(void);
 unsigned long rkp_local_irq_save(void);

@@ -3,7 +3,7 @@
 //! Out-of-line instruction slots.
 //!
 //! A probed instruction is copied into a slot in an executable page, where
-//! it is single-stepped (or run and followed by a jump back, when boosted).
+//! it runs followed by an int3 (or by a jump back, when boosted).
 //! Pages come from `execmem_alloc(EXECMEM_KPROBES)`, which places them within
 //! ±2 GiB of kernel and module text so that RIP-relative operands and rel32
 //! jumps can reach back, and are made read-only and executable at once; slot
@@ -17,9 +17,10 @@
 use crate::{runtime::Runtime, text::TextGuard};
 use kernel::{ffi::c_ulong, new_mutex, prelude::*, sync::Mutex};
 
-/// Size of a slot: the longest x86 instruction (15 bytes) plus a rel32 jump
-/// back (5 bytes), rounded up to keep slots 16-byte aligned.
-pub(crate) const SLOT_SIZE: usize = 32;
+/// Size of a slot: two copies of the longest x86 instruction (15 bytes), one
+/// followed by an int3, one by a rel32 jump back (5 bytes), rounded up to
+/// keep slots 16-byte aligned.
+pub(crate) const SLOT_SIZE: usize = 48;
 const PAGE_SIZE: usize = 4096;
 const SLOTS_PER_PAGE: usize = PAGE_SIZE / SLOT_SIZE;
 
@@ -55,8 +56,8 @@ impl SlotCache {
         })
     }
 
-    /// Allocates a slot, filled with int3 until [`SlotCache::write`].
-    /// Process context, may sleep.
+    /// Allocates a slot; its contents are undefined until
+    /// [`SlotCache::write`] fills it. Process context, may sleep.
     pub(crate) fn alloc(&self) -> Result<Slot> {
         let mut pages = self.pages.lock();
         let found = pages.iter_mut().find_map(|p| {
@@ -87,7 +88,7 @@ impl SlotCache {
         Ok(Slot { addr })
     }
 
-    /// Writes `code` at the start of `slot`, which no CPU may run yet.
+    /// Writes `image`, the whole of `slot`, which no CPU may run yet.
     /// Process context, may sleep.
     ///
     /// No CPU-wide synchronisation follows, so that a batch of probes costs
@@ -96,14 +97,11 @@ impl SlotCache {
     /// a slot through the int3 of its probe, whose exception return is
     /// serialising, after the arming that published the int3 synchronised
     /// every CPU.
-    pub(crate) fn write(&self, slot: Slot, code: &[u8]) -> Result {
-        if code.len() > SLOT_SIZE {
-            return Err(EINVAL);
-        }
+    pub(crate) fn write(&self, slot: Slot, image: &[u8; SLOT_SIZE]) -> Result {
         let guard = TextGuard::lock(&self.rt);
         // SAFETY: the slot is ours and not published, so no CPU executes it;
         // it lies in an executable page of this cache.
-        unsafe { guard.poke(slot.addr, code) };
+        unsafe { guard.poke(slot.addr, image) };
         Ok(())
     }
 

@@ -158,7 +158,7 @@ pub enum Action {
     Skip,
 }
 
-/// The handlers of a probe. They run in int3/#DB exception context with
+/// The handlers of a probe. They run in int3 exception context with
 /// interrupts off: they must not sleep, allocate with `GFP_KERNEL`, or take
 /// locks the probed code may hold.
 pub trait KprobeHandler: Sync {
@@ -317,7 +317,7 @@ impl<H: KprobeHandler> Kprobe<H> {
         }
     }
 
-    /// The `post_handler` given to rkprobes. #DB context.
+    /// The `post_handler` given to rkprobes. int3 context.
     ///
     /// # Safety
     ///

@@ -28,6 +28,7 @@ use crate::{
 };
 use abi::{flags, RkpKprobe};
 use core::{
+    cell::Cell,
     fmt::Write,
     pin::Pin,
     sync::atomic::{AtomicBool, AtomicPtr, Ordering},
@@ -37,74 +38,119 @@ use kernel::{
 };
 use table::Table;
 
-/// The client probes of a point, in registration order.
-struct Clients {
-    list: KVec<*mut RkpKprobe>,
+/// A registered probe's entry on its point's client list: the kernel's
+/// aggregate kprobe list, on which a probe is found by `kp->rkp_private`.
+///
+/// # Invariants
+///
+/// `next` is published with release stores, so that the hit path walks the
+/// list lock-free. Unlinking a client only redirects its predecessor's link
+/// and leaves its own `next` alone (the kernel's `list_del_rcu()`): a reader
+/// standing on it walks on, and removal needs no memory. An unlinked client
+/// is freed only after a grace period.
+struct Client {
+    kp: *mut RkpKprobe,
+    point: *mut Point,
+    next: AtomicPtr<Client>,
+    /// Writer only: the next unlinked client waiting for a grace period.
+    retired: Cell<*mut Client>,
 }
 
 /// One probed address and every probe registered there.
 ///
 /// # Invariants
 ///
-/// `clients` points to a live, non-empty `Clients` while the point is in the
-/// table; a replaced list is freed only after a grace period. `module` is the
-/// module containing `addr` (null for vmlinux), only ever compared: as in the
+/// `clients` is the head of a list of live `Client`s in registration order,
+/// non-empty while the point is in the table. `module` is the module
+/// containing `addr` (null for vmlinux), only ever compared: as in the
 /// kernel, a probe holds no reference on it, and the module notifier kills
-/// the module's points when it goes (`Core::kill_module_points`).
+/// the module's points when it goes (`Core::kill_module_points`). The
+/// `Cell`s are the writer's, used only with the registration mutex held.
 pub(crate) struct Point {
     /// The probed address.
     pub(crate) addr: usize,
+    /// The start of the function containing it.
+    func: usize,
     /// The architecture's copy of the instruction and how to run it.
     pub(crate) arch: arch::ArchInsn,
-    clients: AtomicPtr<Clients>,
+    clients: AtomicPtr<Client>,
     armed: AtomicBool,
-    /// The instruction may run boosted: it is boostable and no enabled
-    /// client has a post-handler (which needs the single-step).
-    boost: AtomicBool,
-    /// `boost` was set at some time: a task may be inside the slot.
+    /// A copy ran boosted at some time: a task may be inside the slot.
     was_boosted: AtomicBool,
     module: *mut bindings::module,
+    /// Writer only: the next point of the batch being worked on.
+    batch: Cell<*const Point>,
+    in_batch: Cell<bool>,
 }
 
-// SAFETY: a `Point` is shared between the writer (under `Core::reg`) and
-// lock-free readers on the hit path, which only read `addr`, `arch` and the
-// published client list, and update client counters atomically.
+// SAFETY: a `Point` is shared between the writer (under `Core::reg`, which
+// alone uses the `Cell`s) and lock-free readers on the hit path, which only
+// read `addr`, `arch` and the published client list, and update counters
+// atomically.
 unsafe impl Sync for Point {}
 // SAFETY: as above; a `Point` is freed by the writer after a grace period.
 unsafe impl Send for Point {}
 
+/// The client probes of a point, walked lock-free.
+struct ClientIter<'a> {
+    next: *const Client,
+    _point: core::marker::PhantomData<&'a Point>,
+}
+
+impl Iterator for ClientIter<'_> {
+    type Item = *mut RkpKprobe;
+
+    fn next(&mut self) -> Option<*mut RkpKprobe> {
+        // SAFETY: clients reachable from a point stay live for the walker's
+        // RCU read-side critical section, or the writer's mutex (the type
+        // invariants of `Point` and `Client`).
+        let c = unsafe { self.next.as_ref() }?;
+        self.next = c.next.load(Ordering::Acquire);
+        Some(c.kp)
+    }
+}
+
 impl Point {
     /// The clients. Hit path or writer; the caller is in an RCU read-side
     /// critical section or holds `Core::reg`.
-    fn clients(&self) -> &[*mut RkpKprobe] {
-        // SAFETY: by the type invariant the list is live while the point is
-        // reachable, and the caller's context keeps it so.
-        unsafe { &(*self.clients.load(Ordering::Acquire)).list }
+    fn clients(&self) -> ClientIter<'_> {
+        ClientIter {
+            next: self.clients.load(Ordering::Acquire),
+            _point: core::marker::PhantomData,
+        }
     }
 
     /// Runs the pre-handlers of the enabled clients in registration order.
-    /// Returns true when one returned non-zero: it changed `regs->ip`, and
-    /// the probed instruction must not run.
+    /// Returns `None` when one returned non-zero: it changed `regs->ip`, and
+    /// the probed instruction must not run; otherwise whether one of the
+    /// clients whose pre-handler ran (or might have) has a post-handler, so
+    /// that the instruction must not run boosted.
     ///
     /// int3 context: interrupts off, may not sleep, allocate or take locks.
-    pub(crate) fn run_pre_handlers(&self, regs: *mut bindings::pt_regs) -> bool {
-        for &kp in self.clients() {
+    pub(crate) fn run_pre_handlers(&self, regs: *mut bindings::pt_regs) -> Option<bool> {
+        let mut post = false;
+        for kp in self.clients() {
             // SAFETY: clients stay valid while registered, and unregistration
             // waits for a grace period that this handler holds off.
-            let (h, f) = unsafe { ((*kp).pre_handler, RkpKprobe::flags(kp)) };
+            let (h, p, f) =
+                unsafe { ((*kp).pre_handler, (*kp).post_handler, RkpKprobe::flags(kp)) };
+            if f & flags::DISABLED != 0 {
+                continue;
+            }
+            post |= p.is_some();
             if let Some(h) = h {
                 // SAFETY: as above; the handler has the documented contract.
-                if f & flags::DISABLED == 0 && unsafe { h(kp, regs) } != 0 {
-                    return true;
+                if unsafe { h(kp, regs) } != 0 {
+                    return None;
                 }
             }
         }
-        false
+        Some(post)
     }
 
-    /// Runs the post-handlers of the enabled clients. #DB context.
+    /// Runs the post-handlers of the enabled clients. int3 context.
     pub(crate) fn run_post_handlers(&self, regs: *mut bindings::pt_regs, flags: c_ulong) {
-        for &kp in self.clients() {
+        for kp in self.clients() {
             // SAFETY: as in `run_pre_handlers`.
             let (h, f) = unsafe { ((*kp).post_handler, RkpKprobe::flags(kp)) };
             if let Some(h) = h {
@@ -118,7 +164,7 @@ impl Point {
 
     /// Calls the fault handlers until one handles the fault. Exception context.
     pub(crate) fn run_fault_handlers(&self, regs: *mut bindings::pt_regs, trapnr: i32) -> bool {
-        for &kp in self.clients() {
+        for kp in self.clients() {
             // SAFETY: as in `run_pre_handlers`.
             if let Some(h) = unsafe { (*kp).fault_handler } {
                 // SAFETY: as in `run_pre_handlers`.
@@ -130,28 +176,16 @@ impl Point {
         false
     }
 
-    /// Whether a hit may run the copy boosted. Hit path.
-    pub(crate) fn boost(&self) -> bool {
-        self.boost.load(Ordering::Relaxed)
-    }
-
-    /// Recomputes `boost` after the clients or their flags changed. Writer.
-    fn update_boost(&self) {
-        let post = self.clients().iter().any(|&kp| {
-            // SAFETY: registered clients are valid.
-            unsafe { (*kp).post_handler.is_some() && RkpKprobe::flags(kp) & flags::DISABLED == 0 }
-        });
-        let boost = self.arch.boostable() && !post;
-        if boost {
-            // Before `boost`: unregistration reads it after disarming.
+    /// Notes that a copy is about to run boosted. Hit path.
+    pub(crate) fn ran_boosted(&self) {
+        if !self.was_boosted.load(Ordering::Relaxed) {
             self.was_boosted.store(true, Ordering::Relaxed);
         }
-        self.boost.store(boost, Ordering::Relaxed);
     }
 
     /// Counts a hit whose handlers could not run. Exception context.
     pub(crate) fn missed(&self) {
-        for &kp in self.clients() {
+        for kp in self.clients() {
             // SAFETY: as in `run_pre_handlers`.
             unsafe { RkpKprobe::inc_nmissed(kp) };
         }
@@ -160,9 +194,116 @@ impl Point {
     /// Whether any client is enabled. Writer.
     fn any_enabled(&self) -> bool {
         self.clients()
-            .iter()
             // SAFETY: registered clients are valid.
-            .any(|&kp| unsafe { RkpKprobe::flags(kp) } & flags::DISABLED == 0)
+            .any(|kp| unsafe { RkpKprobe::flags(kp) } & flags::DISABLED == 0)
+    }
+
+    /// Appends a client, published to the hit path at once. Writer.
+    fn append(&self, c: *mut Client) {
+        let mut link = &self.clients;
+        loop {
+            let n = link.load(Ordering::Relaxed);
+            // SAFETY: linked clients are live; only the writer changes links.
+            match unsafe { n.as_ref() } {
+                Some(next) => link = &next.next,
+                None => break,
+            }
+        }
+        // Release: a reader that sees the client sees it initialised.
+        link.store(c, Ordering::Release);
+    }
+
+    /// Unlinks `c`, leaving its own link for readers standing on it (the
+    /// type invariant of `Client`). Writer; allocates nothing, cannot fail.
+    /// Returns whether it was linked.
+    fn unlink(&self, c: *mut Client) -> bool {
+        let mut link = &self.clients;
+        loop {
+            let n = link.load(Ordering::Relaxed);
+            if n.is_null() {
+                return false;
+            }
+            // SAFETY: linked clients are live; only the writer changes links.
+            let next = unsafe { &*n };
+            if n == c {
+                link.store(next.next.load(Ordering::Relaxed), Ordering::Release);
+                return true;
+            }
+            link = &next.next;
+        }
+    }
+}
+
+/// Points chained through their own `batch` links, so that arming,
+/// disarming or freeing any number of them needs no memory. Writer: the
+/// registration mutex is held for the batch's whole life.
+struct Batch {
+    head: *const Point,
+}
+
+impl Batch {
+    fn new() -> Self {
+        Self {
+            head: core::ptr::null(),
+        }
+    }
+
+    /// Adds `p` unless it is already in the batch.
+    fn add(&mut self, p: &Point) {
+        if !p.in_batch.replace(true) {
+            p.batch.set(self.head);
+            self.head = p;
+        }
+    }
+
+    /// The points, most recently added first.
+    fn iter(&self) -> impl Iterator<Item = &Point> + '_ {
+        let mut next = self.head;
+        core::iter::from_fn(move || {
+            // SAFETY: batched points are live while the batch exists (the
+            // registration mutex is held, and they are freed only after
+            // `take`).
+            let p = unsafe { next.as_ref() }?;
+            next = p.batch.get();
+            Some(p)
+        })
+    }
+
+    /// Ends the batch; returns its points, most recently added first.
+    fn take(mut self) -> impl Iterator<Item = *mut Point> {
+        let mut next = core::mem::replace(&mut self.head, core::ptr::null());
+        core::iter::from_fn(move || {
+            // SAFETY: as in `iter`; each point is read before the caller may
+            // free it.
+            let p = unsafe { next.as_ref() }?;
+            next = p.batch.replace(core::ptr::null());
+            p.in_batch.set(false);
+            Some(core::ptr::from_ref(p).cast_mut())
+        })
+    }
+}
+
+impl Drop for Batch {
+    fn drop(&mut self) {
+        for p in self.iter() {
+            p.in_batch.set(false);
+        }
+    }
+}
+
+/// What one unregistration takes away: the clients it unlinked and the
+/// points it touched, both chained through themselves.
+struct Removal {
+    retired: *mut Client,
+    points: Batch,
+}
+
+impl Removal {
+    fn new() -> Self {
+        Self {
+            retired: core::ptr::null_mut(),
+            points: Batch::new(),
+        }
     }
 }
 
@@ -489,12 +630,22 @@ impl Core {
             put(module);
             return Err(EINVAL);
         }
-        // A kernel kprobe in the function before the address (or at it)
-        // changes the bytes rkprobes decodes from the function's start to
-        // find instruction boundaries (its int3, or the jump of an optimized
-        // probe, which covers up to `MAX_OPTIMIZED_LENGTH` bytes), and two
-        // patchers of one instruction would each restore what they saw.
-        let native = self.rt.get_kprobe.is_some_and(|f| {
+        // Checked again, under `text_mutex`, each time the probe is armed.
+        if self.native_kprobe_before(func, addr) {
+            put(module);
+            return Err(EBUSY);
+        }
+        Ok(module)
+    }
+
+    /// Whether a kernel kprobe sits in the function starting at `func`, at
+    /// or before `addr`: its int3, or the jump of an optimized probe (which
+    /// covers up to `MAX_OPTIMIZED_LENGTH` bytes and never leaves its
+    /// function), changes the bytes rkprobes decodes from the function's
+    /// start to find instruction boundaries, and two patchers of one
+    /// instruction would each restore what they saw. Process context.
+    fn native_kprobe_before(&self, func: usize, addr: usize) -> bool {
+        self.rt.get_kprobe.is_some_and(|f| {
             (func..=addr).any(|a| {
                 // SAFETY: `get_kprobe` searches the kernel's RCU-protected
                 // probe table; preemption off is a read-side critical
@@ -506,17 +657,16 @@ impl Core {
                     !k.is_null()
                 }
             })
-        });
-        if native {
-            put(module);
-            return Err(EBUSY);
-        }
-        Ok(module)
+        })
     }
 
     /// Registers `kps`, all or nothing, arming new points with one text
     /// synchronisation. Process context, may sleep.
     pub(crate) fn register_many(&self, kps: &[*mut RkpKprobe]) -> Result {
+        // As the kernel's kprobe_events under `LOCKDOWN_KPROBES`, for every
+        // way in: the control file, the C ABI and the Rust API.
+        // SAFETY: no preconditions.
+        kernel::error::to_result(unsafe { crate::ffi::rkp_locked_down_kprobes() })?;
         // The kernel's own optimizer restores the text of a removed optprobe
         // asynchronously: until it has, the bytes rkprobes would copy are the
         // kernel's jump into a detour buffer that is about to be freed.
@@ -526,27 +676,21 @@ impl Core {
             unsafe { wait() };
         }
         let mut reg = self.reg.lock();
-        let mut added: KVec<*mut RkpKprobe> = KVec::with_capacity(kps.len(), GFP_KERNEL)?;
-        let mut result = Ok(());
-        for &kp in kps {
+        for (i, &kp) in kps.iter().enumerate() {
             // SAFETY: the caller passes valid probes.
-            match unsafe { self.register_one(&mut reg, kp) } {
-                Ok(()) => {
-                    // Cannot fail: capacity reserved.
-                    let _ = added.push(kp, GFP_KERNEL);
-                }
-                Err(e) => {
-                    result = Err(e);
-                    break;
-                }
+            if let Err(e) = unsafe { self.register_one(&mut reg, kp) } {
+                // Never armed: unpublish and free what this call added (every
+                // probe before `i` was registered by it, or it would have
+                // failed there).
+                self.unregister_locked(&mut reg, kps.get(..i).unwrap_or(&[]));
+                return Err(e);
             }
         }
-        if result.is_err() {
-            // Never armed: unpublish and free what this call added.
-            self.unregister_locked(&mut reg, &added);
-            return result;
+        if let Err(e) = self.arm_points(&mut reg, kps) {
+            // Disarms what was armed, as nothing was registered.
+            self.unregister_locked(&mut reg, kps);
+            return Err(e);
         }
-        self.arm_points(&mut reg, &added);
         Ok(())
     }
 
@@ -566,15 +710,23 @@ impl Core {
         }
         // SAFETY: the caller's contract.
         let target = unsafe { self.target(kp) }?;
-        // Only DISABLED is the caller's to set.
-        // SAFETY: the caller's contract.
-        unsafe { RkpKprobe::update_flags(kp, 0, !flags::DISABLED) };
-        let point = match self.table.lookup(target.addr) {
-            Some(point) => self
-                .add_client(point, kp)
-                .map(|()| core::ptr::from_ref(point).cast_mut()),
-            None => self.new_point(reg, &target, kp),
-        };
+        let made = KBox::new(
+            Client {
+                kp,
+                point: core::ptr::null_mut(),
+                next: AtomicPtr::new(core::ptr::null_mut()),
+                retired: Cell::new(core::ptr::null_mut()),
+            },
+            GFP_KERNEL,
+        )
+        .map_err(Error::from)
+        .and_then(|client| {
+            let point = match self.table.lookup(target.addr) {
+                Some(point) => core::ptr::from_ref(point).cast_mut(),
+                None => self.new_point(reg, &target)?,
+            };
+            Ok((point, KBox::into_raw(client)))
+        });
         // The reference kept the module from going while its text was read.
         // From now on the module notifier handles its unloading, which waits
         // for the registration mutex that the caller holds.
@@ -582,55 +734,48 @@ impl Core {
             // SAFETY: taken by `target`.
             unsafe { bindings::module_put(target.module) };
         }
-        let point_ptr = point?;
-        // SAFETY: the caller's contract; these fields are ours to write now.
+        let (point, client) = made?;
+        // Only DISABLED is the caller's to set.
+        // SAFETY: the caller's contract; these fields are ours to write now,
+        // and the client is ours until appended.
         unsafe {
-            (*kp).addr = target.addr as *mut _;
-            (*kp).rkp_private = point_ptr.cast();
+            RkpKprobe::update_flags(kp, 0, !flags::DISABLED);
             if target.ftrace {
                 RkpKprobe::update_flags(kp, flags::FTRACE, 0);
             }
-            (*point_ptr).update_boost();
+            (*kp).addr = target.addr as *mut _;
+            (*kp).rkp_private = client.cast();
+            (*client).point = point;
+            (*point).append(client);
         }
         Ok(())
     }
 
-    /// Creates, prepares and publishes a point with one client. Writer.
-    fn new_point(&self, reg: &mut Registry, t: &Target, kp: *mut RkpKprobe) -> Result<*mut Point> {
+    /// Creates, prepares and publishes a point with no client yet. Writer.
+    fn new_point(&self, reg: &mut Registry, t: &Target) -> Result<*mut Point> {
         reg.points.reserve(1, GFP_KERNEL)?;
         // Room in `gone` for every point, so that the module notifier never
         // allocates.
         let want = reg.points.len() + 1;
         reg.gone.reserve(want, GFP_KERNEL)?;
-        let mut list = KVec::with_capacity(1, GFP_KERNEL)?;
-        list.push(kp, GFP_KERNEL)?;
-        let clients = KBox::into_raw(KBox::new(Clients { list }, GFP_KERNEL)?);
-        let free_clients = || {
-            // SAFETY: never published.
-            drop(unsafe { KBox::from_raw(clients) });
-        };
-        let insn = match arch::prepare(self, t.addr, t.func, t.ftrace) {
-            Ok(i) => i,
-            Err(e) => {
-                free_clients();
-                return Err(e);
-            }
-        };
+        let insn = arch::prepare(self, t.addr, t.func, t.ftrace)?;
         let point = match KBox::new(
             Point {
                 addr: t.addr,
+                func: t.func,
                 arch: insn,
-                clients: AtomicPtr::new(clients),
+                clients: AtomicPtr::new(core::ptr::null_mut()),
                 armed: AtomicBool::new(false),
-                boost: AtomicBool::new(false),
                 was_boosted: AtomicBool::new(false),
                 module: t.module,
+                batch: Cell::new(core::ptr::null()),
+                in_batch: Cell::new(false),
             },
             GFP_KERNEL,
         ) {
             Ok(p) => KBox::into_raw(p),
             Err(e) => {
-                free_clients();
+                // `prepare`'s slot: never published.
                 return Err(e.into());
             }
         };
@@ -640,7 +785,6 @@ impl Core {
             // SAFETY: never published.
             let p = unsafe { KBox::from_raw(point) };
             arch::release(&self.slots, &p.arch);
-            free_clients();
             return Err(e);
         }
         // Cannot fail: reserved above.
@@ -648,81 +792,63 @@ impl Core {
         Ok(point)
     }
 
-    /// Publishes a client list with `kp` appended. Writer.
-    fn add_client(&self, point: &Point, kp: *mut RkpKprobe) -> Result {
-        let old = point.clients();
-        if old.contains(&kp) {
-            return Err(EINVAL);
-        }
-        let mut list = KVec::with_capacity(old.len() + 1, GFP_KERNEL)?;
-        list.extend_from_slice(old, GFP_KERNEL)?;
-        list.push(kp, GFP_KERNEL)?;
-        let new = KBox::into_raw(KBox::new(Clients { list }, GFP_KERNEL)?);
-        let old = point.clients.swap(new, Ordering::AcqRel);
-        // A hit in progress may still walk the old list.
-        // SAFETY: `synchronize_rcu` may be called in process context.
-        unsafe { bindings::synchronize_rcu() };
-        // SAFETY: unpublished and past a grace period.
-        drop(unsafe { KBox::from_raw(old) });
-        Ok(())
-    }
-
     /// Arms every point of `kps` that should be and is not. Writer.
-    fn arm_points(&self, reg: &mut Registry, kps: &[*mut RkpKprobe]) {
+    fn arm_points(&self, reg: &mut Registry, kps: &[*mut RkpKprobe]) -> Result {
         if !reg.enabled {
-            return;
+            return Ok(());
         }
-        let mut todo: KVec<*const Point> = KVec::new();
+        let mut batch = Batch::new();
         for &kp in kps {
-            // SAFETY: a registered probe's `rkp_private` is its point.
-            let point = unsafe { (*kp).rkp_private.cast::<Point>() };
-            // SAFETY: registered points are live while the mutex is held.
-            let p = unsafe { &*point };
-            // A point listed twice (two probes of the batch at one address)
-            // is armed once: `set_armed` skips points already in the state.
-            if !p.armed.load(Ordering::Relaxed) && p.any_enabled() {
-                if todo.push(point, GFP_KERNEL).is_err() {
-                    // Arm what fits; the rest stays registered but unarmed,
-                    // which the caller's probe sees as not firing.
-                    break;
-                }
-            }
+            // SAFETY: a registered probe's `rkp_private` is its client, whose
+            // point is live while the mutex is held.
+            batch.add(unsafe { &*(*(*kp).rkp_private.cast::<Client>()).point });
         }
-        self.set_armed(reg, &todo, true);
+        self.set_armed(reg, &batch, true, Point::any_enabled)
     }
 
-    /// Arms or disarms `points` (each in the other state): int3 sites with
-    /// one text synchronisation for the batch, ftrace sites through ftrace
-    /// (which patches text itself, so not under `text_mutex`). Writer.
-    fn set_armed(&self, reg: &mut Registry, points: &[*const Point], on: bool) {
-        let pts = || {
-            points.iter().map(|&p| {
-                // SAFETY: the points are registered and live while the mutex
-                // is held.
-                unsafe { &*p }
+    /// Arms (`on`) or disarms the points of `batch` that `want` it and are
+    /// in the other state: int3 sites with one text synchronisation for the
+    /// batch, ftrace sites through ftrace (which patches text itself, so not
+    /// under `text_mutex`). Best effort, as the kernel's `arm_all_kprobes()`:
+    /// a point that cannot be armed stays disarmed, and the first error is
+    /// returned. Disarming cannot fail for int3 sites. Writer.
+    fn set_armed(
+        &self,
+        reg: &mut Registry,
+        batch: &Batch,
+        on: bool,
+        want: impl Fn(&Point) -> bool,
+    ) -> Result {
+        let want = &want;
+        let todo = |ftrace: bool| {
+            batch.iter().filter(move |p| {
+                p.arch.is_ftrace() == ftrace && p.armed.load(Ordering::Relaxed) != on && want(p)
             })
         };
-        if pts().any(|p| !p.arch.is_ftrace()) {
+        let mut result = Ok(());
+        if todo(false).next().is_some() {
             let guard = TextGuard::lock(&self.rt);
-            for p in pts().filter(|p| !p.arch.is_ftrace()) {
-                if p.armed.swap(on, Ordering::Relaxed) != on {
-                    // SAFETY: the point is published in the table (a hit finds
-                    // it) and was in the opposite state.
-                    unsafe {
-                        if on {
-                            arch::arm(&guard, p.addr, &p.arch)
-                        } else {
-                            arch::disarm(&guard, p.addr, &p.arch)
-                        }
-                    };
+            for p in todo(false) {
+                // Checked under `text_mutex`, which the kernel's kprobes hold
+                // to arm or optimize: no kernel kprobe appears in between.
+                if on && self.native_kprobe_before(p.func, p.addr) {
+                    result = result.and(Err(EBUSY));
+                    continue;
                 }
+                // SAFETY: the point is published in the table (a hit finds
+                // it) and in the opposite state.
+                unsafe {
+                    if on {
+                        arch::arm(&guard, p.addr, &p.arch)
+                    } else {
+                        arch::disarm(&guard, p.addr, &p.arch)
+                    }
+                };
+                p.armed.store(on, Ordering::Relaxed);
             }
             guard.sync();
         }
-        for p in pts().filter(|p| p.arch.is_ftrace()) {
-            if p.armed.load(Ordering::Relaxed) == on {
-                continue;
-            }
+        for p in todo(true) {
             let r = if on {
                 arch::ftrace_arm(p.addr, reg.ftrace_armed == 0)
             } else {
@@ -737,105 +863,96 @@ impl Core {
                         reg.ftrace_armed -= 1;
                     }
                 }
-                Err(e) => pr_err!(
-                    "ftrace {} {:#x} failed: {}\n",
-                    if on { "arm" } else { "disarm" },
-                    p.addr,
-                    e.to_errno()
-                ),
+                Err(e) => {
+                    pr_err!(
+                        "ftrace {} {:#x} failed: {}\n",
+                        if on { "arm" } else { "disarm" },
+                        p.addr,
+                        e.to_errno()
+                    );
+                    result = result.and(Err(e));
+                }
             }
         }
+        result
     }
 
     /// Unregisters `kps`; returns when no CPU can be in their handlers or
-    /// slots any more. Process context, may sleep.
+    /// slots any more. Never fails, allocates nothing. Process context, may
+    /// sleep.
     pub(crate) fn unregister_many(&self, kps: &[*mut RkpKprobe]) {
         let mut reg = self.reg.lock();
         self.unregister_locked(&mut reg, kps);
     }
 
-    /// Removes each of `kps` from its point, disarming and unpublishing points
-    /// left without clients, then waits for one grace period and frees. Writer.
+    /// Removes each of `kps` from its point. Writer.
     fn unregister_locked(&self, reg: &mut Registry, kps: &[*mut RkpKprobe]) {
-        // Old client lists, points to disarm, dead points.
-        let mut old_lists: KVec<*mut Clients> = KVec::new();
-        let mut disarm: KVec<*const Point> = KVec::new();
-        let mut dead: KVec<*mut Point> = KVec::new();
-        if old_lists.reserve(kps.len(), GFP_KERNEL).is_err()
-            || disarm.reserve(kps.len(), GFP_KERNEL).is_err()
-            || dead.reserve(kps.len(), GFP_KERNEL).is_err()
-        {
-            // Without room to remember what to free, unregister one at a time.
-            if kps.len() > 1 {
-                for kp in kps {
-                    self.unregister_locked(reg, core::slice::from_ref(kp));
-                }
-            }
+        let mut removal = Removal::new();
+        for &kp in kps {
+            self.unlink_client(&mut removal, kp);
+        }
+        self.finish_removal(reg, removal);
+    }
+
+    /// Unlinks `kp` from its point's client list, if it is registered. It is
+    /// no longer registered when this returns; its client and point are
+    /// freed by [`Core::finish_removal`]. Writer; allocates nothing.
+    fn unlink_client(&self, removal: &mut Removal, kp: *mut RkpKprobe) {
+        if kp.is_null() {
             return;
         }
-        for &kp in kps {
-            // SAFETY: the caller passes valid probes.
-            let point = unsafe { (*kp).rkp_private }.cast::<Point>();
-            if !point.is_null() && reg.gone.contains(&point) {
-                self.unregister_gone(reg, kp, point);
-                continue;
-            }
-            if point.is_null() || !reg.points.contains(&point) {
-                continue;
-            }
-            // SAFETY: a registered point is live until freed below.
-            let p = unsafe { &*point };
-            let remaining: usize = p.clients().iter().filter(|&&c| c != kp).count();
-            if remaining == 0 {
-                if !dead.contains(&point) {
-                    let _ = dead.push(point, GFP_KERNEL);
-                    if p.armed.load(Ordering::Relaxed) {
-                        let _ = disarm.push(point, GFP_KERNEL);
-                    }
-                }
-            } else {
-                let Ok(mut list) = KVec::with_capacity(remaining, GFP_KERNEL) else {
-                    continue;
-                };
-                for &c in p.clients().iter().filter(|&&c| c != kp) {
-                    let _ = list.push(c, GFP_KERNEL);
-                }
-                let Ok(b) = KBox::new(Clients { list }, GFP_KERNEL) else {
-                    continue;
-                };
-                let old = p.clients.swap(KBox::into_raw(b), Ordering::AcqRel);
-                let _ = old_lists.push(old, GFP_KERNEL);
-                p.update_boost();
-                if !p.any_enabled()
-                    && p.armed.load(Ordering::Relaxed)
-                    && !disarm.contains(&point.cast_const())
-                {
-                    let _ = disarm.push(point, GFP_KERNEL);
-                }
-            }
-            // SAFETY: the caller's probe; it is no longer registered.
-            unsafe { (*kp).rkp_private = core::ptr::null_mut() };
+        // SAFETY: the caller passes valid probes.
+        let c = unsafe { (*kp).rkp_private }.cast::<Client>();
+        // SAFETY: a registered probe's `rkp_private` is its live client.
+        let Some(client) = (unsafe { c.as_ref() }) else {
+            return;
+        };
+        if client.kp != kp {
+            pr_err!("unregistering a probe that is not registered: {:p}\n", kp);
+            return;
         }
+        // SAFETY: a registered client's point is live.
+        let p = unsafe { &*client.point };
+        if p.unlink(c) {
+            client.retired.set(removal.retired);
+            removal.retired = c;
+            removal.points.add(p);
+        }
+        // SAFETY: the caller's probe; it is no longer registered.
+        unsafe { (*kp).rkp_private = core::ptr::null_mut() };
+    }
+
+    /// Disarms the points of `removal` left with no enabled client,
+    /// unpublishes those left with no client, waits until no CPU can be in
+    /// what was removed, and frees it. Writer; allocates nothing.
+    fn finish_removal(&self, reg: &mut Registry, removal: Removal) {
+        if removal.retired.is_null() {
+            return;
+        }
+        let is_dead = |p: &Point| p.clients.load(Ordering::Relaxed).is_null();
         // Disarm before unpublishing: a CPU that trapped on an int3 finds its
-        // point until then.
-        self.set_armed(reg, &disarm, false);
-        for &point in dead.iter() {
-            // SAFETY: the registration mutex is held; the point is live.
-            let _ = unsafe { self.table.remove((*point).addr) };
-            if let Some(i) = reg.points.iter().position(|&q| q == point) {
+        // point until then. Points of unloaded code are disarmed already.
+        let _ = self.set_armed(reg, &removal.points, false, |p| !p.any_enabled());
+        let mut boosted = false;
+        for p in removal.points.iter().filter(|p| is_dead(p)) {
+            let ptr = core::ptr::from_ref(p).cast_mut();
+            boosted |= p.was_boosted.load(Ordering::Relaxed);
+            if let Some(i) = reg.points.iter().position(|&q| q == ptr) {
+                // SAFETY: the registration mutex is held; the point is live.
+                unsafe { self.table.remove(p.addr) };
                 crate::vec::swap_remove(&mut reg.points, i);
+            } else if let Some(i) = reg.gone.iter().position(|&q| q == ptr) {
+                // Unpublished when its code went.
+                crate::vec::swap_remove(&mut reg.gone, i);
             }
         }
-        // No CPU can be in a handler, or single-stepping in a slot (it does so
-        // with interrupts off), of what was unpublished above after this.
+        // No CPU can be in a handler, or in a slot with interrupts off, of
+        // what was unlinked or unpublished above after this.
         // SAFETY: process context.
         unsafe { bindings::synchronize_rcu() };
         // A boosted copy runs with interrupts on: a task may have been
         // preempted in its slot, and leaves it only when it runs again.
-        if dead.iter().any(|&p| {
-            // SAFETY: each point in `dead` is live until freed below.
-            unsafe { (*p).was_boosted.load(Ordering::Relaxed) }
-        }) {
+        if boosted {
             if let Some(sync_tasks) = self.rt.synchronize_rcu_tasks {
                 // SAFETY: process context.
                 unsafe { sync_tasks() };
@@ -843,52 +960,21 @@ impl Core {
         }
         // SAFETY: the registration mutex is held and a grace period passed.
         unsafe { self.table.reclaim() };
-        for old in old_lists {
-            // SAFETY: unpublished and past a grace period.
-            drop(unsafe { KBox::from_raw(old) });
+        let mut c = removal.retired;
+        while !c.is_null() {
+            // SAFETY: unlinked and past a grace period: nothing else reaches
+            // it.
+            let client = unsafe { KBox::from_raw(c) };
+            c = client.retired.get();
         }
-        for point in dead {
-            // SAFETY: unpublished and past a grace period.
-            let p = unsafe { KBox::from_raw(point) };
-            arch::release(&self.slots, &p.arch);
-            // SAFETY: the type invariant: the only remaining pointer to the list.
-            drop(unsafe { KBox::from_raw(p.clients.load(Ordering::Relaxed)) });
-        }
-    }
-
-    /// Removes `kp` from `point`, a point of unloaded code, freeing the point
-    /// with its last client. Writer. The point was unpublished and disarmed,
-    /// and a grace period passed, when its code went: nothing reads it but
-    /// the writer.
-    fn unregister_gone(&self, reg: &mut Registry, kp: *mut RkpKprobe, point: *mut Point) {
-        // SAFETY: a gone point is live until freed here.
-        let p = unsafe { &*point };
-        let remaining = p.clients().iter().filter(|&&c| c != kp).count();
-        if remaining == 0 {
-            if let Some(i) = reg.gone.iter().position(|&q| q == point) {
-                crate::vec::swap_remove(&mut reg.gone, i);
+        for point in removal.points.take() {
+            // SAFETY: the points of a removal are live until freed here.
+            if is_dead(unsafe { &*point }) {
+                // SAFETY: unpublished and unlisted above, past a grace period.
+                let p = unsafe { KBox::from_raw(point) };
+                arch::release(&self.slots, &p.arch);
             }
-            // SAFETY: unpublished, past a grace period, and now unlisted.
-            let p = unsafe { KBox::from_raw(point) };
-            arch::release(&self.slots, &p.arch);
-            // SAFETY: the only pointer to the list.
-            drop(unsafe { KBox::from_raw(p.clients.load(Ordering::Relaxed)) });
-        } else {
-            let Ok(mut list) = KVec::with_capacity(remaining, GFP_KERNEL) else {
-                return;
-            };
-            for &c in p.clients().iter().filter(|&&c| c != kp) {
-                let _ = list.push(c, GFP_KERNEL);
-            }
-            let Ok(b) = KBox::new(Clients { list }, GFP_KERNEL) else {
-                return;
-            };
-            let old = p.clients.swap(KBox::into_raw(b), Ordering::AcqRel);
-            // SAFETY: no reader can see a gone point's list (see above).
-            drop(unsafe { KBox::from_raw(old) });
         }
-        // SAFETY: the caller's probe; it is no longer registered.
-        unsafe { (*kp).rkp_private = core::ptr::null_mut() };
     }
 
     /// The module notifier's work: when `module` goes (`going`), or when its
@@ -919,15 +1005,16 @@ impl Core {
             // The text is still there (it is freed after the notification);
             // restoring it leaves nothing of rkprobes in it, whatever still
             // runs there.
-            if p.armed.load(Ordering::Relaxed) {
-                self.set_armed(&mut reg, &[point.cast_const()], false);
-            }
-            for &kp in p.clients() {
+            let mut one = Batch::new();
+            one.add(p);
+            let _ = self.set_armed(&mut reg, &one, false, |_| true);
+            drop(one);
+            for kp in p.clients() {
                 // SAFETY: registered clients are valid.
                 unsafe { RkpKprobe::update_flags(kp, flags::GONE, 0) };
             }
             // SAFETY: the registration mutex is held; the point is live.
-            let _ = unsafe { self.table.remove(p.addr) };
+            unsafe { self.table.remove(p.addr) };
             crate::vec::swap_remove(&mut reg.points, i);
             // Cannot fail: `new_point` reserved room for every point.
             let _ = reg.gone.push(point, GFP_KERNEL);
@@ -944,20 +1031,23 @@ impl Core {
         pr_info!("{} probes of unloaded code marked gone\n", killed);
     }
 
-    /// `rkp_enable_kprobe`/`rkp_disable_kprobe`. Process context.
+    /// `rkp_enable_kprobe`/`rkp_disable_kprobe`. A probe that cannot be
+    /// armed stays disabled, as the kernel's `enable_kprobe()` leaves it.
+    /// Process context.
     pub(crate) fn set_enabled(&self, kp: *mut RkpKprobe, enable: bool) -> Result {
         let mut reg = self.reg.lock();
         // SAFETY: the caller passes a valid probe.
-        let point = unsafe { (*kp).rkp_private }.cast::<Point>();
-        if point.is_null() || !reg.points.contains(&point) {
+        let c = unsafe { (*kp).rkp_private }.cast::<Client>();
+        // SAFETY: a registered probe's `rkp_private` is its live client.
+        let Some(client) = (unsafe { c.as_ref() }) else {
             return Err(EINVAL);
-        }
-        // SAFETY: a registered point is live while the mutex is held.
-        let p = unsafe { &*point };
+        };
         // SAFETY: a registered probe.
-        if unsafe { RkpKprobe::flags(kp) } & flags::GONE != 0 {
+        if client.kp != kp || unsafe { RkpKprobe::flags(kp) } & flags::GONE != 0 {
             return Err(EINVAL);
         }
+        // SAFETY: a registered client's point is live while the mutex is held.
+        let p = unsafe { &*client.point };
         let (set, clear) = if enable {
             (0, flags::DISABLED)
         } else {
@@ -965,33 +1055,40 @@ impl Core {
         };
         // SAFETY: a registered probe.
         unsafe { RkpKprobe::update_flags(kp, set, clear) };
-        p.update_boost();
         if enable {
-            self.arm_points(&mut reg, &[kp]);
-        } else if !p.any_enabled() && p.armed.load(Ordering::Relaxed) {
-            self.set_armed(&mut reg, &[point.cast_const()], false);
+            if let Err(e) = self.arm_points(&mut reg, &[kp]) {
+                // SAFETY: a registered probe.
+                unsafe { RkpKprobe::update_flags(kp, flags::DISABLED, 0) };
+                return Err(e);
+            }
+            Ok(())
+        } else {
+            let mut one = Batch::new();
+            one.add(p);
+            self.set_armed(&mut reg, &one, false, |p| !p.any_enabled())
         }
-        Ok(())
     }
 
-    /// Arms or disarms every point (`/sys/kernel/debug/rkprobes/enabled`).
+    /// Arms or disarms every point (`/sys/kernel/debug/rkprobes/enabled`),
+    /// best effort as the kernel's `arm_all_kprobes()`: the first error is
+    /// returned, and the points that could not be armed stay disarmed.
     /// Process context.
-    pub(crate) fn set_all_armed(&self, on: bool) {
+    pub(crate) fn set_all_armed(&self, on: bool) -> Result {
         let mut reg = self.reg.lock();
         if reg.enabled == on {
-            return;
+            return Ok(());
         }
         reg.enabled = on;
-        let mut todo: KVec<*const Point> = KVec::new();
+        let mut all = Batch::new();
         for &point in reg.points.iter() {
             // SAFETY: registered points are live while the mutex is held.
-            let p = unsafe { &*point };
-            let want = on && p.any_enabled();
-            if p.armed.load(Ordering::Relaxed) != want && todo.push(point, GFP_KERNEL).is_err() {
-                break;
-            }
+            all.add(unsafe { &*point });
         }
-        self.set_armed(&mut reg, &todo, on);
+        let r = self.set_armed(&mut reg, &all, on, |p| !on || p.any_enabled());
+        if r.is_err() {
+            pr_warn!("probes globally enabled, but some could not be armed\n");
+        }
+        r
     }
 
     /// Reads the first `buf.len()` original bytes at `addr`, as they were
@@ -1035,23 +1132,22 @@ impl PinnedDrop for Core {
         // Client modules depend on rkprobes, so none is loaded now; probes of
         // the events interface are gone with it. Whatever is left is removed
         // so that the original bytes are back before the module's text goes.
-        let points: KVec<*mut RkpKprobe> = {
-            let reg = self.reg.lock();
-            let mut v = KVec::new();
+        {
+            let mut reg = self.reg.lock();
+            let mut removal = Removal::new();
+            let mut left = 0usize;
             for &p in Iterator::chain(reg.points.iter(), reg.gone.iter()) {
-                // SAFETY: registered points are live while the mutex is held.
-                for &kp in unsafe { &*p }.clients() {
-                    let _ = v.push(kp, GFP_KERNEL);
+                // SAFETY: registered points are live while the mutex is held;
+                // unlinking a client leaves its link for the walk.
+                for kp in unsafe { &*p }.clients() {
+                    self.unlink_client(&mut removal, kp);
+                    left += 1;
                 }
             }
-            v
-        };
-        if !points.is_empty() {
-            pr_warn!(
-                "{} probes still registered at unload; removing them\n",
-                points.len()
-            );
-            self.unregister_many(&points);
+            if left > 0 {
+                pr_warn!("{} probes still registered at unload; removed them\n", left);
+            }
+            self.finish_removal(&mut reg, removal);
         }
         // Zombie kretprobe pools hold rkprobes loaded, so none is left with
         // frames out unless a probe of rkprobes' own was just removed.
@@ -1084,8 +1180,7 @@ impl Store for EnabledFile {
         // SAFETY: `s` is NUL-terminated; `kstrtobool` parses it as the
         // kernel's own file does (y/n/1/0/on/off).
         kernel::error::to_result(unsafe { bindings::kstrtobool(s.as_ptr().cast(), &mut on) })?;
-        core.set_all_armed(on);
-        Ok(())
+        core.set_all_armed(on)
     }
 }
 
@@ -1103,7 +1198,7 @@ impl Show for ListFile {
         for &point in Iterator::chain(reg.points.iter(), reg.gone.iter()) {
             // SAFETY: registered points are live while the mutex is held.
             let p = unsafe { &*point };
-            for &kp in p.clients() {
+            for kp in p.clients() {
                 // SAFETY: registered clients are valid.
                 let f = unsafe { RkpKprobe::flags(kp) };
                 let kind = if kretprobe::is_kretprobe(kp) {

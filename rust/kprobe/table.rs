@@ -2,7 +2,7 @@
 
 //! The probe table: from a trapping address to its probe point, lock-free.
 //!
-//! Readers are the int3 and #DB handlers (and the ftrace callback): they run
+//! Readers are the int3 handler (and the ftrace callback): they run
 //! with interrupts or preemption disabled, which is an RCU read-side critical
 //! section for `synchronize_rcu()`, and may not take locks or allocate. The
 //! table is a hash of singly linked chains whose links are published with
@@ -117,7 +117,7 @@ impl<P> Table<P> {
 
     /// The point at `addr`.
     ///
-    /// Runs in int3/#DB/ftrace context: no locks, no allocation. The caller is
+    /// Runs in int3/ftrace context: no locks, no allocation. The caller is
     /// in an RCU read-side critical section (interrupts or preemption
     /// disabled) for as long as it uses the returned reference.
     pub(crate) fn lookup(&self, addr: usize) -> Option<&P> {
@@ -148,6 +148,17 @@ impl<P> Table<P> {
     pub(crate) unsafe fn insert(&self, addr: usize, point: *const P) -> Result {
         // SAFETY: the caller holds the registration mutex.
         unsafe { self.maybe_grow() };
+        // Room to retire every entry, so that `remove` never allocates.
+        {
+            // SAFETY: the caller holds the registration mutex.
+            let w = unsafe { self.writer() };
+            let want = w.retired_entries.len() + w.len + 1;
+            let have = w.retired_entries.capacity();
+            if want > have {
+                w.retired_entries
+                    .reserve(want - w.retired_entries.len(), GFP_KERNEL)?;
+            }
+        }
         // SAFETY: `current` is live and only this writer changes it.
         let gen = unsafe { &*self.current.load(Ordering::Relaxed) };
         let bucket = gen.bucket(addr).ok_or(EINVAL)?;
@@ -174,35 +185,34 @@ impl<P> Table<P> {
 
     /// Unlinks the point at `addr`; readers may still see it until the next
     /// grace period, after which `reclaim` frees the link. Returns whether
-    /// there was one. May sleep.
+    /// there was one. Allocates nothing: `insert` reserved room to retire
+    /// every entry.
     ///
     /// # Safety
     ///
     /// The caller holds the registration mutex.
-    pub(crate) unsafe fn remove(&self, addr: usize) -> Result<bool> {
+    pub(crate) unsafe fn remove(&self, addr: usize) -> bool {
         // SAFETY: the caller holds the registration mutex.
         let w = unsafe { self.writer() };
-        // Reserve room first, so that failing leaves the table unchanged.
-        w.retired_entries.reserve(1, GFP_KERNEL)?;
         // SAFETY: `current` is live and only this writer changes it.
         let gen = unsafe { &*self.current.load(Ordering::Relaxed) };
         let Some(mut link) = gen.bucket(addr) else {
-            return Ok(false);
+            return false;
         };
         loop {
             let e = link.load(Ordering::Relaxed);
             if e.is_null() {
-                return Ok(false);
+                return false;
             }
             // SAFETY: linked entries are live; only this writer unlinks them.
             let entry = unsafe { &*e };
             if entry.addr == addr {
                 // A reader standing on `entry` still follows its `next`.
                 link.store(entry.next.load(Ordering::Relaxed), Ordering::Release);
-                // Cannot fail: reserved above.
+                // Cannot fail: `insert` reserved room.
                 let _ = w.retired_entries.push(e, GFP_KERNEL);
                 w.len -= 1;
-                return Ok(true);
+                return true;
             }
             link = &entry.next;
         }
@@ -217,11 +227,14 @@ impl<P> Table<P> {
     pub(crate) unsafe fn reclaim(&self) {
         // SAFETY: the caller holds the registration mutex.
         let w = unsafe { self.writer() };
-        for e in core::mem::replace(&mut w.retired_entries, KVec::new()) {
+        for &e in w.retired_entries.iter() {
             // SAFETY: retired entries were allocated by `KBox::into_raw` and no
             // reader can hold them after the caller's grace period.
             drop(unsafe { KBox::from_raw(e) });
         }
+        // The capacity stays: `remove` relies on it.
+        // SAFETY: the elements are plain pointers, freed above.
+        unsafe { w.retired_entries.set_len(0) };
         for g in core::mem::replace(&mut w.retired_gens, KVec::new()) {
             // SAFETY: as above; the generation's entries are freed with it.
             let gen = unsafe { KBox::from_raw(g) };

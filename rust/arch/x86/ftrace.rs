@@ -14,7 +14,7 @@
 use kernel::prelude::*;
 
 #[cfg(CONFIG_DYNAMIC_FTRACE_WITH_REGS)]
-use super::kprobes::{Frame, Status};
+use super::kprobes::Status;
 #[cfg(CONFIG_DYNAMIC_FTRACE_WITH_REGS)]
 use crate::kprobe::Core;
 #[cfg(CONFIG_DYNAMIC_FTRACE_WITH_REGS)]
@@ -98,19 +98,15 @@ pub(crate) unsafe extern "C" fn rkp_ftrace_hit(ip: usize, regs: *mut bindings::p
     if !point.arch.is_ftrace() {
         return;
     }
-    // SAFETY: interrupts are off (glue.c); no other reference is live.
-    let Some(ctl) = (unsafe { core.arch.this_cpu() }) else {
+    // Interrupts are off (glue.c): the CPU stays.
+    let Some(ctl) = core.arch.this_cpu() else {
         return;
     };
     if ctl.depth() > 0 {
         point.missed();
         return;
     }
-    if !ctl.push(Frame {
-        point,
-        status: Status::HitActive,
-        saved_flags: 0,
-    }) {
+    if !ctl.push(point, Status::HitActive, 0) {
         return;
     }
     // SAFETY: ftrace's saved registers for this call (the caller's contract).
@@ -118,11 +114,11 @@ pub(crate) unsafe extern "C" fn rkp_ftrace_hit(ip: usize, regs: *mut bindings::p
     let orig_ip = r.ip;
     // As if an int3 at the site had trapped.
     r.ip = ip + 1;
-    if !point.run_pre_handlers(regs) {
-        // As if the NOP had been stepped.
+    if point.run_pre_handlers(regs).is_some() {
+        // As if the NOP had run.
         r.ip = ip + MCOUNT_INSN_SIZE;
         if let Some(f) = ctl.top() {
-            f.status = Status::HitSsDone;
+            f.set_status(Status::HitSsDone);
         }
         point.run_post_handlers(regs, 0);
         r.ip = orig_ip;

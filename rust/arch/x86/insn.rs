@@ -7,11 +7,12 @@
 //! the instruction must be one that can run out of line or be emulated, and
 //! its copy in the slot has its RIP-relative displacement adjusted.
 //!
-//! rkprobes single-steps the copy with the trap flag, so it emulates the
-//! instructions whose effect depends on where they run or on IF/TF, exactly
+//! rkprobes runs the copy out of line with interrupts off and an int3 after
+//! it, so it emulates the instructions whose effect depends on where they
+//! run or on IF/TF, exactly
 //! the set the kernel emulates (relative and register-indirect call and jmp,
 //! Jcc, LOOP/JrCXZ, near ret, cli/sti/pushf/popf), and refuses the kernel's
-//! refusals. It also refuses, beyond the kernel: `hlt` (stepped with IF clear
+//! refusals. It also refuses, beyond the kernel: `hlt` (run with IF clear
 //! it would never wake), far `ret`, the system-call instructions, and any
 //! instruction with an exception-table entry (a fault in its out-of-line copy
 //! would find no fixup and oops).
@@ -23,7 +24,7 @@ use crate::{
         adjust_probe_offset, copy_insn, ControlFlow, IfModifier, IndirectOperand, Insn, LoopKind,
         MAX_INSN_SIZE,
     },
-    slots::{Slot, SlotCache},
+    slots::{Slot, SlotCache, SLOT_SIZE},
     text::TextGuard,
 };
 use kernel::prelude::*;
@@ -37,8 +38,8 @@ const JMP32_SIZE: usize = 5;
 /// How a probed instruction is run; branch targets are absolute.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Op {
-    /// Single-stepped in the slot; afterwards `ip` moves back by the distance
-    /// between slot and probe.
+    /// Run out of line in the slot; afterwards `ip` moves back by the
+    /// distance between slot and probe.
     Step,
     /// `call rel32` to the target.
     Call(u64),
@@ -65,8 +66,9 @@ pub(super) enum Op {
 /// # Invariants
 ///
 /// `slot` is `Some` exactly when `op` is [`Op::Step`]; it then holds the
-/// relocated copy of the instruction, of `len` bytes, followed, when
-/// `boostable`, by a `jmp` back to the instruction after the probe.
+/// relocated copy of the instruction, of `len` bytes, followed by an int3,
+/// and, when `boostable`, a second copy followed by a `jmp` back to the
+/// instruction after the probe (see [`alloc_slot`]).
 pub(crate) struct ArchInsn {
     orig: u8,
     pub(super) len: u8,
@@ -86,12 +88,15 @@ impl ArchInsn {
         self.op == Op::Ftrace
     }
 
-    /// Whether the copy may run without a single-step (the kernel's
-    /// `can_boost()`): its slot ends with a jump back. Boosted copies run
-    /// with interrupts on and can be preempted; their slots are freed only
-    /// after `synchronize_rcu_tasks()`.
-    pub(crate) fn boostable(&self) -> bool {
-        self.boostable
+    /// Where the copy that may run boosted starts, when there is one (the
+    /// kernel's `can_boost()`): it is followed by a jump back instead of a
+    /// trap. Boosted copies run with interrupts on and can be preempted;
+    /// their slots are freed only after `synchronize_rcu_tasks()`.
+    pub(super) fn boosted_copy(&self) -> Option<usize> {
+        match self.slot {
+            Some(s) if self.boostable => Some(s.addr + BOOST_OFFSET),
+            _ => None,
+        }
     }
 }
 
@@ -152,7 +157,7 @@ pub(super) fn classify(insn: &Insn, addr: u64) -> Result<Op> {
         ControlFlow::Ret { pop } => Op::Ret(pop),
         ControlFlow::CallIndirect(IndirectOperand::Register(r)) => Op::CallIndirect(reg(r)?),
         ControlFlow::JmpIndirect(IndirectOperand::Register(r)) => Op::JmpIndirect(reg(r)?),
-        // hlt: stepped with IF clear it would never wake.
+        // hlt: run with IF clear it would never wake.
         ControlFlow::None if insn.bytes() == [0xf4] => return Err(eopnotsupp()),
         ControlFlow::None => Op::Step,
         // System calls and returns, APX JMPABS, and anything the refusal
@@ -212,37 +217,20 @@ pub(crate) fn prepare(core: &Core, addr: usize, func: usize, ftrace: bool) -> Re
     })
 }
 
-/// Allocates a slot and writes the relocated copy into it, followed when
-/// `boost` by a `jmp rel32` back to the next instruction. The slot's address
-/// must be known to relocate, so the copy is written after allocation.
+/// Where a slot's boosted copy starts: after the stepped copy and its int3.
+const BOOST_OFFSET: usize = MAX_INSN_SIZE + 1;
+
+/// Allocates a slot and writes its image: at its start the relocated copy
+/// followed by an int3 that traps back to rkprobes whatever the instruction
+/// did (ran, was emulated by a #VE/#VC handler, repeated); when `boost`, at
+/// `BOOST_OFFSET` a second copy followed by a `jmp rel32` back to the next
+/// instruction; int3 everywhere else, so that a reused slot holds nothing
+/// of its last probe. The slot's address must be known to relocate, so the
+/// image is written after allocation.
 fn alloc_slot(slots: &SlotCache, insn: &Insn, addr: usize, boost: bool) -> Result<Slot> {
-    // The slot is filled with int3 when allocated; nothing runs there yet.
     let slot = slots.alloc()?;
-    let mut code = [0u8; MAX_INSN_SIZE + JMP32_SIZE];
-    let written = match copy_insn(insn, addr as u64, slot.addr as u64, &mut code) {
-        Ok(c) if boost => {
-            // The jump back: from the end of the copy to the end of the
-            // original instruction; slots are within ±2 GiB of all text.
-            let from = slot.addr as i64 + (c.len + JMP32_SIZE) as i64;
-            let to = (addr + c.len) as i64;
-            match (
-                i32::try_from(to - from),
-                code.get_mut(c.len..c.len + JMP32_SIZE),
-            ) {
-                (Ok(rel), Some(jmp)) => {
-                    jmp[0] = 0xe9;
-                    jmp[1..].copy_from_slice(&rel.to_le_bytes());
-                    slots.write(slot, code.get(..c.len + JMP32_SIZE).ok_or(EINVAL)?)
-                }
-                _ => Err(EINVAL),
-            }
-        }
-        Ok(c) => slots.write(slot, code.get(..c.len).ok_or(EINVAL)?),
-        Err(e) => {
-            pr_err!("cannot relocate the instruction at {addr:#x}: {e:?}\n");
-            Err(EINVAL)
-        }
-    };
+    let written =
+        slot_image(insn, addr, slot.addr, boost).and_then(|image| slots.write(slot, &image));
     match written {
         Ok(()) => Ok(slot),
         Err(e) => {
@@ -250,6 +238,38 @@ fn alloc_slot(slots: &SlotCache, insn: &Insn, addr: usize, boost: bool) -> Resul
             Err(e)
         }
     }
+}
+
+/// The image of a slot at `at` for `insn`, probed at `addr` (see
+/// [`alloc_slot`]).
+fn slot_image(insn: &Insn, addr: usize, at: usize, boost: bool) -> Result<[u8; SLOT_SIZE]> {
+    let mut image = [INT3; SLOT_SIZE];
+    let relocate = |dest: usize, out: &mut [u8]| {
+        copy_insn(insn, addr as u64, dest as u64, out).map_err(|e| {
+            pr_err!("cannot relocate the instruction at {addr:#x}: {e:?}\n");
+            EINVAL
+        })
+    };
+    // The trailing int3 is already there: the copy is at most 15 bytes.
+    relocate(at, image.get_mut(..MAX_INSN_SIZE).ok_or(EINVAL)?)?;
+    if boost {
+        let copy = relocate(
+            at + BOOST_OFFSET,
+            image
+                .get_mut(BOOST_OFFSET..BOOST_OFFSET + MAX_INSN_SIZE)
+                .ok_or(EINVAL)?,
+        )?;
+        // The jump back: from the end of the copy to the end of the original
+        // instruction; slots are within ±2 GiB of all text.
+        let jmp_at = BOOST_OFFSET + copy.len;
+        let from = (at + jmp_at + JMP32_SIZE) as i64;
+        let to = (addr + copy.len) as i64;
+        let rel = i32::try_from(to - from).map_err(|_| EINVAL)?;
+        let jmp = image.get_mut(jmp_at..jmp_at + JMP32_SIZE).ok_or(EINVAL)?;
+        jmp[0] = 0xe9;
+        jmp[1..].copy_from_slice(&rel.to_le_bytes());
+    }
+    Ok(image)
 }
 
 /// Frees what `prepare` allocated. The caller guarantees that no CPU runs in

@@ -1,18 +1,29 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The x86-64 hit path: int3 and #DB handlers, per-CPU control blocks.
+//! The x86-64 hit path: the int3 handler, per-CPU control blocks.
 //!
 //! A hit traps on the int3 at the probe address. rkprobes' die notifier finds
-//! the probe point in the lock-free table, runs the pre-handlers, then either
-//! emulates the instruction (see `insn`) or single-steps its copy in the slot:
-//! `ip` goes to the slot, TF is set and IF cleared in the saved flags, and the
-//! #DB that follows the one instruction moves `ip` back after the original
-//! instruction, restores TF and IF, and runs the post-handlers.
+//! the probe point in the lock-free table and runs the pre-handlers. Then the
+//! instruction either is emulated (see `insn`), or its copy runs out of line
+//! in the point's slot with interrupts off, followed there by a second int3
+//! (the kernel's scheme since 5.11): that int3 moves `ip` back after the
+//! original instruction, restores IF and runs the post-handlers. A boosted
+//! copy is followed by a jump back instead, and runs with the interrupted
+//! flags and no second trap.
 //!
-//! Everything here runs in int3/#DB exception context, which is NMI-like:
+//! No single-step with the trap flag: a #DB runs on its own IST stack, and a
+//! probe hit while a CPU is inside its #DB handler (a post-handler, an NMI
+//! during a step, a probe in a #DB notifier) would set TF again and have the
+//! nested #DB overwrite the outer frames on that same stack. int3 runs on the
+//! interrupted stack and nests safely; and an instruction that a #VE/#VC
+//! handler emulates (TDX, SEV-ES), or a `rep` string instruction, still ends
+//! at the trailing int3. Documentation/kprobes-design.rst has the argument.
+//!
+//! Everything here runs in int3 exception context, which is NMI-like:
 //! interrupts are off, nothing may sleep, allocate, or take a lock, and every
 //! function is in rkprobes' own (blacklisted) text. Per-CPU state is only
-//! touched by its own CPU with interrupts off, so it needs no atomics.
+//! touched by its own CPU, by shared references to cells that an NMI nesting
+//! on the same CPU leaves as it found them (see [`Ctl::push`]).
 //!
 //! A probe hit while this CPU is already inside a probe (in a handler, in an
 //! NMI that interrupted a step) counts as missed and runs its instruction
@@ -27,13 +38,13 @@ use crate::{
     ffi::{self, die_val, DieArgs, NOTIFY_DONE, NOTIFY_STOP},
     kprobe::{Core, Point},
     pure::{
-        emulate::{self, FLAG_IF, FLAG_TF},
+        emulate::{self, FLAG_IF},
         insn::IfModifier,
     },
 };
 use core::{
-    cell::UnsafeCell,
-    sync::atomic::{AtomicBool, Ordering},
+    cell::Cell,
+    sync::atomic::{compiler_fence, AtomicBool, Ordering},
 };
 use kernel::{
     bindings,
@@ -42,12 +53,7 @@ use kernel::{
     types::Opaque,
 };
 
-/// `DR_STEP` of `arch/x86/include/uapi/asm/debugreg.h`: the #DB was a
-/// single-step.
-const DR_STEP: c_ulong = 1 << 14;
-
-/// Priority of rkprobes' die notifier: ahead of debuggers, which would
-/// otherwise see its single-steps.
+/// Priority of rkprobes' die notifier: ahead of debuggers.
 const NOTIFIER_PRIORITY: c_int = 0x7fff_fff0;
 
 /// Saved probe states per CPU: one active probe, plus reentries.
@@ -58,67 +64,134 @@ const MAX_DEPTH: usize = 4;
 pub(super) enum Status {
     /// Running pre-handlers.
     HitActive,
-    /// Single-stepping the copy, handlers to follow.
+    /// Running the copy in the slot, handlers to follow.
     HitSs,
     /// Running post-handlers.
     HitSsDone,
-    /// Single-stepping a probe hit inside another probe; no handlers.
+    /// Running the copy of a probe hit inside another probe; no handlers.
     Reenter,
     /// Running a kretprobe's return handler (the kernel's
-    /// `kprobe_busy_begin()`); the frame has no point.
+    /// `kprobe_busy_begin()`), or a frame being written; no point.
     Busy,
 }
 
 /// One level of probe handling on a CPU.
-#[derive(Clone, Copy)]
+///
+/// # Invariants
+///
+/// `point` is meaningful only when `status` is not [`Status::Busy`]; a frame
+/// is rewritten with `Busy` first and its status last, so that an NMI
+/// nesting in between never follows a stale point.
 pub(super) struct Frame {
-    pub(super) point: *const Point,
-    pub(super) status: Status,
-    /// TF and IF of the interrupted code, restored after the step.
-    pub(super) saved_flags: u64,
+    point: Cell<*const Point>,
+    status: Cell<Status>,
+    /// IF of the interrupted code, restored after the copy ran.
+    saved_flags: Cell<u64>,
+    /// The NMI nesting of the context that pushed the frame, where its
+    /// handlers run: a fault taken at another level is not theirs.
+    nmi: Cell<u32>,
+}
+
+impl Frame {
+    const fn empty() -> Self {
+        Self {
+            point: Cell::new(core::ptr::null()),
+            status: Cell::new(Status::Busy),
+            saved_flags: Cell::new(0),
+            nmi: Cell::new(0),
+        }
+    }
+
+    pub(super) fn status(&self) -> Status {
+        self.status.get()
+    }
+
+    pub(super) fn set_status(&self, s: Status) {
+        compiler_fence(Ordering::SeqCst);
+        self.status.set(s);
+    }
+
+    /// The frame's point, unless it is `Busy`. The point is live: it was
+    /// found in the table by this CPU, which has had interrupts off since,
+    /// holding off the grace period that would free it.
+    fn point(&self) -> Option<&Point> {
+        if self.status.get() == Status::Busy {
+            return None;
+        }
+        // SAFETY: see above; a non-Busy frame's point was written before its
+        // status (type invariant).
+        unsafe { self.point.get().as_ref() }
+    }
+
+    /// Rewrites the frame; its status last (type invariant).
+    fn set(&self, point: *const Point, status: Status, saved_flags: u64, nmi: u32) {
+        self.status.set(Status::Busy);
+        compiler_fence(Ordering::SeqCst);
+        self.point.set(point);
+        self.saved_flags.set(saved_flags);
+        self.nmi.set(nmi);
+        compiler_fence(Ordering::SeqCst);
+        self.status.set(status);
+    }
 }
 
 /// A CPU's probe state (the kernel's `struct kprobe_ctlblk`).
-#[derive(Clone, Copy)]
 pub(super) struct Ctl {
-    depth: usize,
+    depth: Cell<usize>,
     frames: [Frame; MAX_DEPTH],
 }
 
 /// A `Ctl` in its own cache line, owned by one CPU.
 #[repr(align(64))]
-struct PerCpuCtl(UnsafeCell<Ctl>);
+struct PerCpuCtl(Ctl);
 
 // SAFETY: each `PerCpuCtl` is only accessed by its own CPU, with interrupts
-// off (exception context), so accesses never overlap.
+// off; the only nesting is an NMI (or an exception in a handler), which
+// leaves the state as it found it before the interrupted code resumes.
 unsafe impl Sync for PerCpuCtl {}
 // SAFETY: the raw pointers in a `Ctl` are plain data between hits.
 unsafe impl Send for PerCpuCtl {}
 
 impl Ctl {
     pub(super) fn depth(&self) -> usize {
-        self.depth
+        self.depth.get()
     }
 
-    pub(super) fn top(&mut self) -> Option<&mut Frame> {
-        let i = self.depth.checked_sub(1)?;
-        self.frames.get_mut(i)
+    /// The innermost frame.
+    pub(super) fn top(&self) -> Option<&Frame> {
+        let i = self.depth.get().checked_sub(1)?;
+        self.frames.get(i)
     }
 
-    pub(super) fn push(&mut self, f: Frame) -> bool {
-        match self.frames.get_mut(self.depth) {
-            Some(slot) => {
-                *slot = f;
-                self.depth += 1;
-                true
-            }
-            None => false,
-        }
+    /// Pushes a frame; false when nested deeper than `MAX_DEPTH`.
+    ///
+    /// The new top is made `Busy` before the depth grows, so that an NMI
+    /// landing in between either pushes its own frame at the same index and
+    /// pops it again before this resumes, or sees a frame that names no
+    /// point.
+    pub(super) fn push(&self, point: *const Point, status: Status, saved_flags: u64) -> bool {
+        let i = self.depth.get();
+        let Some(f) = self.frames.get(i) else {
+            return false;
+        };
+        f.status.set(Status::Busy);
+        compiler_fence(Ordering::SeqCst);
+        self.depth.set(i + 1);
+        compiler_fence(Ordering::SeqCst);
+        f.set(point, status, saved_flags, nmi_level());
+        true
     }
 
-    pub(super) fn pop(&mut self) {
-        self.depth = self.depth.saturating_sub(1);
+    pub(super) fn pop(&self) {
+        compiler_fence(Ordering::SeqCst);
+        self.depth.set(self.depth.get().saturating_sub(1));
     }
+}
+
+/// The NMI nesting of the current context. Any context.
+fn nmi_level() -> u32 {
+    // SAFETY: reads this CPU's preempt count; no preconditions.
+    unsafe { ffi::rkp_in_nmi() }
 }
 
 /// The architecture's part of the probe core.
@@ -135,19 +208,14 @@ impl ArchState {
     pub(crate) fn new() -> impl PinInit<Self, Error> {
         // SAFETY: `nr_cpu_ids` is set at boot and never changes afterwards.
         let ncpus = unsafe { bindings::nr_cpu_ids } as usize;
-        let empty = Frame {
-            point: core::ptr::null(),
-            status: Status::HitActive,
-            saved_flags: 0,
-        };
         let ctl = (|| -> Result<KVec<PerCpuCtl>> {
             let mut v = KVec::with_capacity(ncpus, GFP_KERNEL)?;
             for _ in 0..ncpus {
                 v.push(
-                    PerCpuCtl(UnsafeCell::new(Ctl {
-                        depth: 0,
-                        frames: [empty; MAX_DEPTH],
-                    })),
+                    PerCpuCtl(Ctl {
+                        depth: Cell::new(0),
+                        frames: [const { Frame::empty() }; MAX_DEPTH],
+                    }),
                     GFP_KERNEL,
                 )?;
             }
@@ -191,19 +259,13 @@ impl ArchState {
         }
     }
 
-    /// This CPU's control block. Exception context.
-    ///
-    /// # Safety
-    ///
-    /// Interrupts are off and the caller holds no other reference from this
-    /// function.
-    #[allow(clippy::mut_from_ref)]
-    pub(super) unsafe fn this_cpu(&self) -> Option<&mut Ctl> {
-        // SAFETY: interrupts are off, so the CPU cannot change under us.
+    /// This CPU's control block. Interrupts (or preemption) must be off so
+    /// that the CPU cannot change while the block is used; any nesting on
+    /// the CPU (NMI, exceptions) uses it through the same shared reference.
+    pub(super) fn this_cpu(&self) -> Option<&Ctl> {
+        // SAFETY: no preconditions; the caller keeps the CPU (see above).
         let cpu = unsafe { ffi::rkp_smp_processor_id() } as usize;
-        // SAFETY: only this CPU touches its block, and not reentrantly (the
-        // caller's contract).
-        self.ctl.get(cpu).map(|c| unsafe { &mut *c.0.get() })
+        self.ctl.get(cpu).map(|c| &c.0)
     }
 }
 
@@ -229,30 +291,20 @@ impl PinnedDrop for ArchState {
 pub(crate) fn run_busy(core: &Core, f: impl FnOnce(bool)) {
     // SAFETY: no preconditions; restored below.
     let flags = unsafe { ffi::rkp_local_irq_save() };
-    let free = {
-        // SAFETY: interrupts are off; the reference ends with this block,
-        // before `f` can reach another user of the block.
-        match unsafe { core.arch.this_cpu() } {
-            Some(ctl) if ctl.depth() == 0 => ctl.push(Frame {
-                point: core::ptr::null(),
-                status: Status::Busy,
-                saved_flags: 0,
-            }),
-            _ => false,
-        }
-    };
+    let ctl = core.arch.this_cpu();
+    let free = ctl.is_some_and(|c| c.depth() == 0 && c.push(core::ptr::null(), Status::Busy, 0));
     f(free);
     if free {
-        // SAFETY: as above; every probe hit in `f` popped what it pushed.
-        if let Some(ctl) = unsafe { core.arch.this_cpu() } {
-            ctl.pop();
+        // Every probe hit in `f` popped what it pushed.
+        if let Some(c) = ctl {
+            c.pop();
         }
     }
     // SAFETY: the flags saved above.
     unsafe { ffi::rkp_local_irq_restore(flags) };
 }
 
-/// The die notifier: int3, #DB and faults. Exception context.
+/// The die notifier: int3 and faults. Exception context.
 ///
 /// # Safety
 ///
@@ -266,7 +318,7 @@ unsafe extern "C" fn die_notify(
     let event = val as u64;
     if !matches!(
         event,
-        die_val::DIE_INT3 | die_val::DIE_DEBUG | die_val::DIE_GPF | die_val::DIE_TRAP
+        die_val::DIE_INT3 | die_val::DIE_GPF | die_val::DIE_TRAP
     ) {
         return NOTIFY_DONE;
     }
@@ -291,8 +343,6 @@ unsafe extern "C" fn die_notify(
     }
     let handled = match event {
         die_val::DIE_INT3 => int3(core, regs),
-        // In 6.12 `err` of DIE_DEBUG points to the #DB handler's dr6.
-        die_val::DIE_DEBUG => debug(core, regs, args.err as *mut c_ulong),
         _ => fault(core, regs, args.trapnr),
     };
     if handled {
@@ -302,10 +352,30 @@ unsafe extern "C" fn die_notify(
     }
 }
 
-/// An int3: ours if a probe point is at the address before `ip`.
+/// Where the copy of `point` that runs with a trailing int3 starts, and
+/// where that int3 is.
+fn step_range(point: &Point) -> Option<(usize, usize)> {
+    let slot = point.arch.slot?;
+    Some((slot.addr, slot.addr + point.arch.len as usize))
+}
+
+/// An int3: the trailing int3 of the copy this CPU runs, or a probe point.
 /// int3 context.
 fn int3(core: &Core, regs: &mut bindings::pt_regs) -> bool {
     let addr = regs.ip.wrapping_sub(1);
+    let Some(ctl) = core.arch.this_cpu() else {
+        return false;
+    };
+    if let Some(top) = ctl.top() {
+        if matches!(top.status(), Status::HitSs | Status::Reenter) {
+            if let Some(point) = top.point() {
+                if step_range(point).is_some_and(|(_, end)| end == addr) {
+                    resume(point, regs, ctl, top);
+                    return true;
+                }
+            }
+        }
+    }
     let Some(point) = core.lookup(addr) else {
         // An int3 whose byte is gone was removed while this CPU trapped on it
         // (the kernel's kprobe_int3_handler() does the same): run the
@@ -322,83 +392,90 @@ fn int3(core: &Core, regs: &mut bindings::pt_regs) -> bool {
         }
         return false;
     };
-    // SAFETY: int3 context has interrupts off; no other reference is live.
-    let Some(ctl) = (unsafe { core.arch.this_cpu() }) else {
-        return false;
-    };
-    if ctl.depth > 0 {
+    if ctl.depth() > 0 {
         point.missed();
-        return setup(point, regs, ctl, true);
+        return setup(point, regs, ctl, true, false);
     }
-    if !ctl.push(Frame {
-        point,
-        status: Status::HitActive,
-        saved_flags: 0,
-    }) {
+    if !ctl.push(point, Status::HitActive, 0) {
         return false;
     }
-    if point.run_pre_handlers(regs) {
-        // The handler moved `ip`: the instruction does not run.
+    let Some(post) = point.run_pre_handlers(regs) else {
+        // A handler moved `ip`: the instruction does not run.
         ctl.pop();
         return true;
-    }
-    setup(point, regs, ctl, false)
+    };
+    setup(point, regs, ctl, false, post)
 }
 
-/// Runs the probed instruction: emulates it, or sets up its single-step.
-/// int3 context; the caller pushed a frame unless `reenter`.
-fn setup(point: &Point, regs: &mut bindings::pt_regs, ctl: &mut Ctl, reenter: bool) -> bool {
+/// Runs the probed instruction: emulates it, or sends `ip` to its copy.
+/// `post`: some client whose pre-handler ran has a post-handler, so the copy
+/// must trap back. int3 context; the caller pushed a frame unless `reenter`.
+fn setup(
+    point: &Point,
+    regs: &mut bindings::pt_regs,
+    ctl: &Ctl,
+    reenter: bool,
+    post: bool,
+) -> bool {
     let insn = &point.arch;
     if insn.op != Op::Step {
         emulate(insn, point.addr, regs);
         if !reenter {
             if let Some(f) = ctl.top() {
-                f.status = Status::HitSsDone;
+                f.set_status(Status::HitSsDone);
             }
             point.run_post_handlers(regs, 0);
             ctl.pop();
         }
         return true;
     }
-    let Some(slot) = insn.slot else {
-        // Cannot happen (a stepped instruction has a slot): leave the trap
-        // to the kernel rather than run garbage.
+    let Some((copy, _)) = step_range(point) else {
+        // Cannot happen (a copied instruction has a slot): leave the trap to
+        // the kernel rather than run garbage.
         if !reenter {
             ctl.pop();
         }
         return false;
     };
-    if point.boost() {
-        // Boosted: the copy is followed by a jump back, so it runs with the
-        // interrupted flags and no #DB; there are no post-handlers to run.
-        if !reenter {
+    if !post && !reenter {
+        if let Some(boosted) = insn.boosted_copy() {
+            // Boosted: the copy is followed by a jump back, so it runs with
+            // the interrupted flags and no second trap.
+            point.ran_boosted();
             ctl.pop();
+            regs.ip = boosted as _;
+            return true;
         }
-        regs.ip = slot.addr as _;
-        return true;
     }
-    let frame = Frame {
-        point,
-        status: if reenter {
-            Status::Reenter
-        } else {
-            Status::HitSs
-        },
-        saved_flags: regs.flags as u64 & (FLAG_TF | FLAG_IF),
-    };
+    let saved = regs.flags as u64 & FLAG_IF;
     if reenter {
-        if !ctl.push(frame) {
+        if !ctl.push(point, Status::Reenter, saved) {
             // Nested deeper than MAX_DEPTH: the kernel's "unrecoverable
             // kprobe" case. Leaving the trap unhandled makes the kernel report
             // it rather than corrupt the interrupted probe's state.
             return false;
         }
     } else if let Some(f) = ctl.top() {
-        *f = frame;
+        f.saved_flags.set(saved);
+        f.set_status(Status::HitSs);
     }
-    regs.flags = ((regs.flags as u64 | FLAG_TF) & !FLAG_IF) as _;
-    regs.ip = slot.addr as _;
+    regs.flags = (regs.flags as u64 & !FLAG_IF) as _;
+    regs.ip = copy as _;
     true
+}
+
+/// The copy of the innermost frame's point ran into its trailing int3: `ip`
+/// goes back after the original instruction, IF as it was, and the
+/// post-handlers run (the kernel's `resume_singlestep()` and
+/// `kprobe_post_process()`). int3 context.
+fn resume(point: &Point, regs: &mut bindings::pt_regs, ctl: &Ctl, frame: &Frame) {
+    regs.ip = point.addr.wrapping_add(point.arch.len as usize) as _;
+    regs.flags = (regs.flags as u64 | frame.saved_flags.get()) as _;
+    if frame.status() == Status::HitSs {
+        frame.set_status(Status::HitSsDone);
+        point.run_post_handlers(regs, 0);
+    }
+    ctl.pop();
 }
 
 /// Emulates an instruction that does not run out of line. int3 context: the
@@ -474,84 +551,49 @@ fn emulate(insn: &ArchInsn, addr: usize, regs: &mut bindings::pt_regs) {
     regs.ip = ip as _;
 }
 
-/// A #DB: ours if this CPU is single-stepping a probe's copy. #DB context.
-fn debug(core: &Core, regs: &mut bindings::pt_regs, dr6: *mut c_ulong) -> bool {
-    if dr6.is_null() {
-        return false;
-    }
-    // SAFETY: the #DB handler passes a pointer to its local dr6.
-    if unsafe { *dr6 } & DR_STEP == 0 {
-        return false;
-    }
-    // SAFETY: #DB context has interrupts off; no other reference is live.
-    let Some(ctl) = (unsafe { core.arch.this_cpu() }) else {
-        return false;
-    };
-    let Some(frame) = ctl.top() else {
-        return false;
-    };
-    if frame.status != Status::HitSs && frame.status != Status::Reenter {
-        return false;
-    }
-    // SAFETY: the frame's point is live: it was found in the table by this
-    // CPU, which has had interrupts off since, holding off the grace period
-    // that would free it.
-    let point = unsafe { &*frame.point };
-    let Some(slot) = point.arch.slot else {
-        return false;
-    };
-    // SAFETY: see above; consuming the step.
-    unsafe { *dr6 &= !DR_STEP };
-    let ip = regs.ip;
-    if ip == slot.addr {
-        // A REP string instruction steps one iteration at a time: keep
-        // stepping in the slot until it is done.
-        return true;
-    }
-    regs.ip = ip.wrapping_sub(slot.addr).wrapping_add(point.addr) as _;
-    regs.flags = ((regs.flags as u64 & !(FLAG_TF | FLAG_IF)) | frame.saved_flags) as _;
-    if frame.status == Status::Reenter {
-        ctl.pop();
-        return true;
-    }
-    frame.status = Status::HitSsDone;
-    point.run_post_handlers(regs, 0);
-    ctl.pop();
-    true
-}
-
 /// A fault reported through the die chain (`DIE_GPF` after the exception
 /// table found no fixup, `DIE_TRAP` for #DE, #OF, #BR, #UD, #TS, #NP, #SS,
-/// #AC) while this CPU handles a probe: the probe's fault handlers see it
-/// first. A fault in the out-of-line copy then has `ip` put back at the probe
-/// address, so that the kernel reports (or fixes) it where the instruction
-/// really is, as the kernel's `kprobe_fault_handler()` does. Exception
-/// context.
+/// #AC) while this CPU handles a probe. It is the probe's only when raised by
+/// one of its handlers, at the handler's NMI level, or by its copy: then the
+/// fault handlers see it first, and a fault in the copy has `ip` put back at
+/// the probe address, so that the kernel reports (or fixes) it where the
+/// instruction really is, as the kernel's `kprobe_fault_handler()` does.
+/// Exception context.
 fn fault(core: &Core, regs: &mut bindings::pt_regs, trapnr: c_int) -> bool {
-    // SAFETY: exception context with interrupts off; no other reference.
-    let Some(ctl) = (unsafe { core.arch.this_cpu() }) else {
+    let Some(ctl) = core.arch.this_cpu() else {
         return false;
     };
     let Some(frame) = ctl.top() else {
         return false;
     };
-    if frame.status == Status::Busy || frame.point.is_null() {
+    let Some(point) = frame.point() else {
         return false;
+    };
+    match frame.status() {
+        // A handler runs at the NMI level of the frame's push (an int3 hit
+        // enters NMI context itself); an NMI that interrupted the handler
+        // and faulted is deeper.
+        Status::HitActive | Status::HitSsDone => {
+            frame.nmi.get() == nmi_level() && point.run_fault_handlers(regs, trapnr)
+        }
+        status @ (Status::HitSs | Status::Reenter) => {
+            let Some((copy, end)) = step_range(point) else {
+                return false;
+            };
+            let ip = regs.ip;
+            if ip < copy || ip >= end {
+                // Interrupts are off while the copy runs: nothing else runs
+                // at this level but the copy.
+                return false;
+            }
+            if status == Status::HitSs && point.run_fault_handlers(regs, trapnr) {
+                return true;
+            }
+            regs.ip = point.addr as _;
+            regs.flags = (regs.flags as u64 | frame.saved_flags.get()) as _;
+            ctl.pop();
+            false
+        }
+        Status::Busy => false,
     }
-    // SAFETY: the frame's point stays live while this CPU handles it (see
-    // `debug`).
-    let point = unsafe { &*frame.point };
-    if frame.status != Status::Reenter && point.run_fault_handlers(regs, trapnr) {
-        return true;
-    }
-    let in_slot = point
-        .arch
-        .slot
-        .is_some_and(|s| regs.ip >= s.addr && regs.ip < s.addr + point.arch.len as usize);
-    if in_slot && matches!(frame.status, Status::HitSs | Status::Reenter) {
-        regs.ip = point.addr as _;
-        regs.flags = ((regs.flags as u64 & !(FLAG_TF | FLAG_IF)) | frame.saved_flags) as _;
-        ctl.pop();
-    }
-    false
 }

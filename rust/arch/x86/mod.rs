@@ -2,7 +2,7 @@
 
 //! x86-64 probing, the counterpart of the kernel's
 //! `arch/x86/kernel/kprobes/core.c`: how a probed instruction is analysed and
-//! copied out of line (`insn`), and the int3/#DB handlers that run probes
+//! copied out of line (`insn`), and the int3 handler that runs probes
 //! (`kprobes`), and probes on ftrace call sites (`ftrace`).
 
 mod ftrace;
