@@ -35,11 +35,16 @@ pub(crate) fn read(addr: usize, buf: &mut [u8]) -> Result {
 
 /// `text_mutex`, held.
 ///
+/// Like the kernel crate's lock guards it is `!Send` (a mutex is released by
+/// the task that took it) and must be used.
+///
 /// # Invariants
 ///
 /// The current task holds `rt.text_mutex` until the guard drops.
+#[must_use = "text_mutex is released when the guard is dropped"]
 pub(crate) struct TextGuard<'a> {
     rt: &'a Runtime,
+    _not_send: core::marker::PhantomData<*mut ()>,
 }
 
 impl<'a> TextGuard<'a> {
@@ -48,7 +53,10 @@ impl<'a> TextGuard<'a> {
         // SAFETY: `text_mutex` is the kernel's (the invariant of `Runtime`).
         unsafe { bindings::mutex_lock(rt.text_mutex) };
         // INVARIANT: locked just above.
-        Self { rt }
+        Self {
+            rt,
+            _not_send: core::marker::PhantomData,
+        }
     }
 
     /// Writes `bytes` at `addr` in kernel or module text, or in an executable

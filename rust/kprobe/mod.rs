@@ -9,9 +9,11 @@
 //! (the kernel's aggregate kprobe); its client list is replaced, never edited,
 //! and published with a release store, so the hit path walks it lock-free.
 //!
-//! Lock order: `Core::reg` (the registration mutex), then `text_mutex`
-//! (`crate::text`), then the slot cache's mutex is never taken under
-//! `text_mutex`. Nothing on the hit path takes any of them.
+//! Lock order: `Core::reg` (the registration mutex), then the kernel's
+//! `kprobe_mutex` (waiting for its optimizer, which takes `text_mutex` in
+//! its own worker) or `text_mutex` (`crate::text`); the slot cache's mutex
+//! is never taken under `text_mutex`. Nothing on the hit path takes any of
+//! them.
 
 pub(crate) mod abi;
 pub(crate) mod kretprobe;
@@ -539,6 +541,9 @@ impl Core {
         if ftrace && !arch::FTRACE_PROBES {
             return Err(EINVAL);
         }
+        if self.blacklisted_origin(addr)? {
+            return Err(EINVAL);
+        }
         let module = self.check_address_safe(addr, func, size)?;
         Ok(Target {
             addr,
@@ -546,6 +551,33 @@ impl Core {
             module,
             ftrace,
         })
+    }
+
+    /// The second half of the kernel's `within_kprobe_blacklist()`: a
+    /// suffixed copy of a function (`.cold`, `.part.N`, `.isra.N`,
+    /// `.constprop.N`, ...) is blacklisted when the function it was split or
+    /// cloned from is. Process context.
+    fn blacklisted_origin(&self, addr: usize) -> Result<bool> {
+        let mut buf = SymbolBuf::new()?;
+        let base = match buf.symbolise(addr) {
+            Some(sym) => match sym.name.split_once('.') {
+                Some((base, _)) if !base.is_empty() => {
+                    let mut name = KVec::with_capacity(base.len() + 1, GFP_KERNEL)?;
+                    name.extend_from_slice(base.as_bytes(), GFP_KERNEL)?;
+                    name.push(0, GFP_KERNEL)?;
+                    name
+                }
+                _ => return Ok(false),
+            },
+            None => return Ok(false),
+        };
+        let Ok(name) = CStr::from_bytes_with_nul(&base) else {
+            return Ok(false);
+        };
+        Ok(self
+            .ksyms
+            .lookup(&mut buf, name)
+            .is_some_and(|a| self.blacklist.contains(a)))
     }
 
     /// The kernel's `check_kprobe_address_safe()`: kernel or module text,
@@ -827,11 +859,24 @@ impl Core {
         };
         let mut result = Ok(());
         if todo(false).next().is_some() {
+            if on {
+                if let Some(wait) = self.rt.wait_for_kprobe_optimizer {
+                    // The kernel's optimizer restores the text of a removed
+                    // optprobe asynchronously (see `register_many`).
+                    // SAFETY: process context; it takes the kernel's kprobe
+                    // and text mutexes, never while calling into rkprobes.
+                    unsafe { wait() };
+                }
+            }
             let guard = TextGuard::lock(&self.rt);
             for p in todo(false) {
                 // Checked under `text_mutex`, which the kernel's kprobes hold
-                // to arm or optimize: no kernel kprobe appears in between.
-                if on && self.native_kprobe_before(p.func, p.addr) {
+                // to arm or optimize: no kernel kprobe appears in between,
+                // and a jump of one on its way out is still in the text.
+                if on
+                    && (self.native_kprobe_before(p.func, p.addr)
+                        || !arch::text_unchanged(self, p.addr, &p.arch))
+                {
                     result = result.and(Err(EBUSY));
                     continue;
                 }
@@ -849,7 +894,11 @@ impl Core {
             guard.sync();
         }
         for p in todo(true) {
-            let r = if on {
+            // No text conflict here (both would be ftrace callbacks), but the
+            // same rule as at registration (`check_address_safe`).
+            let r = if on && self.native_kprobe_before(p.func, p.addr) {
+                Err(EBUSY)
+            } else if on {
                 arch::ftrace_arm(p.addr, reg.ftrace_armed == 0)
             } else {
                 arch::ftrace_disarm(p.addr, reg.ftrace_armed == 1)
@@ -864,12 +913,14 @@ impl Core {
                     }
                 }
                 Err(e) => {
-                    pr_err!(
-                        "ftrace {} {:#x} failed: {}\n",
-                        if on { "arm" } else { "disarm" },
-                        p.addr,
-                        e.to_errno()
-                    );
+                    if e != EBUSY {
+                        pr_err!(
+                            "ftrace {} {:#x} failed: {}\n",
+                            if on { "arm" } else { "disarm" },
+                            p.addr,
+                            e.to_errno()
+                        );
+                    }
                     result = result.and(Err(e));
                 }
             }

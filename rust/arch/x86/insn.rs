@@ -35,6 +35,10 @@ pub(super) const INT3: u8 = 0xcc;
 /// Length of `jmp rel32`.
 const JMP32_SIZE: usize = 5;
 
+/// The bytes another patcher's 5-byte jump could change over an instruction:
+/// the four before it and the instruction itself.
+const WINDOW: usize = JMP32_SIZE - 1 + MAX_INSN_SIZE;
+
 /// How a probed instruction is run; branch targets are absolute.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Op {
@@ -71,6 +75,11 @@ pub(super) enum Op {
 /// instruction after the probe (see [`alloc_slot`]).
 pub(crate) struct ArchInsn {
     orig: u8,
+    /// The original bytes from `JMP32_SIZE - 1` before the instruction (or
+    /// the function's start) to its end, as prepared; `window_start` bytes
+    /// come before the instruction.
+    window: [u8; WINDOW],
+    window_start: u8,
     pub(super) len: u8,
     pub(super) op: Op,
     pub(super) slot: Option<Slot>,
@@ -207,9 +216,17 @@ pub(crate) fn prepare(core: &Core, addr: usize, func: usize, ftrace: bool) -> Re
         None
     };
     let orig = insn.bytes().first().copied().ok_or_else(eilseq)?;
+    let mut window = [0u8; WINDOW];
+    let window_start = (addr - func).min(JMP32_SIZE - 1);
+    if !ftrace {
+        let w = window.get_mut(..window_start + len).ok_or(EINVAL)?;
+        read_resting(core, addr - window_start, w)?;
+    }
     // INVARIANT: a slot exactly for stepped instructions.
     Ok(ArchInsn {
         orig,
+        window,
+        window_start: window_start as u8,
         len: len as u8,
         op,
         slot,
@@ -270,6 +287,48 @@ fn slot_image(insn: &Insn, addr: usize, at: usize, boost: bool) -> Result<[u8; S
         jmp[1..].copy_from_slice(&rel.to_le_bytes());
     }
     Ok(image)
+}
+
+/// Whether the text around the instruction at `addr` is still as `prepare`
+/// read it (at rest: see [`read_resting`]). A kernel
+/// optprobe's jump that covers `addr` starts at most four bytes before it;
+/// while the kernel's optimizer has one queued for removal, its probe is no
+/// longer in the kernel's table but the jump is still in the text. Called
+/// with `text_mutex` held, which the kernel's optimizer takes to patch.
+/// Process context.
+pub(crate) fn text_unchanged(core: &Core, addr: usize, insn: &ArchInsn) -> bool {
+    if insn.is_ftrace() {
+        return true;
+    }
+    let n = insn.window_start as usize + insn.len as usize;
+    let mut now = [0u8; WINDOW];
+    match (now.get_mut(..n), insn.window.get(..n)) {
+        (Some(now), Some(then)) => {
+            read_resting(core, addr - insn.window_start as usize, now).is_ok() && now == then
+        }
+        _ => false,
+    }
+}
+
+/// Reads text at `start` as it is at rest: rkprobes' own int3s as the bytes
+/// they replaced, and any byte of an ftrace call site (which changes
+/// whenever tracing of its function does) as the 5-byte NOP's. Process
+/// context.
+fn read_resting(core: &Core, start: usize, buf: &mut [u8]) -> Result {
+    core.read_original(start, buf)?;
+    // A site that overlaps `buf` starts at most `FTRACE_NOP.len() - 1` bytes
+    // before it.
+    let first = start.saturating_sub(FTRACE_NOP.len() - 1);
+    for site in (first..start + buf.len()).filter(|&a| core.is_ftrace_site(a)) {
+        for (i, &b) in FTRACE_NOP.iter().enumerate() {
+            if let Some(at) = (site + i).checked_sub(start) {
+                if let Some(slot) = buf.get_mut(at) {
+                    *slot = b;
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Frees what `prepare` allocated. The caller guarantees that no CPU runs in

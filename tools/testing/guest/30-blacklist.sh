@@ -43,6 +43,27 @@ for sym in do_int3 notify_die notifier_call_chain atomic_notifier_call_chain; do
 	fi
 done
 
+# A suffixed copy (.cold, .part.N, .isra.N, .constprop.N) of a blacklisted
+# function is refused too, as the kernel's within_kprobe_blacklist() does.
+cut -f2 $BL | sort -u > /tmp/bl.names
+grep -E ' [tT] [A-Za-z0-9_]+\.(cold|part\.[0-9]+|isra\.[0-9]+|constprop\.[0-9]+)$' /proc/kallsyms |
+	while read -r a t name; do
+		grep -qxF "${name%%.*}" /tmp/bl.names && echo "$a $name"
+	done | head -n 8 > /tmp/bl.suffixed
+if [ -s /tmp/bl.suffixed ]; then
+	while read -r a name; do
+		# The copy's own start may be in the list (NOKPROBE_SYMBOL on a
+		# clone); its second byte is not, unless through its origin.
+		at=$(printf '0x%x' $(( 0x$a + 1 )))
+		dmesg -c > /dev/null
+		insmod $MODDIR/rkp_sweep.ko ats=$at 2>/dev/null && rmmod rkp_sweep
+		check "$name (a copy of a blacklisted function) refused" \
+			sh -c "dmesg | grep -q 'rkp_sweep: at $at: -22'"
+	done < /tmp/bl.suffixed
+else
+	skip "suffixed copies of blacklisted functions" "none in this kernel"
+fi
+
 # Every entry is refused: a probe at the first, middle and last byte of each
 # range, 60 ranges per load of rkp_sweep.
 cut -f1 $BL > /tmp/bl.ranges

@@ -11,8 +11,8 @@
 check "insmod rkprobes.ko" insmod $MODDIR/rkprobes.ko
 
 # kmsg writes go through vprintk_emit -> vprintk_store -> printk_sprint ->
-# vsnprintf; every post-handler's printk re-enters the same probes.
-for fn in vprintk_store vprintk_emit printk_sprint; do
+# vsnprintf (and prb_reserve); every post-handler's printk re-enters them.
+for fn in vprintk vprintk_emit vprintk_store printk_sprint prb_reserve vsnprintf; do
 	dmesg -c > /dev/null
 	check "$fn: probes at every accepted offset" insmod $MODDIR/rkp_reenter.ko symbol=$fn
 	dmesg | sed -n 's/.*rkp_reenter: \([0-9].*probes on.*\)/# \1/p'
