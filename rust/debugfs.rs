@@ -62,12 +62,20 @@ pub(crate) struct SeqFile {
     m: *mut bindings::seq_file,
 }
 
+impl SeqFile {
+    /// Appends `b` as it is, bytes that are not UTF-8 included (the
+    /// kernel's names are bytes).
+    pub(crate) fn write_raw(&mut self, b: &[u8]) {
+        // SAFETY: `self.m` is live by the type invariant and `b` is valid for
+        // `b.len()` bytes. On overflow seq_file marks the buffer full and calls
+        // `show` again with a larger one, so the result needs no handling.
+        unsafe { bindings::seq_write(self.m, b.as_ptr().cast(), b.len()) };
+    }
+}
+
 impl fmt::Write for SeqFile {
     fn write_str(&mut self, s: &str) -> fmt::Result {
-        // SAFETY: `self.m` is live by the type invariant and `s` is valid for
-        // `s.len()` bytes. On overflow seq_file marks the buffer full and calls
-        // `show` again with a larger one, so the result needs no handling.
-        unsafe { bindings::seq_write(self.m, s.as_ptr().cast(), s.len()) };
+        self.write_raw(s.as_bytes());
         Ok(())
     }
 }

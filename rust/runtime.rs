@@ -105,6 +105,10 @@ pub(crate) struct Runtime {
     pub(crate) stack_trace_save_regs: Option<
         unsafe extern "C" fn(*mut bindings::pt_regs, *mut c_ulong, c_uint, c_uint) -> c_uint,
     >,
+    /// `void tracing_reset_all_online_cpus(void)`, when the kernel has
+    /// tracing: empties the buffers of the trace instances that had a
+    /// removed event enabled. Takes `trace_types_lock`; process context.
+    pub(crate) tracing_reset_all_online_cpus: Option<unsafe extern "C" fn()>,
 }
 
 // SAFETY: the fields are addresses of kernel functions and of a kernel mutex,
@@ -158,6 +162,7 @@ impl Runtime {
         let each_match = ksyms.lookup(b, c_str!("kallsyms_on_each_match_symbol"));
         let mod_each = ksyms.lookup(b, c_str!("module_kallsyms_on_each_symbol"));
         let find_module = ksyms.lookup(b, c_str!("find_module"));
+        let tracing_reset = ksyms.lookup(b, c_str!("tracing_reset_all_online_cpus"));
         // INVARIANT: every address was confirmed to start the symbol of the
         // same name; the types are the 6.12 declarations.
         Ok(Self {
@@ -201,6 +206,8 @@ impl Runtime {
             module_kallsyms_on_each_symbol: mod_each.map(|a| unsafe { as_fn(a) }),
             // SAFETY: as above.
             find_module: find_module.map(|a| unsafe { as_fn(a) }),
+            // SAFETY: as above.
+            tracing_reset_all_online_cpus: tracing_reset.map(|a| unsafe { as_fn(a) }),
         })
     }
 }

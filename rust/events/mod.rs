@@ -24,13 +24,11 @@ use crate::{
     kprobe::{abi::RkpKprobe, Core},
     pure::probe_events::{
         error::write_error_timestamp,
-        exec::{data_loc_len, data_loc_offset, data_size, store_args, ArgSource, FetchEnv},
+        exec::{data_size, store_args, ArgSource, FetchEnv},
         fetch::{FetchInsn, Register},
         parse::split_symbol_offset,
         parse_command,
-        print::{
-            write_arg_value, write_print_fmt, Element, Fmt, FmtWriter, SliceWriter, SymbolResolver,
-        },
+        print::{record_extent, write_print_fmt, write_record_args, Fmt, SymbolResolver},
         write_error_log, write_listing, ByteWrite, Command, DeleteCmd, DentryOffsets, Errno,
         FuncEntry, ParseError, ProbeDef, ProbeEnv, ProbeLocation, SymbolCheck, WriteLines,
         FETCH_INSN_MAX,
@@ -43,7 +41,7 @@ use core::{
 use kernel::{
     bindings,
     ffi::{c_char, c_int, c_uint, c_ulong, c_void},
-    fmt, new_mutex,
+    new_mutex,
     prelude::*,
     str::CString,
     sync::Mutex,
@@ -93,6 +91,14 @@ extern "C" {
         ctx: *mut c_void,
     );
     fn rkp_tev_seq_write(seq: *mut c_void, buf: *const c_char, len: c_uint);
+    fn rkp_tev_name_in_use(
+        event_mutex: *mut bindings::mutex,
+        ftrace_events: *mut bindings::list_head,
+        group: *const c_char,
+        name: *const c_char,
+    ) -> c_int;
+    fn rkp_tev_symstr(addr: c_ulong, room: *mut c_char, len: c_uint) -> c_uint;
+    fn rkp_tev_task_size() -> c_ulong;
     fn rkp_current_comm() -> *const c_char;
 }
 
@@ -228,7 +234,7 @@ impl KernelEnv<'_> {
         let Some(find) = self.core.runtime().find_module else {
             return true;
         };
-        let Ok(cname) = CString::try_from_fmt(fmt!("{}", BStr(name))) else {
+        let Some(cname) = cstring(&[name]) else {
             return false;
         };
         // SAFETY: `find_module` with preemption disabled; the result is
@@ -243,22 +249,33 @@ impl KernelEnv<'_> {
 
     /// Looks `name` (`SYM` or `MOD:SYM`) up.
     fn lookup(&self, name: &[u8]) -> Option<usize> {
-        let cname = CString::try_from_fmt(fmt!("{}", BStr(name))).ok()?;
+        self.lookup_parts(None, name)
+    }
+
+    /// Looks `MOD:SYM` up, or `SYM` without a module.
+    fn lookup_parts(&self, module: Option<&[u8]>, symbol: &[u8]) -> Option<usize> {
+        let cname = match module {
+            Some(m) => cstring(&[m, b":", symbol]),
+            None => cstring(&[symbol]),
+        }?;
         let mut buf = SymbolBuf::new().ok()?;
         self.ksyms.lookup(&mut buf, &cname)
     }
 }
 
-/// Bytes shown as text.
-struct BStr<'a>(&'a [u8]);
-
-impl core::fmt::Display for BStr<'_> {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        for &b in self.0 {
-            f.write_char(char::from(b))?;
-        }
-        Ok(())
+/// The concatenation of `parts` as a C string, byte for byte: names in
+/// commands are bytes (Latin-1 letters are letters to the kernel), not
+/// UTF-8, and the tracing core must get the very bytes the listing shows.
+/// `None` without memory or with a NUL inside.
+fn cstring(parts: &[&[u8]]) -> Option<CString> {
+    let len = parts.iter().map(|p| p.len()).sum::<usize>();
+    let mut v = KVec::with_capacity(len + 1, GFP_KERNEL).ok()?;
+    for p in parts {
+        v.extend_from_slice(p, GFP_KERNEL).ok()?;
     }
+    v.push(0, GFP_KERNEL).ok()?;
+    let c = kernel::str::CStr::from_bytes_with_nul(&v).ok()?;
+    CString::try_from(c).ok()
 }
 
 /// The offsets `%pd`/`%pD` dereference, from this kernel's own layout.
@@ -289,23 +306,14 @@ impl ProbeEnv for KernelEnv<'_> {
             rt.module_kallsyms_on_each_symbol,
         ) else {
             // Without the iterators, a symbol found is taken as unique.
-            let mut name = [0u8; 192];
-            let mut w = SliceWriter::new(&mut name[..]);
-            if let Some(m) = module {
-                let _ = w.write_bytes(m);
-                let _ = w.write_bytes(b":");
-            }
-            let _ = w.write_bytes(symbol);
-            return if self.lookup(w.as_bytes()).is_some() {
+            return if self.lookup_parts(module, symbol).is_some() {
                 SymbolCheck::Unique
             } else {
                 SymbolCheck::NotFound
             };
         };
-        let (Ok(sym), Ok(modname)) = (
-            CString::try_from_fmt(fmt!("{}", BStr(symbol))),
-            CString::try_from_fmt(fmt!("{}", BStr(module.unwrap_or(b"")))),
-        ) else {
+        let (Some(sym), Some(modname)) = (cstring(&[symbol]), cstring(&[module.unwrap_or(b"")]))
+        else {
             return SymbolCheck::NotFound;
         };
         let mut ctx = CountCtx {
@@ -334,7 +342,7 @@ impl ProbeEnv for KernelEnv<'_> {
     }
 
     fn func_entry(&self, symbol: &[u8], offset: u64) -> FuncEntry {
-        let Ok(cname) = CString::try_from_fmt(fmt!("{}", BStr(symbol))) else {
+        let Some(cname) = cstring(&[symbol]) else {
             return FuncEntry::Unknown;
         };
         let mut kp = empty_kprobe();
@@ -574,7 +582,11 @@ impl Events {
                     (*kp).addr = core::ptr::null_mut();
                     (*kp).flags = crate::abi::flags::DISABLED;
                 }
-                let r = if is_return {
+                // As the kernel's `__register_trace_kprobe()`, called for
+                // a coming module too.
+                let r = if let Err(e) = kprobes_locked_down() {
+                    Err(e)
+                } else if is_return {
                     self.core()
                         .kretprobes()
                         .register(self.core(), &[kp.cast::<RkpKretprobe>()])
@@ -675,6 +687,16 @@ impl Events {
                 }
             }
         }
+        // Where the kernel's `__register_trace_kprobe()` asks: after the
+        // checks against an existing event (and, for a new one, after its
+        // name was found free), before anything is resolved or registered,
+        // and also for a probe whose module is not loaded yet.
+        if let Err(e) = kprobes_locked_down() {
+            if existing.is_none() && self.name_in_use(def)? {
+                return Err(ParseError::event_exists());
+            }
+            return Err(ParseError::registration(Errno(-e.to_errno())));
+        }
         let on_entry = match def.location {
             ProbeLocation::Symbol { symbol, offset } => {
                 env.func_entry(symbol, u64::from(offset)) == FuncEntry::Entry
@@ -756,6 +778,24 @@ impl Events {
         Ok(())
     }
 
+    /// Whether the event name of `def` is taken (by an event of the kernel's
+    /// or of rkprobes'). Process context.
+    fn name_in_use(&self, def: &ProbeDef<'_>) -> core::result::Result<bool, ParseError> {
+        let nomem = ParseError::silent(Errno::ENOMEM);
+        let group = cstring(&[def.group]).ok_or(nomem)?;
+        let name = cstring(&[def.event.as_bytes()]).ok_or(nomem)?;
+        // SAFETY: `event_mutex` and `ftrace_events` are the kernel's (found
+        // at load); the names are NUL-terminated and outlive the call.
+        Ok(unsafe {
+            rkp_tev_name_in_use(
+                self.event_mutex,
+                self.ftrace_events,
+                group.as_char_ptr(),
+                name.as_char_ptr(),
+            )
+        } != 0)
+    }
+
     /// Builds a probe from a parsed command: its programs resolved.
     fn new_probe(
         &self,
@@ -814,9 +854,7 @@ impl Events {
         let (mut kp, symbol) = (
             empty_kprobe(),
             match def.location {
-                ProbeLocation::Symbol { symbol, .. } => {
-                    Some(CString::try_from_fmt(fmt!("{}", BStr(symbol))).map_err(|_| nomem)?)
-                }
+                ProbeLocation::Symbol { symbol, .. } => Some(cstring(&[symbol]).ok_or(nomem)?),
                 ProbeLocation::Address(_) => None,
             },
         );
@@ -881,9 +919,8 @@ impl Events {
         layout_cmd
             .extend_from_slice(line, GFP_KERNEL)
             .map_err(|_| nomem)?;
-        let group = CString::try_from_fmt(fmt!("{}", BStr(def.group))).map_err(|_| nomem)?;
-        let name =
-            CString::try_from_fmt(fmt!("{}", BStr(def.event.as_bytes()))).map_err(|_| nomem)?;
+        let group = cstring(&[def.group]).ok_or(nomem)?;
+        let name = cstring(&[def.event.as_bytes()]).ok_or(nomem)?;
         KBox::pin(
             Event {
                 group,
@@ -1032,20 +1069,25 @@ impl Events {
         // SAFETY: process context.
         unsafe { bindings::synchronize_rcu() };
         let mut err = None;
-        for ev in evs {
-            let r = if ev.tev.is_null() {
-                0
-            } else {
-                // SAFETY: a trace event made by `register_event`.
-                unsafe { rkp_tev_remove(self.event_mutex, ev.tev) }
-            };
-            // Cannot fail: room for all of them.
-            if r == 0 {
-                let _ = removed.push(ev, GFP_KERNEL);
-            } else {
-                err = Some(Error::from_errno(r));
-                let _ = busy.push(ev, GFP_KERNEL);
+        {
+            let em = EventMutex::lock(self.event_mutex);
+            for ev in evs {
+                let r = if ev.tev.is_null() {
+                    0
+                } else {
+                    // SAFETY: a trace event made by `register_event`; the
+                    // mutex is held.
+                    unsafe { rkp_tev_remove(self.event_mutex, ev.tev) }
+                };
+                // Cannot fail: room for all of them.
+                if r == 0 {
+                    let _ = removed.push(ev, GFP_KERNEL);
+                } else {
+                    err = Some(Error::from_errno(r));
+                    let _ = busy.push(ev, GFP_KERNEL);
+                }
             }
+            self.reset_buffers(&em);
         }
         // A hit may still read the removed events' C side.
         // SAFETY: process context.
@@ -1098,8 +1140,14 @@ impl Events {
         if !ev.tev.is_null() {
             // SAFETY: process context; see `destroy_many`.
             unsafe { bindings::synchronize_rcu() };
-            // SAFETY: a trace event made by `register_event`.
-            let r = unsafe { rkp_tev_remove(self.event_mutex, ev.tev) };
+            let r = {
+                let em = EventMutex::lock(self.event_mutex);
+                // SAFETY: a trace event made by `register_event`; the mutex
+                // is held.
+                let r = unsafe { rkp_tev_remove(self.event_mutex, ev.tev) };
+                self.reset_buffers(&em);
+                r
+            };
             if r != 0 {
                 return Err((ev, Error::from_errno(r)));
             }
@@ -1116,6 +1164,20 @@ impl Events {
         }
         self.unregister_probes(&mut ev);
         Ok(())
+    }
+
+    /// Empties the buffers of the trace instances that had an event just
+    /// removed enabled (the tracing core marks them), as the kernel's
+    /// `dyn_event_release()` does before it lets go of `event_mutex`: a
+    /// later event may get a removed one's id, and must not be shown its
+    /// records. Process context.
+    fn reset_buffers(&self, _held: &EventMutex) {
+        if let Some(reset) = self.core().runtime().tracing_reset_all_online_cpus {
+            // SAFETY: the kernel's `tracing_reset_all_online_cpus()`, found
+            // and confirmed at load; process context, called with
+            // `event_mutex` held as the kernel calls it.
+            unsafe { reset() };
+        }
     }
 
     /// A `-:` command.
@@ -1221,6 +1283,14 @@ impl Event {
     }
 }
 
+/// `security_locked_down(LOCKDOWN_KPROBES)`: `EPERM` while the kernel's
+/// lockdown forbids new kprobes (confidentiality), as the kernel's
+/// kprobe_events asks before registering each probe. Process context.
+fn kprobes_locked_down() -> Result {
+    // SAFETY: no preconditions.
+    kernel::error::to_result(unsafe { crate::ffi::rkp_locked_down_kprobes() })
+}
+
 /// The module notifier of the kprobe_events interface. Process context.
 ///
 /// # Safety
@@ -1292,6 +1362,8 @@ impl ByteWrite for VecWriter<'_> {
 struct HitEnv<'a> {
     regs: &'a bindings::pt_regs,
     entry: Option<&'a [u64; 6]>,
+    /// `TASK_SIZE` of the task the hit is in.
+    task_size: u64,
 }
 
 impl HitEnv<'_> {
@@ -1400,13 +1472,19 @@ impl FetchEnv for HitEnv<'_> {
         Ok(max)
     }
 
-    fn sprint_symbol(&self, addr: u64, buf: &mut [u8]) -> usize {
-        if buf.len() < crate::pure::probe_events::exec::KSYM_SYMBOL_LEN {
-            return 0;
-        }
-        // SAFETY: `buf` has room for `KSYM_SYMBOL_LEN` bytes.
-        let n = unsafe { bindings::sprint_symbol(buf.as_mut_ptr().cast(), addr as c_ulong) };
-        usize::try_from(n).unwrap_or(0)
+    fn symbol_string(&self, addr: u64, room: &mut [u8]) -> usize {
+        // The C side formats into a buffer of the kernel's `KSYM_SYMBOL_LEN`
+        // (bindgen cannot give that constant: it is a `sizeof` expression)
+        // and copies at most `len` bytes.
+        let len = c_uint::try_from(room.len()).unwrap_or(c_uint::MAX);
+        // SAFETY: `room` is valid for writes of `len` bytes; any address
+        // may be symbolised.
+        let n = unsafe { rkp_tev_symstr(addr as c_ulong, room.as_mut_ptr().cast(), len) };
+        n as usize
+    }
+
+    fn task_size(&self) -> u64 {
+        self.task_size
     }
 }
 
@@ -1477,6 +1555,8 @@ fn record(
         // SAFETY: the hit's registers, live for the handler.
         regs: unsafe { &*regs },
         entry,
+        // SAFETY: no preconditions.
+        task_size: unsafe { rkp_tev_task_size() } as u64,
     };
     let hdr = if ev.is_return {
         KRETPROBE_HEADER
@@ -1645,6 +1725,14 @@ pub(crate) unsafe extern "C" fn rkp_event_set_enabled(owner: *mut c_void, on: c_
     }
 }
 
+/// A `seq_file` takes the kernel's bytes as they are.
+impl ByteWrite for SeqFile {
+    fn write_bytes(&mut self, b: &[u8]) -> core::fmt::Result {
+        self.write_raw(b);
+        Ok(())
+    }
+}
+
 /// Writes to a `trace_seq`.
 struct SeqWriter(*mut c_void);
 
@@ -1670,10 +1758,17 @@ impl SymbolResolver for KernelSymbols {
 /// Prints the arguments of a record as ` NAME=VALUE...` (the kernel's
 /// `trace_probe_print_args()`). Trace output context.
 ///
+/// Only bytes of the record are read: `size` is the record's size in the
+/// ring buffer, which after an event is removed and its id given to
+/// another can be a record of the old event, of another layout. A size of
+/// 0 comes from `tp_printk`, which prints a record rkprobes has just
+/// written for this event: its extent is read from its own layout.
+///
 /// # Safety
 ///
 /// `owner` is a registered `Event`, `ent` one of its records of `size`
-/// bytes, `seq` the output's `trace_seq`.
+/// bytes (of at least its header and fixed fields when `size` is 0), `seq`
+/// the output's `trace_seq`.
 #[no_mangle]
 pub(crate) unsafe extern "C" fn rkp_event_print_args(
     owner: *mut c_void,
@@ -1683,7 +1778,6 @@ pub(crate) unsafe extern "C" fn rkp_event_print_args(
 ) {
     // SAFETY: the caller's contract.
     let ev = unsafe { &*owner.cast::<Event>() };
-    let _ = size;
     let Some(def) = ev.layout() else {
         return;
     };
@@ -1692,59 +1786,23 @@ pub(crate) unsafe extern "C" fn rkp_event_print_args(
     } else {
         KPROBE_HEADER
     };
-    // The record's extent, from its own layout: `ent_size` is not set when
-    // the tracing core prints a record as it commits it (`tp_printk`). The
-    // fixed part is always there; strings end where their `__data_loc`
-    // says, which rkprobes wrote within the record.
-    let fixed_end = hdr + ev.fixed_size as usize;
-    let mut extent = fixed_end;
-    {
-        // SAFETY: a record has its header and fixed fields.
-        let fixed = unsafe { core::slice::from_raw_parts(ent.cast::<u8>(), fixed_end) };
-        for a in def.args().flatten() {
-            if !a.ty.base.is_string() {
-                continue;
-            }
-            for j in 0..a.ty.count.max(1) as usize {
-                let at = hdr + a.offset as usize + j * 4;
-                if let Some(b) = fixed.get(at..at + 4) {
-                    let loc = u32::from_ne_bytes([b[0], b[1], b[2], b[3]]);
-                    let end = data_loc_offset(loc) as usize + data_loc_len(loc) as usize;
-                    extent = extent.max(end.min(MAX_RECORD));
-                }
-            }
+    let len = match usize::try_from(size) {
+        Ok(n) if n > 0 => n,
+        _ => {
+            let fixed_end = hdr + ev.fixed_size as usize;
+            // SAFETY: a record rkprobes just wrote for this event has its
+            // header and fixed fields (the caller's contract).
+            let head = unsafe { core::slice::from_raw_parts(ent.cast::<u8>(), fixed_end) };
+            record_extent(&def, head, hdr, MAX_RECORD)
         }
-    }
-    // SAFETY: as computed above, within the record rkprobes wrote.
-    let rec = unsafe { core::slice::from_raw_parts(ent.cast::<u8>(), extent) };
+    };
+    // SAFETY: `len` bytes of the record: its size in the ring buffer, or
+    // the extent rkprobes wrote.
+    let rec = unsafe { core::slice::from_raw_parts(ent.cast::<u8>(), len) };
     // On the stack: trace output may run where nothing may be allocated
     // (`tp_printk`, `ftrace_dump()`).
     let syms = KernelSymbols(core::cell::UnsafeCell::new(SymbolBuf::zeroed()));
-    let mut w = SeqWriter(seq);
-    for a in def.args().flatten() {
-        let base = hdr + a.offset as usize;
-        let count = a.ty.count.max(1) as usize;
-        let esize = a.ty.base.size() as usize;
-        let string = a.ty.base.is_string();
-        let elems = (0..count).map(|j| {
-            let at = base + j * esize;
-            if string {
-                let loc = rec
-                    .get(at..at + 4)
-                    .map_or(0, |b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]));
-                let len = data_loc_len(loc) as usize;
-                let off = data_loc_offset(loc) as usize;
-                Element::Str(if len == 0 {
-                    None
-                } else {
-                    rec.get(off..off + len)
-                })
-            } else {
-                Element::Scalar(rec.get(at..at + esize).unwrap_or(&[]))
-            }
-        });
-        let _ = write_arg_value(&mut w, &a, elems, &syms);
-    }
+    let _ = write_record_args(&mut SeqWriter(seq), &def, rec, hdr, &syms);
 }
 
 /// `/sys/kernel/debug/rkprobes/kprobe_events`.
@@ -1763,7 +1821,7 @@ impl Show for KprobeEventsFile {
         for ev in inner.events.iter() {
             for p in ev.probes.iter() {
                 if let Some(def) = p.def() {
-                    let _ = write_listing(&mut FmtWriter(&mut *out), &def, &env);
+                    let _ = write_listing(&mut *out, &def, &env);
                 }
             }
         }
@@ -1790,8 +1848,8 @@ impl Show for ErrorLogFile {
     fn show(events: &Events, out: &mut SeqFile) -> Result {
         let inner = events.inner.lock();
         for e in inner.errors.iter() {
-            let _ = write_error_timestamp(&mut FmtWriter(&mut *out), e.ts_ns);
-            let _ = FmtWriter(&mut *out).write_bytes(&e.text);
+            let _ = write_error_timestamp(&mut *out, e.ts_ns);
+            out.write_raw(&e.text);
         }
         Ok(())
     }
@@ -1814,10 +1872,17 @@ impl Show for ProfileFile {
                 } else {
                     p.kp.nmissed as u64
                 };
+                // `seq_printf("  %-44s %15lu %15lu\n")`, with the name's
+                // bytes as they are.
+                let name = ev.name.as_bytes();
+                out.write_raw(b"  ");
+                out.write_raw(name);
+                for _ in name.len()..44 {
+                    out.write_raw(b" ");
+                }
                 let _ = writeln!(
                     out,
-                    "  {:<44} {:>15} {:>15}",
-                    ev.name.to_str().unwrap_or("?"),
+                    " {:>15} {:>15}",
                     p.nhit.load(Ordering::Relaxed),
                     missed
                 );

@@ -16,12 +16,15 @@
  * reference on the call, which rkp_tev_destroy() checks (-EBUSY) before
  * removing it, as the kernel's dynamic events do.
  */
+#include <linux/kallsyms.h>
 #include <linux/kernel.h>
 #include <linux/rculist.h>
 #include <linux/slab.h>
 #include <linux/trace_events.h>
+#include <linux/uaccess.h>
 
 #include "../glue.h"
+#include "trace_event.h"
 
 /* One field of an event's arguments, described by Rust. */
 struct rkp_field {
@@ -84,15 +87,27 @@ notrace void rkp_tev_seq_write(void *seq, const char *buf, unsigned int len)
 	trace_seq_putmem(seq, buf, len);
 }
 
+/*
+ * Prints a record as the kernel's print_kprobe_event() and
+ * print_kretprobe_event() do. It reads nothing past the record the ring
+ * buffer holds (iter->ent_size), whatever the record says: after an event
+ * is removed its id can be given to another, and a record of the old one
+ * left in a buffer would be printed with the new one's layout. iter->ent_size
+ * is 0 only when tp_printk prints a record as it is committed, which is then
+ * one rkprobes just wrote for this event.
+ */
 static enum print_line_t rkp_tev_print(struct trace_iterator *iter, int flags,
 				       struct trace_event *event)
 {
 	struct rkp_tev *tev = container_of(event, struct rkp_tev, call.event);
 	struct trace_seq *s = &iter->seq;
+	unsigned int hdr = tev->is_return ? 24 : 16;
 	unsigned long *head = (unsigned long *)((char *)iter->ent + 8);
 
 	trace_seq_printf(s, "%s: (", trace_event_name(&tev->call));
-	if (tev->is_return)
+	if (iter->ent_size && iter->ent_size < hdr)
+		trace_seq_puts(s, "<OVERFLOW>");
+	else if (tev->is_return)
 		trace_seq_printf(s, "%pS <- %ps", (void *)head[1], (void *)head[0]);
 	else
 		trace_seq_printf(s, "%pS", (void *)head[0]);
@@ -233,8 +248,12 @@ free:
 
 /*
  * Removes the event from the tracing core; -EBUSY (and nothing done) while
- * it is enabled or one of its tracefs files is open. The caller waited for a
- * grace period after the event was disabled (a hit that saw the last
+ * it is enabled or one of its tracefs files is open. The caller holds
+ * event_mutex, and keeps it until it has reset the trace buffers
+ * (tracing_reset_all_online_cpus(), as the kernel's dyn_event_release()
+ * does): the event's id is free once it is removed, and the next event
+ * given that id must not find the old event's records. The caller waited
+ * for a grace period after the event was disabled (a hit that saw the last
  * instance's link may still have been committing into it), and waits for
  * another before rkp_tev_free() (a hit may still be reading the event).
  * Process context.
@@ -242,14 +261,25 @@ free:
 int rkp_tev_remove(struct mutex *event_mutex, void *ev)
 {
 	struct rkp_tev *tev = ev;
+
+	lockdep_assert_held(event_mutex);
+	/* trace_event_dyn_busy(), which is not exported. */
+	if (atomic_read(&tev->call.refcnt) || !list_empty(&tev->links))
+		return -EBUSY;
+	return trace_remove_event_call(&tev->call);
+}
+
+/*
+ * Whether an event GROUP/NAME exists (the kernel's or rkprobes'), for the
+ * errors the kernel checks before registering a probe. Process context.
+ */
+int rkp_tev_name_in_use(struct mutex *event_mutex, struct list_head *ftrace_events,
+			const char *group, const char *name)
+{
 	int ret;
 
 	mutex_lock(event_mutex);
-	/* trace_event_dyn_busy(), which is not exported. */
-	if (atomic_read(&tev->call.refcnt) || !list_empty(&tev->links))
-		ret = -EBUSY;
-	else
-		ret = trace_remove_event_call(&tev->call);
+	ret = rkp_tev_name_taken(ftrace_events, group, name);
 	mutex_unlock(event_mutex);
 	return ret;
 }
@@ -312,4 +342,34 @@ notrace void rkp_tev_record(void *ev, struct pt_regs *regs, unsigned long a0,
 		rkp_event_fill(ctx, head, hdr + size);
 		trace_event_buffer_commit(&fbuffer);
 	}
+}
+
+/*
+ * sprint_symbol() of addr, for a symstr fetcharg: formatted on this stack
+ * into a buffer of KSYM_SYMBOL_LEN bytes, the most sprint_symbol() writes
+ * (as the kernel's fetch_store_symstrlen() does), then cut to len bytes of
+ * room, NUL-terminated, when room is given. Returns the whole length, NUL
+ * not counted. Probe-hit context.
+ */
+notrace unsigned int rkp_tev_symstr(unsigned long addr, char *room, unsigned int len)
+{
+	char buf[KSYM_SYMBOL_LEN];
+	int n = sprint_symbol(buf, addr);
+	unsigned int copy;
+
+	if (n < 0)
+		n = 0;
+	if (room && len) {
+		copy = min_t(unsigned int, n, len - 1);
+		memcpy(room, buf, copy);
+		room[copy] = '\0';
+	}
+	return n;
+}
+
+/* TASK_SIZE of the current task: the kernel's probe fetches read addresses
+ * below it as user memory. Probe-hit context. */
+notrace unsigned long rkp_tev_task_size(void)
+{
+	return TASK_SIZE;
 }

@@ -53,13 +53,22 @@ pub trait FetchEnv {
     /// `strnlen_user_nofault()`: the length including the NUL, at most
     /// `max`, or an error.
     fn strnlen_user(&self, addr: u64, max: usize) -> Result<usize, Errno>;
-    /// `sprint_symbol()`: writes `symbol+off/size [module]` (NUL-terminated
-    /// when room) and returns its length without the NUL.
-    fn sprint_symbol(&self, addr: u64, buf: &mut [u8]) -> usize;
+    /// `sprint_symbol()` of `addr` (`symbol+off/size [module]`, or the
+    /// address): formats it into a buffer of the kernel's own
+    /// `KSYM_SYMBOL_LEN` bytes, which the implementation owns, copies what
+    /// fits of it into `room` (cut and NUL-terminated there, unless `room`
+    /// is empty) and returns its whole length without the NUL.
+    ///
+    /// `sprint_symbol()` writes up to `KSYM_SYMBOL_LEN` bytes whatever the
+    /// room, so no buffer of this crate's choosing may be handed to it: the
+    /// size is the kernel's, and only the kernel's headers know it.
+    fn symbol_string(&self, addr: u64, room: &mut [u8]) -> usize;
+    /// `TASK_SIZE` of the current task. x86 has non-overlapping kernel and
+    /// user address spaces (`CONFIG_ARCH_HAS_NON_OVERLAPPING_ADDRESS_SPACE`),
+    /// so the kernel's `probe_mem_read()`, `fetch_store_strlen()` and
+    /// `fetch_store_string()` read an address below it as user memory.
+    fn task_size(&self) -> u64;
 }
-
-/// `KSYM_SYMBOL_LEN`: the most `sprint_symbol()` writes.
-pub const KSYM_SYMBOL_LEN: usize = 512;
 
 /// Bytes of a `__data_loc` field.
 pub const DATA_LOC_SIZE: usize = 4;
@@ -180,9 +189,30 @@ fn apply_bitfield(bf: Bitfield, out: &mut [u8]) {
     }
 }
 
-/// `fetch_store_strlen()`: the length of the kernel string at `addr`
-/// including its NUL, at most `MAX_STRING_SIZE`, or `-EFAULT`.
+/// `probe_mem_read()`: memory below `TASK_SIZE` is user memory
+/// (`probe_mem_read_user()`), the rest kernel memory.
+fn mem_read<E: FetchEnv + ?Sized>(env: &E, addr: u64, buf: &mut [u8]) -> bool {
+    if addr < env.task_size() {
+        env.read_user(addr, buf)
+    } else {
+        env.read_kernel(addr, buf)
+    }
+}
+
+/// `fetch_store_strlen_user()`: the length of the user string at `addr`
+/// including its NUL, at most `MAX_STRING_SIZE`, or a negative errno.
+fn user_strlen<E: FetchEnv + ?Sized>(env: &E, addr: u64) -> i64 {
+    env.strnlen_user(addr, MAX_STRING_SIZE)
+        .map_or_else(|e| -i64::from(e.0), |n| n as i64)
+}
+
+/// `fetch_store_strlen()`: the length of the string at `addr` including
+/// its NUL, at most `MAX_STRING_SIZE`, or `-EFAULT`; a user string below
+/// `TASK_SIZE`.
 fn kernel_strlen<E: FetchEnv + ?Sized>(env: &E, addr: u64) -> i64 {
+    if addr < env.task_size() {
+        return user_strlen(env, addr);
+    }
     let mut len: u64 = 0;
     loop {
         let mut c = [0u8; 1];
@@ -197,10 +227,9 @@ fn kernel_strlen<E: FetchEnv + ?Sized>(env: &E, addr: u64) -> i64 {
     }
 }
 
-/// `fetch_store_symstrlen()`.
+/// `fetch_store_symstrlen()`: the symbol's text and its NUL.
 fn symstr_len<E: FetchEnv + ?Sized>(env: &E, addr: u64) -> i64 {
-    let mut buf = [0u8; KSYM_SYMBOL_LEN];
-    env.sprint_symbol(addr, &mut buf) as i64 + 1
+    i64::try_from(env.symbol_string(addr, &mut [])).map_or(0, |n| n.saturating_add(1))
 }
 
 /// Which string a string store fetches.
@@ -213,7 +242,8 @@ enum StrKind {
 
 /// `fetch_store_string()`, `fetch_store_string_user()` and
 /// `fetch_store_symstring()`: copies into the room the `__data_loc` at `at`
-/// describes and rewrites it with what was stored.
+/// describes and rewrites it with what was stored. A kernel string below
+/// `TASK_SIZE` is a user string, as `fetch_store_string()` decides.
 fn store_string<E: FetchEnv + ?Sized>(
     env: &E,
     kind: StrKind,
@@ -221,6 +251,10 @@ fn store_string<E: FetchEnv + ?Sized>(
     d: &mut Dest<'_>,
     at: usize,
 ) -> i64 {
+    let kind = match kind {
+        StrKind::Kernel if addr < env.task_size() => StrKind::User,
+        k => k,
+    };
     let Some(loc) = d.read_u32(at) else {
         return EINVAL;
     };
@@ -240,16 +274,12 @@ fn store_string<E: FetchEnv + ?Sized>(
             .strncpy_user(addr, room)
             .map_or_else(|e| -i64::from(e.0), |n| n as i64),
         StrKind::Symbol => {
-            // sprint_symbol() writes up to KSYM_SYMBOL_LEN bytes whatever the
-            // room; the size pass reserved exactly its length plus the NUL.
-            let mut buf = [0u8; KSYM_SYMBOL_LEN];
-            let n = env.sprint_symbol(addr, &mut buf).min(KSYM_SYMBOL_LEN - 1);
-            let take = (n + 1).min(room.len());
-            if let (Some(dst), Some(src)) = (room.get_mut(..take), buf.get(..take)) {
-                dst.copy_from_slice(src);
-            }
-            // The symbol string's data_loc is not rewritten by the kernel.
-            return n as i64;
+            // The size pass reserved the text and its NUL; a record cut at
+            // its largest size keeps what fits. The kernel returns the
+            // text's length and does not rewrite the data_loc.
+            let n = env.symbol_string(addr, room);
+            let stored = n.min(room.len().saturating_sub(1));
+            return i64::try_from(stored).unwrap_or(0);
         }
     };
     let stored = u32::try_from(ret.max(0)).unwrap_or(0);
@@ -328,7 +358,7 @@ fn bottom<E: FetchEnv + ?Sized>(
             let ok = if user {
                 env.read_user(a, &mut w)
             } else {
-                env.read_kernel(a, &mut w)
+                mem_read(env, a, &mut w)
             };
             if !ok {
                 return EFAULT;
@@ -351,9 +381,9 @@ fn bottom<E: FetchEnv + ?Sized>(
                         FetchInsn::StString { offset } => {
                             kernel_strlen(env, val.wrapping_add(offset as i64 as u64))
                         }
-                        FetchInsn::StUString { offset } => env
-                            .strnlen_user(val.wrapping_add(offset as i64 as u64), MAX_STRING_SIZE)
-                            .map_or_else(|e| -i64::from(e.0), |n| n as i64),
+                        FetchInsn::StUString { offset } => {
+                            user_strlen(env, val.wrapping_add(offset as i64 as u64))
+                        }
                         FetchInsn::StSymStr { offset } => {
                             symstr_len(env, val.wrapping_add(offset as i64 as u64))
                         }
@@ -379,7 +409,7 @@ fn bottom<E: FetchEnv + ?Sized>(
                             let ok = if user {
                                 env.read_user(a, out)
                             } else {
-                                env.read_kernel(a, out)
+                                mem_read(env, a, out)
                             };
                             if !ok {
                                 // The kernel leaves the field as it was; a

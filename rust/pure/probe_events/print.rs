@@ -209,6 +209,10 @@ pub fn write_symbol<W: ByteWrite + ?Sized, R: SymbolResolver + ?Sized>(
 /// What trace output prints for a string that could not be fetched.
 pub const FAULT_STRING: &str = "(fault)";
 
+/// What trace output prints for a field that the record does not hold
+/// (the kernel's `print_event_fields()` says the same).
+pub const OVERFLOW_STRING: &str = "<OVERFLOW>";
+
 /// One stored element of a fetcharg's value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Element<'d> {
@@ -218,6 +222,8 @@ pub enum Element<'d> {
     /// A string's stored bytes (they end at the first NUL), or `None` for
     /// a fault (a zero-length `__data_loc`).
     Str(Option<&'d [u8]>),
+    /// A field, or string data, beyond the end of the record.
+    Overflow,
 }
 
 fn le_u64(b: &[u8], size: u32) -> u64 {
@@ -238,6 +244,7 @@ pub fn write_element<W: ByteWrite + ?Sized, R: SymbolResolver + ?Sized>(
 ) -> fmt::Result {
     use fmt::Write as _;
     let bytes = match elem {
+        Element::Overflow => return w.write_bytes(OVERFLOW_STRING.as_bytes()),
         Element::Str(s) => {
             return match (ty.is_string(), s) {
                 (true, Some(s)) => {
@@ -298,6 +305,103 @@ where
         let e = elems.next().unwrap_or(Element::Str(None));
         write_element(w, arg.ty.base, e, resolver)?;
         w.write_bytes(if j + 1 == arg.ty.count { b"}" } else { b"," })?;
+    }
+    Ok(())
+}
+
+/// The `__data_loc` word at `at` in `rec`, if the record holds it.
+fn data_loc_at(rec: &[u8], at: usize) -> Option<u32> {
+    let b = rec.get(at..at.checked_add(4)?)?;
+    Some(u32::from_ne_bytes([
+        *b.first()?,
+        *b.get(1)?,
+        *b.get(2)?,
+        *b.get(3)?,
+    ]))
+}
+
+/// The stored element `j` of `arg` in `rec` (the whole record, its header
+/// of `header_size` bytes included): whatever the record's bytes say, only
+/// bytes of `rec` are read, and a field or string data outside it is
+/// [`Element::Overflow`].
+pub fn record_element<'r>(
+    rec: &'r [u8],
+    header_size: usize,
+    arg: &FetchArg<'_>,
+    j: u32,
+) -> Element<'r> {
+    let esize = arg.ty.base.size() as usize;
+    let at = header_size
+        .checked_add(arg.offset as usize)
+        .and_then(|b| b.checked_add((j as usize).checked_mul(esize)?));
+    let Some(at) = at else {
+        return Element::Overflow;
+    };
+    if !arg.ty.base.is_string() {
+        return match at.checked_add(esize).and_then(|end| rec.get(at..end)) {
+            Some(b) => Element::Scalar(b),
+            None => Element::Overflow,
+        };
+    }
+    let Some(loc) = data_loc_at(rec, at) else {
+        return Element::Overflow;
+    };
+    let len = (loc >> 16) as usize;
+    let off = (loc & 0xffff) as usize;
+    if len == 0 {
+        return Element::Str(None);
+    }
+    match rec.get(off..off + len) {
+        Some(s) => Element::Str(Some(s)),
+        None => Element::Overflow,
+    }
+}
+
+/// The extent of a record of `def` that rkprobes itself wrote, from its
+/// own layout: the header and fixed fields, and the string data their
+/// `__data_loc` words describe, at most `max`. `head` holds at least the
+/// header and the fixed fields. For printing a record whose size the
+/// tracing core does not say (`tp_printk` prints as the record is
+/// committed), never for records read back from a ring buffer.
+pub fn record_extent(def: &ProbeDef<'_>, head: &[u8], header_size: usize, max: usize) -> usize {
+    let fixed_end = header_size.saturating_add(def.size as usize);
+    let mut extent = fixed_end.min(max);
+    for a in def.args().flatten() {
+        if !a.ty.base.is_string() {
+            continue;
+        }
+        for j in 0..a.ty.count.max(1) {
+            let at = header_size
+                .saturating_add(a.offset as usize)
+                .saturating_add(j as usize * 4);
+            if at.saturating_add(4) > fixed_end {
+                continue;
+            }
+            if let Some(loc) = data_loc_at(head, at) {
+                let end = (loc & 0xffff) as usize + (loc >> 16) as usize;
+                extent = extent.max(end.min(max));
+            }
+        }
+    }
+    extent
+}
+
+/// Writes ` NAME=VALUE` for every fetcharg of `def` from the record `rec`
+/// (the kernel's `trace_probe_print_args()`), reading only bytes of `rec`:
+/// a record shorter than `def`'s layout (a stale record of an earlier
+/// event with the same id, say) prints [`OVERFLOW_STRING`] for what it
+/// does not hold.
+pub fn write_record_args<W: ByteWrite + ?Sized, R: SymbolResolver + ?Sized>(
+    w: &mut W,
+    def: &ProbeDef<'_>,
+    rec: &[u8],
+    header_size: usize,
+    resolver: &R,
+) -> fmt::Result {
+    for a in def.args() {
+        let a = a.map_err(|_| fmt::Error)?;
+        let elems = (0..a.ty.count.max(1)).map(|j| record_element(rec, header_size, &a, j));
+        write_arg_value(w, &a, elems, resolver)?;
     }
     Ok(())
 }

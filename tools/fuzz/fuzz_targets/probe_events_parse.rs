@@ -2,7 +2,9 @@
 
 //! Fuzzes the kprobe_events parser: no write may panic, every accepted
 //! command's fetchargs parse again, its listing parses back to a probe that
-//! lists the same, and every error renders an error_log entry.
+//! lists the same, every error renders an error_log entry, and trace output
+//! of any bytes taken as a record of an accepted command (a stale record of
+//! another event, say) reads nothing beyond them.
 
 #![no_main]
 
@@ -15,8 +17,10 @@ use core::fmt;
 
 use libfuzzer_sys::fuzz_target;
 use pure::probe_events::{
-    error::write_error_log, parse_command, print::write_print_fmt, write_listing, ByteWrite,
-    Command, SyntaxOnlyEnv, WriteLines,
+    error::write_error_log,
+    parse_command,
+    print::{record_extent, write_print_fmt, write_record_args, NoSymbols},
+    write_listing, ByteWrite, Command, SyntaxOnlyEnv, WriteLines,
 };
 
 struct Buf(Vec<u8>);
@@ -28,7 +32,7 @@ impl ByteWrite for Buf {
     }
 }
 
-fn check(line: &[u8]) {
+fn check(line: &[u8], data: &[u8]) {
     let env = SyntaxOnlyEnv;
     match parse_command(line, &env) {
         Err(e) => {
@@ -44,6 +48,13 @@ fn check(line: &[u8]) {
             let listed = b.0;
             let mut fmt = Buf(Vec::new());
             write_print_fmt(&mut fmt, &def).unwrap();
+            // The whole input as a record of this event.
+            let mut out = Buf(Vec::new());
+            write_record_args(&mut out, &def, data, 16, &NoSymbols).unwrap();
+            let fixed_end = 16 + def.size as usize;
+            if let Some(head) = data.get(..fixed_end) {
+                assert!(record_extent(&def, head, 16, data.len()) <= data.len());
+            }
             // Generated names of odd symbols may not be valid names, as in
             // the kernel; anything that parses back must list the same.
             if let Ok(Command::Probe(again)) = parse_command(&listed, &env) {
@@ -59,7 +70,7 @@ fn check(line: &[u8]) {
 fuzz_target!(|data: &[u8]| {
     for line in WriteLines::new(data) {
         match line {
-            Ok(l) => check(l),
+            Ok(l) => check(l, data),
             Err(_) => break,
         }
     }

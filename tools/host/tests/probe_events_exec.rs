@@ -8,7 +8,9 @@
 use rkprobes_host::pure::probe_events::{
     exec::{data_loc_len, data_loc_offset, data_size, process, store_args, ArgLayout, FetchEnv},
     fetch::{FetchInsn, Register},
-    parse_command, Command, Errno, ProbeDef, SyntaxOnlyEnv,
+    parse_command,
+    print::{record_extent, write_record_args, NoSymbols},
+    ByteWrite, Command, Errno, ProbeDef, SyntaxOnlyEnv,
 };
 use std::collections::BTreeMap;
 
@@ -21,6 +23,8 @@ struct Model {
     user: BTreeMap<u64, u8>,
     retval: u64,
     comm: u64,
+    /// Symbols with long names, by address.
+    symbols: BTreeMap<u64, String>,
 }
 
 impl Model {
@@ -112,14 +116,34 @@ impl FetchEnv for Model {
         }
         Ok(max)
     }
-    fn sprint_symbol(&self, addr: u64, buf: &mut [u8]) -> usize {
-        let s = format!("func+{:#x}/0x100", addr & 0xff);
+    fn symbol_string(&self, addr: u64, room: &mut [u8]) -> usize {
+        // The kernel's contract: up to KSYM_SYMBOL_LEN bytes, whatever the
+        // room the caller has.
+        let s = match self.symbols.get(&addr) {
+            Some(name) => format!("{name}+0x0/0x100 [{}]", "m".repeat(55)),
+            None => format!("func+{:#x}/0x100", addr & 0xff),
+        };
+        assert!(s.len() < KSYM_SYMBOL_LEN);
         let b = s.as_bytes();
-        buf[..b.len()].copy_from_slice(b);
-        buf[b.len()] = 0;
+        if let Some(last) = room.len().checked_sub(1) {
+            let n = b.len().min(last);
+            room[..n].copy_from_slice(&b[..n]);
+            room[n] = 0;
+        }
         b.len()
     }
+    fn task_size(&self) -> u64 {
+        TASK_SIZE
+    }
 }
+
+/// x86-64's `TASK_SIZE_MAX` with 4-level page tables.
+const TASK_SIZE: u64 = 0x0000_7fff_ffff_f000;
+
+/// x86-64's `KSYM_SYMBOL_LEN` in 6.12: a 511-byte name, two 64-bit numbers
+/// in hex, a 55-byte module name and a build id.
+const KSYM_SYMBOL_LEN: usize =
+    "%s+%#lx/%#lx [%s %s]".len() + 1 + 511 + 2 * (64 * 3 / 10) + 55 + 20 * 2 + 1;
 
 /// The probe of `cmd`.
 fn def(cmd: &str) -> ProbeDef<'_> {
@@ -375,5 +399,193 @@ fn malformed_programs_are_errors_not_panics() {
     assert!(
         process(&runaway, &m, Some(&mut d)) < 0,
         "bounded, and out of room"
+    );
+}
+
+#[test]
+fn symstr_of_the_longest_symbol_is_stored_whole() {
+    // sprint_symbol() may write KSYM_SYMBOL_LEN (666) bytes: a 511-byte
+    // name in a module with a 55-byte name is 579 of them, more than the
+    // 512-byte buffer rkprobes once formatted it into.
+    let mut m = model();
+    let name = "x".repeat(511);
+    m.symbols.insert(0xffff_ffff_c000_1000, name.clone());
+    m.regs.insert("si", 0xffff_ffff_c000_1000);
+    let (rec, dsize, _) = record("p vfs_read s=%si:symstr", &mut m);
+    let text = format!("{name}+0x0/0x100 [{}]", "m".repeat(55));
+    assert!(text.len() > 512);
+    assert_eq!(dsize, text.len() + 1);
+    let loc = u32_at(&rec, HDR);
+    let off = data_loc_offset(loc) as usize;
+    assert_eq!(&rec[off..off + text.len()], text.as_bytes());
+    assert_eq!(rec[off + text.len()], 0);
+}
+
+#[test]
+fn symstr_is_cut_to_the_room_a_capped_record_has() {
+    let mut m = model();
+    m.symbols.insert(0xffff_ffff_c000_1000, "y".repeat(300));
+    m.regs.insert("si", 0xffff_ffff_c000_1000);
+    let d = def("p vfs_read s=%si:symstr");
+    let progs = programs(&d, &mut m, 0xffff_8880_0000_9000);
+    let layout: Vec<ArgLayout<'_>> = progs
+        .iter()
+        .map(|(c, o, dy)| ArgLayout {
+            code: c,
+            offset: *o,
+            dynamic: *dy,
+        })
+        .collect();
+    // Room for 100 bytes only, as when the record is capped.
+    let mut rec = vec![0xeeu8; HDR + 4 + 100];
+    store_args(&layout, &m, &mut rec, HDR, 4, 100);
+    let off = data_loc_offset(u32_at(&rec, HDR)) as usize;
+    assert_eq!(off, HDR + 4);
+    assert_eq!(&rec[off..off + 99], "y".repeat(99).as_bytes());
+    assert_eq!(rec[off + 99], 0, "cut and NUL-terminated within the room");
+}
+
+/// A user buffer and a kernel one, for the `TASK_SIZE` fallbacks.
+fn user_model() -> Model {
+    let mut m = model();
+    // do_sys_openat2(dfd, filename, how): %si is a user pointer.
+    m.regs.insert("si", 0x7ffd_0000);
+    m.put_user(0x7ffd_0000, b"/tmp/rkp-open-me\0");
+    // A user struct: a u32, then a user pointer to a user string.
+    m.regs.insert("dx", 0x7ffd_1000);
+    m.put_user(0x7ffd_1000, &0x1234_5678u32.to_ne_bytes());
+    m.put_user(0x7ffd_1008, &0x7ffd_0000u64.to_ne_bytes());
+    m
+}
+
+#[test]
+fn string_below_task_size_is_read_as_user_memory() {
+    // The kernel's fetch_store_strlen()/fetch_store_string() read an
+    // address below TASK_SIZE with the user accessors: the line of many
+    // tutorials records the file name, not (fault).
+    let mut m = user_model();
+    let (rec, dsize, _) = record("p do_sys_openat2 path=+0(%si):string", &mut m);
+    assert_eq!(string_at(&rec, HDR).as_deref(), Some("/tmp/rkp-open-me"));
+    assert_eq!(dsize, "/tmp/rkp-open-me".len() + 1);
+}
+
+#[test]
+fn dereferences_below_task_size_are_user_reads() {
+    // probe_mem_read(): the dereference and the final memory read.
+    let mut m = user_model();
+    let (rec, dsize, _) = record(
+        "p do_sys_openat2 a=+0(%dx):u32 b=+0(+8(%dx)):string c=+8(%dx):x64",
+        &mut m,
+    );
+    assert_eq!(u32_at(&rec, HDR), 0x1234_5678);
+    assert_eq!(
+        string_at(&rec, HDR + 4).as_deref(),
+        Some("/tmp/rkp-open-me")
+    );
+    assert_eq!(u64_at(&rec, HDR + 8), 0x7ffd_0000);
+    assert_eq!(dsize, "/tmp/rkp-open-me".len() + 1);
+}
+
+#[test]
+fn kernel_memory_is_still_kernel_memory() {
+    // Above TASK_SIZE nothing changes, and a kernel address is never
+    // read as user memory, whatever the user map holds there.
+    let mut m = user_model();
+    m.put_user(0xffff_8880_0000_5000, b"not this\0");
+    let (rec, _, _) = record("p vfs_read path=+0(+16(%di)):string", &mut m);
+    assert_eq!(string_at(&rec, HDR).as_deref(), Some("/etc/passwd"));
+}
+
+#[test]
+fn explicit_user_fetches_never_fall_back_to_kernel_memory() {
+    // ustring and +u read user memory only, as the kernel's: a kernel
+    // address faults.
+    let mut m = user_model();
+    let (rec, _, _) = record(
+        "p vfs_read a=+0(+16(%di)):ustring b=+u0(%di):u64 c=+0(%si):ustring",
+        &mut m,
+    );
+    assert_eq!(string_at(&rec, HDR), None, "(fault)");
+    assert_eq!(u64_at(&rec, HDR + 4), 0, "a faulting read leaves 0");
+    assert_eq!(
+        string_at(&rec, HDR + 12).as_deref(),
+        Some("/tmp/rkp-open-me")
+    );
+}
+
+#[test]
+fn unmapped_user_addresses_still_fault() {
+    let mut m = user_model();
+    m.regs.insert("si", 0x7ffd_8000);
+    let (rec, dsize, _) = record("p do_sys_openat2 path=+0(%si):string v=+0(%si):u32", &mut m);
+    assert_eq!(string_at(&rec, HDR), None);
+    assert_eq!(dsize, 0);
+    assert_eq!(u32_at(&rec, HDR + 4), 0);
+}
+
+/// Trace output of the arguments of `rec`, printed with the layout of `cmd`.
+fn printed(cmd: &str, rec: &[u8]) -> String {
+    struct Out(Vec<u8>);
+    impl ByteWrite for Out {
+        fn write_bytes(&mut self, b: &[u8]) -> std::fmt::Result {
+            self.0.extend_from_slice(b);
+            Ok(())
+        }
+    }
+    let mut out = Out(Vec::new());
+    write_record_args(&mut out, &def(cmd), rec, HDR, &NoSymbols).unwrap();
+    String::from_utf8_lossy(&out.0).into_owned()
+}
+
+#[test]
+fn records_print_as_written() {
+    let mut m = model();
+    let cmd = "p vfs_read a=%ax:x64 path=+0(+16(%di)):string n=+8(%di):u16";
+    let (rec, _, _) = record(cmd, &mut m);
+    assert_eq!(
+        printed(cmd, &rec),
+        " a=0x1122334455667788 path=\"/etc/passwd\" n=17185"
+    );
+    // The extent rkprobes computes for tp_printk is the record's own.
+    assert_eq!(record_extent(&def(cmd), &rec, HDR, 4000), rec.len());
+}
+
+#[test]
+fn a_stale_record_of_another_layout_prints_within_its_bytes() {
+    // The event that had this id recorded one u8; the event that has it
+    // now has a string and two u64s. Nothing past the record is read.
+    let mut m = model();
+    let (old, _, _) = record("p vfs_read v=%dx:u8", &mut m);
+    assert_eq!(old.len(), HDR + 1);
+    let out = printed("p vfs_read s=+0(%di):string a=%ax b=%ax", &old);
+    assert_eq!(out, " s=<OVERFLOW> a=<OVERFLOW> b=<OVERFLOW>");
+    // A record long enough for the fixed fields but whose data_loc points
+    // outside it.
+    let mut rec = vec![0u8; HDR + 16];
+    rec[HDR..HDR + 4].copy_from_slice(&((50u32 << 16) | 30).to_ne_bytes());
+    rec[HDR + 4..HDR + 12].copy_from_slice(&7u64.to_ne_bytes());
+    let out = printed("p vfs_read s=+0(%di):string a=%ax b=%ax", &rec);
+    assert_eq!(out, " s=<OVERFLOW> a=0x7 b=<OVERFLOW>");
+}
+
+#[test]
+fn a_truncated_record_prints_what_it_holds() {
+    let mut m = model();
+    let cmd = "p vfs_read a=+0(%di):u16[3] b=+0(%si):string[2] c=%ax";
+    let (rec, _, _) = record(cmd, &mut m);
+    let full = printed(cmd, &rec);
+    assert_eq!(
+        full,
+        " a={61453,51966,48879} b={\"/etc/passwd\",\"sh\"} c=0x1122334455667788"
+    );
+    for len in 0..rec.len() {
+        let out = printed(cmd, &rec[..len]);
+        if len < rec.len() {
+            assert_ne!(out, full, "{len}");
+        }
+    }
+    assert_eq!(
+        printed(cmd, &rec[..HDR + 4]),
+        " a={61453,51966,<OVERFLOW>} b={<OVERFLOW>,<OVERFLOW>} c=<OVERFLOW>"
     );
 }

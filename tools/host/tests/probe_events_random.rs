@@ -1,15 +1,25 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Seeded random tests of the kprobe_events parser: accepted commands list
-//! in a form that parses back to the same probe, and no input panics.
+//! in a form that parses back to the same probe, and no input panics, nor
+//! do the fetch programs of accepted commands on arbitrary memory, nor the
+//! trace output of arbitrary records of any length.
+//!
+//! `RKPROBES_PE_ITERS` sets the number of random inputs of `no_input_panics`
+//! (default 100000 in release builds; the long run, `make
+//! probe-events-long`, uses 10000000).
 
 mod probe_events_support;
 
 use probe_events_support::*;
 use rkprobes_host::pure::probe_events::{
-    error::write_error_log,
+    error::{write_error_log, Errno},
+    exec::{data_size, store_args, ArgLayout, FetchEnv},
+    fetch::{FetchInsn, Register},
     parse_command,
-    print::{write_arg_value, write_print_fmt, Element, NoSymbols},
+    print::{
+        record_extent, write_arg_value, write_print_fmt, write_record_args, Element, NoSymbols,
+    },
     Command, FetchArg, ProbeDef, WriteLines, WRITE_BUFSIZE,
 };
 
@@ -191,6 +201,7 @@ fn listing_parses_back_to_the_same_probe() {
             other => panic!("{cmd:?} lists as {listed:?}, which gives {other:?}"),
         };
         assert_same_probe(&def, &again, &format!("{cmd:?} -> {listed:?}"));
+        run_and_print(&def, rng.next_u64());
         assert_eq!(listing(&again), listed, "{cmd:?}");
         // The listing also deletes it, by name and by full definition.
         let del = format!("-:{}", &listed[listed.find(':').unwrap() + 1..]);
@@ -203,7 +214,144 @@ fn listing_parses_back_to_the_same_probe() {
     assert!(accepted > total / 4, "only {accepted} of {total} accepted");
 }
 
-fn exercise(input: &[u8]) {
+/// Memory where every address holds bytes derived from it, a zero byte
+/// now and then, and where some addresses fault: whatever a program asks.
+struct Chaos(u64);
+
+impl Chaos {
+    fn byte(&self, addr: u64) -> Option<u8> {
+        let h = (addr ^ self.0).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        if h >> 60 == 0 {
+            return None;
+        }
+        let b = (h >> 32) as u8;
+        Some(if b < 24 { 0 } else { b })
+    }
+
+    fn read(&self, addr: u64, buf: &mut [u8]) -> bool {
+        for (i, b) in buf.iter_mut().enumerate() {
+            match self.byte(addr.wrapping_add(i as u64)) {
+                Some(v) => *b = v,
+                None => return false,
+            }
+        }
+        true
+    }
+
+    fn strncpy(&self, addr: u64, buf: &mut [u8]) -> Result<usize, Errno> {
+        let n = buf.len();
+        for (i, slot) in buf.iter_mut().enumerate() {
+            let c = self.byte(addr.wrapping_add(i as u64)).ok_or(Errno(14))?;
+            *slot = c;
+            if c == 0 {
+                return Ok(i + 1);
+            }
+        }
+        if let Some(last) = buf.last_mut() {
+            *last = 0;
+        }
+        Ok(n)
+    }
+}
+
+impl FetchEnv for Chaos {
+    fn register(&self, r: Register) -> u64 {
+        self.0.rotate_left(u32::from(r.pt_regs_offset()))
+    }
+    fn stack_nth(&self, n: u32) -> u64 {
+        self.0.wrapping_add(u64::from(n))
+    }
+    fn stack_pointer(&self) -> u64 {
+        self.0 | 0xffff_c900_0000_0000
+    }
+    fn return_value(&self) -> u64 {
+        !self.0
+    }
+    fn argument(&self, n: u32) -> u64 {
+        self.0.wrapping_mul(u64::from(n) + 3)
+    }
+    fn entry_argument(&self, n: u32) -> u64 {
+        self.0.wrapping_mul(u64::from(n) + 5)
+    }
+    fn comm_address(&self) -> u64 {
+        0xffff_8880_0000_0000 | (self.0 & 0xffff)
+    }
+    fn read_kernel(&self, addr: u64, buf: &mut [u8]) -> bool {
+        self.read(addr, buf)
+    }
+    fn read_user(&self, addr: u64, buf: &mut [u8]) -> bool {
+        self.read(!addr, buf)
+    }
+    fn strncpy_kernel(&self, addr: u64, buf: &mut [u8]) -> Result<usize, Errno> {
+        self.strncpy(addr, buf)
+    }
+    fn strncpy_user(&self, addr: u64, buf: &mut [u8]) -> Result<usize, Errno> {
+        self.strncpy(!addr, buf)
+    }
+    fn strnlen_user(&self, addr: u64, max: usize) -> Result<usize, Errno> {
+        for i in 0..max {
+            match self.byte((!addr).wrapping_add(i as u64)) {
+                Some(0) => return Ok(i + 1),
+                Some(_) => {}
+                None => return Err(Errno(14)),
+            }
+        }
+        Ok(max)
+    }
+    fn symbol_string(&self, addr: u64, room: &mut [u8]) -> usize {
+        let len = (addr % 700) as usize;
+        if let Some(last) = room.len().checked_sub(1) {
+            let n = len.min(last);
+            room[..n].fill(b's');
+            room[n] = 0;
+        }
+        len
+    }
+    fn task_size(&self) -> u64 {
+        0x0000_7fff_ffff_f000
+    }
+}
+
+/// Runs the programs of `def` as a hit would, with records capped as the
+/// module caps them, and prints the record back whole and cut short.
+fn run_and_print(def: &ProbeDef<'_>, seed: u64) {
+    const HDR: usize = 16;
+    const MAX_RECORD: usize = 4000;
+    let progs: Vec<(Vec<FetchInsn<u64>>, u32, bool)> = def
+        .args()
+        .map(|a| {
+            let a = a.unwrap();
+            let code = a.program.insns().iter().map(|i| i.map(|_| seed)).collect();
+            (code, a.offset, a.ty.base.is_string())
+        })
+        .collect();
+    let layout: Vec<ArgLayout<'_>> = progs
+        .iter()
+        .map(|(c, o, d)| ArgLayout {
+            code: c,
+            offset: *o,
+            dynamic: *d,
+        })
+        .collect();
+    let env = Chaos(seed);
+    let fixed = def.size as usize;
+    let dsize = data_size(&layout, &env).min(MAX_RECORD.saturating_sub(HDR + fixed));
+    let mut rec = vec![0u8; HDR + fixed + dsize];
+    store_args(&layout, &env, &mut rec, HDR, fixed, dsize);
+    let extent = record_extent(def, &rec, HDR, MAX_RECORD);
+    assert!(extent <= rec.len(), "{extent} > {}", rec.len());
+    let mut b = Buf::default();
+    write_record_args(&mut b, def, &rec, HDR, &NoSymbols).unwrap();
+    let cut = (seed as usize) % (rec.len() + 1);
+    write_record_args(&mut b, def, &rec[..cut], HDR, &NoSymbols).unwrap();
+    // Arbitrary bytes, as a stale record of another event would hold.
+    let junk: Vec<u8> = (0..cut).map(|i| (seed >> (i % 57)) as u8).collect();
+    write_record_args(&mut b, def, &junk, HDR, &NoSymbols).unwrap();
+}
+
+/// Parses `input` and checks everything that follows from the answer;
+/// returns whether it was a probe command.
+fn exercise(input: &[u8]) -> bool {
     match parse_command(input, &MockEnv) {
         Err(e) => {
             let mut b = Buf::default();
@@ -232,6 +380,11 @@ fn exercise(input: &[u8]) {
                 n += 1;
             }
             assert_eq!(n, def.nr_args);
+            let seed = input.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &c| {
+                (h ^ u64::from(c)).wrapping_mul(0x100_0000_01b3)
+            });
+            run_and_print(&def, seed);
+            return true;
         }
         Ok(Command::Delete(d)) => {
             let cmd = "p:e vfs_read+8 a=%ax";
@@ -240,6 +393,7 @@ fn exercise(input: &[u8]) {
         }
         Ok(Command::Empty) => {}
     }
+    false
 }
 
 const ALPHABET: &[u8] = b"pr-:/.+%$@\\\"()[]=_0123456789abcdefxu ,\t\n#*&\xa0\xe9\x00";
@@ -270,11 +424,17 @@ fn mutate(rng: &mut Rng, mut v: Vec<u8>) -> Vec<u8> {
 #[test]
 fn no_input_panics() {
     let mut rng = Rng::new(42);
-    let iterations = if cfg!(debug_assertions) {
+    let default = if cfg!(debug_assertions) {
         20_000
     } else {
         100_000
     };
+    let iterations = std::env::var("RKPROBES_PE_ITERS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .unwrap_or(default);
+    let start = std::time::Instant::now();
+    let mut probes = 0usize;
     for i in 0..iterations {
         let input: Vec<u8> = match i % 4 {
             0 => {
@@ -294,14 +454,21 @@ fn no_input_panics() {
                 mutate(&mut rng, cmd)
             }
         };
-        exercise(&input);
+        probes += usize::from(exercise(&input));
         for line in WriteLines::new(&input) {
             match line {
-                Ok(l) => exercise(l),
+                Ok(l) => probes += usize::from(exercise(l)),
                 Err(_) => break,
             }
         }
     }
+    eprintln!(
+        "no_input_panics: {iterations} inputs ({probes} probe commands run and printed) in {:.1} s",
+        start.elapsed().as_secs_f64()
+    );
+    // The mutated commands must reach the fetch interpreter and the
+    // printer, not only the parser's errors.
+    assert!(probes > iterations / 40, "only {probes} probes");
 }
 
 #[test]
