@@ -190,30 +190,103 @@ expect_eq "concurrent: 20 events added, enabled and removed while busy fires" 0 
 check "concurrent: disable" sh -c "echo 0 > $EV/busy/enable"
 check "concurrent: busy recorded" grep -q 'busy: (vfs_read+0x' $T/trace
 
-# A fuzz run: mutated commands, none may crash the kernel, and the event
-# list stays consistent with tracefs.
-seeds="p:f1 vfs_read a=%di:u32|r:f2 vfs_read \$retval|p:g/f3 do_sys_openat2 +0(%si):ustring|p:f4 vfs_read s=+8(+0(%di)):string[2]|-:f1|p vfs_read+4 %ax|p:f5 kernel_clone b=%di:b3@2/8"
-echo "$seeds" | awk -v seed=$$ 'BEGIN { srand(seed); chars = "pr:-/+%$()@=\\\"{}[]0123456789abcdefxyz_.,:; " }
-{
-	n = split($0, s, "|")
-	for (i = 0; i < 1500; i++) {
-		c = s[int(rand() * n) + 1]
-		m = int(rand() * 4)
-		for (k = 0; k < m; k++) {
-			pos = int(rand() * (length(c) + 1))
-			ch = substr(chars, int(rand() * length(chars)) + 1, 1)
-			if (rand() < 0.5) c = substr(c, 1, pos) ch substr(c, pos + 1)
-			else c = substr(c, 1, pos) substr(c, pos + 2)
+# A fuzz run of 10,000 writes, each a write(2) of its own: a third
+# commands generated from the grammar, a third those commands mutated
+# (bytes inserted, deleted, replaced, raw bytes among them), a third raw
+# bytes (newlines included, so that one write can hold several commands).
+# awk writes to the control file as its standard output and flushes after
+# each command; a failed write is dropped (awk cannot open the file itself:
+# glibc's append mode seeks to the end, which a seq_file refuses). None may
+# crash the kernel, and afterwards the event list must be consistent with
+# tracefs and the file must clear.
+fuzz_start=$(cut -d' ' -f1 /proc/uptime)
+awk -v seed=$$ 'BEGIN {
+	srand(seed)
+	nsym = split("kernel_clone vfs_read vfs_write do_sys_openat2 do_exit dput vfs_read+4 kernel_clone+1 lkdtm:lkdtm_debugfs_read notloaded:fn 0xffffffff81000000 rkp_no_such_function", sym, " ")
+	nreg = split("ax bx cx dx si di bp sp ip flags r8 r15 cs orig_ax none", reg, " ")
+	ntype = split("u8 u16 u32 u64 s8 s16 s32 s64 x8 x16 x32 x64 char string ustring symbol symstr b3@2/8 b1@63/64 u8[4] string[2] %pd %pD bad", type, " ")
+	nname = split("f1 f2 f3 a_b x9 e", name, " ")
+	ngrp = split("fz fz-2 rkprobes", grp, " ")
+	alpha = "pr:-/+%$()@=\\\"{}[]0123456789abcdefxuyz_.,;# \t"
+	for (i = 0; i < 10000; i++) {
+		k = i % 3
+		if (k == 2) {
+			c = ""
+			n = 1 + int(rand() * 120)
+			for (j = 0; j < n; j++)
+				c = c sprintf("%c", 1 + int(rand() * 255))
+			printf "%s", c
+		} else {
+			c = command()
+			if (k == 1)
+				c = mutate(c)
+			printf "%s\n", c
 		}
-		print c
+		fflush()
 	}
-}' > /tmp/fuzz.cmds
-n=0
-while IFS= read -r cmd; do
-	echo "$cmd" >> $KE 2>/dev/null
-	n=$((n + 1))
-done < /tmp/fuzz.cmds
-diag "fuzz: $n commands written, $(grep -c . $KE) probes left"
+}
+function pick(arr, n) { return arr[1 + int(rand() * n)] }
+function fetch(ret,    f, d) {
+	r = rand()
+	if (r < 0.3) f = "%" pick(reg, nreg)
+	else if (r < 0.4) f = "$stack" int(rand() * 10)
+	else if (r < 0.5) f = "$comm"
+	else if (r < 0.6) f = "$arg" int(rand() * 8)
+	else if (r < 0.65 && ret) f = "$retval"
+	else if (r < 0.7) f = "@jiffies"
+	else if (r < 0.75) f = "\\" int(rand() * 1000)
+	else if (r < 0.8) f = "\\\"imm\""
+	else f = "%" pick(reg, nreg)
+	for (d = int(rand() * 3); d > 0; d--)
+		f = (rand() < 0.8 ? "+" : "-") (rand() < 0.2 ? "u" : "") int(rand() * 64) "(" f ")"
+	return f
+}
+function command(    c, ret, n, a) {
+	if (rand() < 0.12) {
+		c = "-:"
+		if (rand() < 0.5) c = c pick(grp, ngrp) "/"
+		if (rand() < 0.8) c = c pick(name, nname)
+		return c
+	}
+	ret = rand() < 0.35
+	c = ret ? "r" : "p"
+	if (ret && rand() < 0.2) c = c int(rand() * 100)
+	if (rand() < 0.8) {
+		c = c ":"
+		if (rand() < 0.5) c = c pick(grp, ngrp) "/"
+		c = c pick(name, nname)
+	}
+	c = c " " pick(sym, nsym)
+	if (!ret && rand() < 0.1) { c = c "%return"; ret = 1 }
+	n = int(rand() * 5)
+	for (a = 1; a <= n; a++) {
+		c = c " "
+		if (rand() < 0.5) c = c "v" a "="
+		c = c fetch(ret)
+		if (rand() < 0.6) c = c ":" pick(type, ntype)
+	}
+	return c
+}
+function mutate(c,    m, k, pos, ch) {
+	m = 1 + int(rand() * 4)
+	for (k = 0; k < m; k++) {
+		pos = int(rand() * (length(c) + 1))
+		if (rand() < 0.8) ch = substr(alpha, 1 + int(rand() * length(alpha)), 1)
+		else ch = sprintf("%c", 1 + int(rand() * 255))
+		r = rand()
+		if (r < 0.4) c = substr(c, 1, pos) ch substr(c, pos + 1)
+		else if (r < 0.7) c = substr(c, 1, pos) substr(c, pos + 2)
+		else c = substr(c, 1, pos) ch substr(c, pos + 2)
+	}
+	return c
+}' >> $KE 2>/dev/null
+# And writes with NUL bytes, which the kernel refuses whole.
+for i in 1 2 3 4 5; do
+	printf 'p:nul%d kernel_clone\0 a=%%ax\n' $i >> $KE 2>/dev/null
+done
+fuzz_end=$(cut -d' ' -f1 /proc/uptime)
+diag "fuzz: 10005 writes in $(awk "BEGIN { print $fuzz_end - $fuzz_start }") s, $(grep -c . $KE) probes left"
+check "fuzz: no event from a write with a NUL" sh -c "! grep -q ':rkprobes/nul' $KE"
 check "fuzz: every listed event has its tracefs directory" sh -c '
 	sed -n "s/^[pr][0-9]*:\([^ ]*\) .*/\1/p" '$KE' | sort -u | while read -r ge; do
 		test -d '$T'/events/$ge || { echo "missing $ge"; exit 1; }
