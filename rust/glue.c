@@ -7,6 +7,7 @@
  */
 #include <linux/export.h>
 #include <linux/irq_work.h>
+#include <linux/kallsyms.h>
 #include <linux/module.h>
 #include <linux/preempt.h>
 #include <linux/sched.h>
@@ -16,6 +17,13 @@
 #include <linux/workqueue.h>
 
 #include "glue.h"
+
+/*
+ * rust/kallsyms.rs formats symbols into SYMBOL_BUF_LEN (1024) bytes, and
+ * sprint_symbol() may write KSYM_SYMBOL_LEN; bindgen cannot give Rust that
+ * constant (a sizeof expression), so the bound is checked here.
+ */
+static_assert(KSYM_SYMBOL_LEN <= 1024, "rust/kallsyms.rs: SYMBOL_BUF_LEN < KSYM_SYMBOL_LEN");
 
 notrace unsigned int rkp_smp_processor_id(void)
 {

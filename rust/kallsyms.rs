@@ -19,8 +19,9 @@ use kernel::{
     str::CStr,
 };
 
-/// Room for `sprint_symbol()`'s output; the kernel's `KSYM_SYMBOL_LEN` is 667
-/// bytes on x86-64 in 6.12.
+/// Room for `sprint_symbol()`'s output: at least the kernel's
+/// `KSYM_SYMBOL_LEN` (666 bytes on x86-64 in 6.12), which `rust/glue.c`
+/// checks at compile time against this value.
 const SYMBOL_BUF_LEN: usize = 1024;
 
 /// How many symbols the walk for `kallsyms_lookup_name` visits in each
