@@ -4,7 +4,9 @@
 #
 #   make            build the modules (against the cached test kernel by default)
 #   make demo       set everything up, boot the guest, show rkprobes working
-#   make check      every test: host tests, clippy, rustfmt, guest tests
+#   make check      host tests, clippy, rustfmt, guest tests on both test kernels
+#   make check-all  make check plus the reliability stage on the debug kernel
+#                   (KASAN, kmemleak, fault injection): the README's test command
 #
 # KDIR=/lib/modules/$(uname -r)/build builds against a real Rust-enabled kernel.
 
@@ -29,9 +31,19 @@ endif
 # kprobes (tools/kernel/rkprobes-nokprobes.config).
 KDIR_NOKPROBES = $(shell cat $(RKPROBES_CACHE)/kdir-nokprobes)
 FRAGMENTS_NOKPROBES := tools/kernel/rkprobes-test.config tools/kernel/rkprobes-nokprobes.config
+# The debug kernel of the reliability stage: the first configuration with
+# KASAN, kmemleak and fault injection (tools/kernel/rkprobes-debug.config),
+# built with clang.
+KDIR_DEBUG = $(shell cat $(RKPROBES_CACHE)/kdir-debug)
+FRAGMENTS_DEBUG := tools/kernel/rkprobes-test.config tools/kernel/rkprobes-debug.config
+
+# A kernel built with clang (the debug kernel, or a clang-built distribution
+# kernel) needs its modules built with the same toolchain.
+KLLVM = $(if $(filter y,$(shell sed -n 's/^CONFIG_CC_IS_CLANG=//p' $(KDIR)/.config 2>/dev/null)),LLVM=1)
 
 .PHONY: all modules setup kernel demo check host-test clippy fmt fmt-check \
-	guest-test runner-selftest bench insn-long clean kernel-nokprobes
+	guest-test runner-selftest bench insn-long clean kernel-nokprobes kernel-debug \
+	check-all probe-events-long
 
 all: modules
 
@@ -48,18 +60,23 @@ kernel-nokprobes: setup
 	@tools/kernel/build-kernel $(FRAGMENTS_NOKPROBES) > $(RKPROBES_CACHE)/kdir-nokprobes.new && \
 		mv $(RKPROBES_CACHE)/kdir-nokprobes.new $(RKPROBES_CACHE)/kdir-nokprobes
 
+kernel-debug: setup
+	@tools/kernel/build-kernel $(FRAGMENTS_DEBUG) > $(RKPROBES_CACHE)/kdir-debug.new && \
+		mv $(RKPROBES_CACHE)/kdir-debug.new $(RKPROBES_CACHE)/kdir-debug
+
 # With the default KDIR, everything that needs a kernel builds the cached test
 # kernel first (a no-op when it is already cached).
 ifdef TEST_KERNEL
 NEED_KERNEL := kernel
 NEED_KERNELS := kernel kernel-nokprobes
+NEED_KERNELS_ALL := $(NEED_KERNELS) kernel-debug
 endif
 
 modules: $(NEED_KERNEL)
-	$(MAKE) -C $(KDIR) M=$(CURDIR) $(KRUST) modules
+	$(MAKE) -C $(KDIR) M=$(CURDIR) $(KRUST) $(KLLVM) modules
 
 clean:
-	$(MAKE) -C $(KDIR) M=$(CURDIR) clean
+	$(MAKE) -C $(KDIR) M=$(CURDIR) $(KLLVM) clean
 
 demo: modules
 	tools/testing/vm/run --kdir $(KDIR) --quiet-console --script tools/testing/demo.sh
@@ -67,12 +84,21 @@ demo: modules
 check: $(NEED_KERNELS)
 	tools/testing/check --kdir $(KDIR) $(if $(TEST_KERNEL),--kdir-nokprobes $(KDIR_NOKPROBES))
 
+check-all: $(NEED_KERNELS_ALL)
+	tools/testing/check --kdir $(KDIR) \
+		$(if $(TEST_KERNEL),--kdir-nokprobes $(KDIR_NOKPROBES) --kdir-debug $(KDIR_DEBUG))
+
+# The host parser's long random-input run (10^7 kprobe_events lines).
+probe-events-long: setup
+	cd tools && RKPROBES_PE_ITERS=10000000 cargo test --release -p rkprobes-host \
+		--test probe_events_random no_input_panics -- --nocapture
+
 # The individual stages of `make check`.
 host-test: setup $(NEED_KERNEL)
 	cd tools && RKPROBES_VMLINUX=$(KDIR)/vmlinux cargo test --release
 
 clippy: $(NEED_KERNEL)
-	$(MAKE) -C $(KDIR) M=$(CURDIR) $(KRUST) CLIPPY=1 KRUSTFLAGS=-Dwarnings modules
+	$(MAKE) -C $(KDIR) M=$(CURDIR) $(KRUST) $(KLLVM) CLIPPY=1 KRUSTFLAGS=-Dwarnings modules
 	cd tools && cargo clippy --release --all-targets -- -D warnings
 
 fmt:
