@@ -214,18 +214,27 @@ static struct ftrace_ops rkp_ftrace_ops = {
 	.flags = FTRACE_OPS_FL_SAVE_REGS | FTRACE_OPS_FL_IPMODIFY,
 };
 
-int rkp_ftrace_filter_ip(unsigned long ip, int remove)
+int rkp_ftrace_filter_ip(unsigned long ip, int remove, int reset)
 {
-	return ftrace_set_filter_ip(&rkp_ftrace_ops, ip, remove, 0);
+	return ftrace_set_filter_ip(&rkp_ftrace_ops, ip, remove, reset);
 }
 
+/* Registered at most once: registering again would fail with EBUSY. */
 int rkp_ftrace_register(void)
 {
+	if (rkp_ftrace_ops.flags & FTRACE_OPS_FL_ENABLED)
+		return 0;
 	return register_ftrace_function(&rkp_ftrace_ops);
 }
 
-int rkp_ftrace_unregister(void)
+/*
+ * Unregistering an ops that is not registered WARNs in ftrace: it is
+ * skipped. Otherwise unregister_ftrace_function() can only fail for an ops
+ * ftrace does not know, which this one then is not.
+ */
+void rkp_ftrace_unregister(void)
 {
-	return unregister_ftrace_function(&rkp_ftrace_ops);
+	if (rkp_ftrace_ops.flags & FTRACE_OPS_FL_ENABLED)
+		unregister_ftrace_function(&rkp_ftrace_ops);
 }
 #endif /* CONFIG_DYNAMIC_FTRACE_WITH_REGS */

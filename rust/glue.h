@@ -52,8 +52,8 @@ void rkp_kretprobe_gc(void);
 
 /* Implemented in Rust (rust/arch/x86/ftrace.rs). */
 void rkp_ftrace_hit(unsigned long ip, struct pt_regs *regs);
-int rkp_ftrace_filter_ip(unsigned long ip, int remove);
+int rkp_ftrace_filter_ip(unsigned long ip, int remove, int reset);
 int rkp_ftrace_register(void);
-int rkp_ftrace_unregister(void);
+void rkp_ftrace_unregister(void);
 
 #endif /* RKPROBES_GLUE_H */

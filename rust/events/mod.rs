@@ -229,37 +229,36 @@ struct KernelEnv<'a> {
 }
 
 impl KernelEnv<'_> {
-    /// Whether the module `name` is loaded.
-    fn module_loaded(&self, name: &[u8]) -> bool {
+    /// Whether the module `name` is loaded; `ENOMEM` without memory to ask.
+    fn module_loaded(&self, name: &[u8]) -> Result<bool> {
         let Some(find) = self.core.runtime().find_module else {
-            return true;
+            return Ok(true);
         };
-        let Some(cname) = cstring(&[name]) else {
-            return false;
-        };
+        let cname = cstring(&[name]).ok_or(ENOMEM)?;
         // SAFETY: `find_module` with preemption disabled; the result is
         // only compared with null.
         unsafe {
             crate::ffi::rkp_preempt_disable();
             let m = find(cname.as_char_ptr());
             crate::ffi::rkp_preempt_enable();
-            !m.is_null()
+            Ok(!m.is_null())
         }
     }
 
-    /// Looks `name` (`SYM` or `MOD:SYM`) up.
-    fn lookup(&self, name: &[u8]) -> Option<usize> {
+    /// Looks `name` (`SYM` or `MOD:SYM`) up; `ENOMEM` without memory to.
+    fn lookup(&self, name: &[u8]) -> Result<Option<usize>> {
         self.lookup_parts(None, name)
     }
 
     /// Looks `MOD:SYM` up, or `SYM` without a module.
-    fn lookup_parts(&self, module: Option<&[u8]>, symbol: &[u8]) -> Option<usize> {
+    fn lookup_parts(&self, module: Option<&[u8]>, symbol: &[u8]) -> Result<Option<usize>> {
         let cname = match module {
             Some(m) => cstring(&[m, b":", symbol]),
             None => cstring(&[symbol]),
-        }?;
-        let mut buf = SymbolBuf::new().ok()?;
-        self.ksyms.lookup(&mut buf, &cname)
+        }
+        .ok_or(ENOMEM)?;
+        let mut buf = SymbolBuf::new()?;
+        Ok(self.ksyms.lookup(&mut buf, &cname))
     }
 }
 
@@ -294,9 +293,13 @@ impl ProbeEnv for KernelEnv<'_> {
     }
 
     fn check_symbol(&self, module: Option<&[u8]>, symbol: &[u8]) -> SymbolCheck {
-        if module.is_some_and(|m| !self.module_loaded(m)) {
-            // Accepted; registered when the module comes.
-            return SymbolCheck::ModuleNotLoaded;
+        if let Some(m) = module {
+            match self.module_loaded(m) {
+                // Accepted; registered when the module comes.
+                Ok(false) => return SymbolCheck::ModuleNotLoaded,
+                Ok(true) => {}
+                Err(_) => return SymbolCheck::NoMemory,
+            }
         }
         // The kernel's `number_of_same_symbols()`: vmlinux (without `MOD:`)
         // and the modules' symbols of that name.
@@ -306,15 +309,15 @@ impl ProbeEnv for KernelEnv<'_> {
             rt.module_kallsyms_on_each_symbol,
         ) else {
             // Without the iterators, a symbol found is taken as unique.
-            return if self.lookup_parts(module, symbol).is_some() {
-                SymbolCheck::Unique
-            } else {
-                SymbolCheck::NotFound
+            return match self.lookup_parts(module, symbol) {
+                Ok(Some(_)) => SymbolCheck::Unique,
+                Ok(None) => SymbolCheck::NotFound,
+                Err(_) => SymbolCheck::NoMemory,
             };
         };
         let (Some(sym), Some(modname)) = (cstring(&[symbol]), cstring(&[module.unwrap_or(b"")]))
         else {
-            return SymbolCheck::NotFound;
+            return SymbolCheck::NoMemory;
         };
         let mut ctx = CountCtx {
             count: 0,
@@ -343,7 +346,7 @@ impl ProbeEnv for KernelEnv<'_> {
 
     fn func_entry(&self, symbol: &[u8], offset: u64) -> FuncEntry {
         let Some(cname) = cstring(&[symbol]) else {
-            return FuncEntry::Unknown;
+            return FuncEntry::NoMemory;
         };
         let mut kp = empty_kprobe();
         kp.symbol_name = cname.as_char_ptr();
@@ -352,6 +355,7 @@ impl ProbeEnv for KernelEnv<'_> {
         match unsafe { self.core.check_func_entry(&mut kp) } {
             Ok(()) => FuncEntry::Entry,
             Err(e) if e == EINVAL => FuncEntry::NotEntry,
+            Err(e) if e == ENOMEM => FuncEntry::NoMemory,
             Err(_) => FuncEntry::Unknown,
         }
     }
@@ -731,7 +735,12 @@ impl Events {
         unsafe { probe.as_mut().get_unchecked_mut() }.event = ev_ptr;
         // Registered disabled; enabling the event arms it.
         let kp = probe.as_mut().raw_kp();
-        let waiting = def.location.module().is_some_and(|m| !env.module_loaded(m));
+        let waiting = match def.location.module() {
+            Some(m) => !env
+                .module_loaded(m)
+                .map_err(|_| ParseError::silent(Errno::ENOMEM))?,
+            None => false,
+        };
         let reg = if waiting {
             // Registered when the module comes (`module_coming`).
             Ok(())
@@ -832,6 +841,7 @@ impl Events {
                         };
                         let base = env
                             .lookup(sym)
+                            .map_err(|_| nomem)?
                             .ok_or(ParseError::registration(Errno::ENOENT))?;
                         pending_symbol = Some((base as u64).wrapping_add(off as u64));
                         FetchInsn::Symbol(0)

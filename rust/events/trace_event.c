@@ -187,6 +187,25 @@ static bool rkp_tev_name_taken(struct list_head *ftrace_events, const char *grou
 	return false;
 }
 
+/*
+ * Whether the event has its directory in tracefs' top instance. Process
+ * context, without event_mutex (trace_get_event_file() takes it).
+ */
+static bool rkp_tev_has_dir(struct rkp_tev *tev)
+{
+	struct trace_event_file *file;
+	bool ret;
+
+	file = trace_get_event_file(NULL, tev->class.system, tev->call.name);
+	if (IS_ERR(file))
+		return false;
+	ret = file->ei != NULL;
+	trace_put_event_file(file);
+	return ret;
+}
+
+int rkp_tev_remove(struct mutex *event_mutex, void *ev);
+
 void *rkp_tev_create(struct mutex *event_mutex, struct list_head *ftrace_events,
 		     const char *group, const char *name,
 		     const char *print_fmt, int is_return, const struct rkp_field *fields,
@@ -234,8 +253,32 @@ void *rkp_tev_create(struct mutex *event_mutex, struct list_head *ftrace_events,
 	if (!register_trace_event(&tev->call.event))
 		goto unlock;
 	ret = trace_add_event_call(&tev->call);
-	if (ret)
+	if (ret) {
 		unregister_trace_event(&tev->call.event);
+		goto unlock;
+	}
+	/*
+	 * The tracing core adds the event to every trace instance, and when an
+	 * allocation fails there it only warns ("Could not create tracefs ...
+	 * directory", "Could not initialize trace point events/...") and goes
+	 * on: the event would exist without its fields or its directory. Both
+	 * are checked, and such an event is taken back (-ENOMEM), so that an
+	 * event either is whole or does not exist.
+	 */
+	if (list_count_nodes(&tev->class.fields) != nfields + (is_return ? 2 : 1))
+		goto nomem;
+	mutex_unlock(event_mutex);
+	if (rkp_tev_has_dir(tev))
+		return tev;
+	mutex_lock(event_mutex);
+nomem:
+	ret = -ENOMEM;
+	/* Busy only if someone took the event (by its id) in the window
+	 * without event_mutex: it stays, as the kernel's own would. */
+	if (rkp_tev_remove(event_mutex, tev)) {
+		mutex_unlock(event_mutex);
+		return tev;
+	}
 unlock:
 	mutex_unlock(event_mutex);
 	if (ret)

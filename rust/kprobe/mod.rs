@@ -186,6 +186,12 @@ impl Point {
     }
 
     /// Counts a hit whose handlers could not run. Exception context.
+    /// Whether the point is armed: its int3 is in the text, or ftrace calls
+    /// rkprobes at it. Any context.
+    pub(crate) fn is_armed(&self) -> bool {
+        self.armed.load(Ordering::Relaxed)
+    }
+
     pub(crate) fn missed(&self) {
         for kp in self.clients() {
             // SAFETY: as in `run_pre_handlers`.
@@ -843,7 +849,7 @@ impl Core {
     /// batch, ftrace sites through ftrace (which patches text itself, so not
     /// under `text_mutex`). Best effort, as the kernel's `arm_all_kprobes()`:
     /// a point that cannot be armed stays disarmed, and the first error is
-    /// returned. Disarming cannot fail for int3 sites. Writer.
+    /// returned. Disarming never fails. Writer.
     fn set_armed(
         &self,
         reg: &mut Registry,
@@ -894,35 +900,26 @@ impl Core {
             guard.sync();
         }
         for p in todo(true) {
+            if !on {
+                // Never fails (see `ftrace_disarm`).
+                arch::ftrace_disarm(p.addr, reg.ftrace_armed == 1);
+                p.armed.store(false, Ordering::Relaxed);
+                reg.ftrace_armed -= 1;
+                continue;
+            }
             // No text conflict here (both would be ftrace callbacks), but the
             // same rule as at registration (`check_address_safe`).
-            let r = if on && self.native_kprobe_before(p.func, p.addr) {
+            let r = if self.native_kprobe_before(p.func, p.addr) {
                 Err(EBUSY)
-            } else if on {
-                arch::ftrace_arm(p.addr, reg.ftrace_armed == 0)
             } else {
-                arch::ftrace_disarm(p.addr, reg.ftrace_armed == 1)
+                arch::ftrace_arm(p.addr, reg.ftrace_armed == 0)
             };
             match r {
                 Ok(()) => {
-                    p.armed.store(on, Ordering::Relaxed);
-                    if on {
-                        reg.ftrace_armed += 1;
-                    } else {
-                        reg.ftrace_armed -= 1;
-                    }
+                    p.armed.store(true, Ordering::Relaxed);
+                    reg.ftrace_armed += 1;
                 }
-                Err(e) => {
-                    if e != EBUSY {
-                        pr_err!(
-                            "ftrace {} {:#x} failed: {}\n",
-                            if on { "arm" } else { "disarm" },
-                            p.addr,
-                            e.to_errno()
-                        );
-                    }
-                    result = result.and(Err(e));
-                }
+                Err(e) => result = result.and(Err(e)),
             }
         }
         result

@@ -32,24 +32,30 @@ const MCOUNT_INSN_SIZE: usize = 5;
 
 #[cfg(CONFIG_DYNAMIC_FTRACE_WITH_REGS)]
 extern "C" {
-    fn rkp_ftrace_filter_ip(ip: c_ulong, remove: c_int) -> c_int;
+    fn rkp_ftrace_filter_ip(ip: c_ulong, remove: c_int, reset: c_int) -> c_int;
     fn rkp_ftrace_register() -> c_int;
-    fn rkp_ftrace_unregister() -> c_int;
+    fn rkp_ftrace_unregister();
 }
 
 /// Arms the ftrace site `addr`; `first` registers rkprobes' ftrace_ops after
 /// the filter is set (never before: an ops with an empty filter traces every
-/// function). Process context, without `text_mutex` (ftrace takes it).
+/// function). The first arm sets the filter to `addr` alone, which drops any
+/// site a failed removal left in it (see [`ftrace_disarm`]). Process context,
+/// without `text_mutex` (ftrace takes it).
 #[cfg(CONFIG_DYNAMIC_FTRACE_WITH_REGS)]
 pub(crate) fn ftrace_arm(addr: usize, first: bool) -> Result {
     // SAFETY: process context; the ops is static in glue.c.
-    kernel::error::to_result(unsafe { rkp_ftrace_filter_ip(addr as c_ulong, 0) })?;
+    kernel::error::to_result(unsafe {
+        rkp_ftrace_filter_ip(addr as c_ulong, 0, c_int::from(first))
+    })?;
     if first {
         // SAFETY: as above.
         let r = kernel::error::to_result(unsafe { rkp_ftrace_register() });
         if r.is_err() {
-            // SAFETY: as above; undo the filter so that nothing is half done.
-            unsafe { rkp_ftrace_filter_ip(addr as c_ulong, 1) };
+            // SAFETY: as above. Undone so that nothing is half done; if
+            // even that fails, the site stays in the filter of an ops that
+            // is not registered, and the next first arm resets the filter.
+            let _ = unsafe { rkp_ftrace_filter_ip(addr as c_ulong, 1, 0) };
         }
         return r;
     }
@@ -57,15 +63,21 @@ pub(crate) fn ftrace_arm(addr: usize, first: bool) -> Result {
 }
 
 /// Disarms the ftrace site `addr`; `last` unregisters the ops first, for the
-/// reason given at [`ftrace_arm`]. Process context.
+/// reason given at [`ftrace_arm`]. Never fails, as unregistration must not:
+/// removing a site from the filter copies ftrace's hash and so can fail
+/// with `ENOMEM`, and then the site stays in the filter. That is harmless:
+/// while the ops is registered, [`rkp_ftrace_hit`] finds the point disarmed
+/// or gone and returns at once; once it is not, ftrace does not call it; and
+/// the next first arm resets the filter. Process context.
 #[cfg(CONFIG_DYNAMIC_FTRACE_WITH_REGS)]
-pub(crate) fn ftrace_disarm(addr: usize, last: bool) -> Result {
+pub(crate) fn ftrace_disarm(addr: usize, last: bool) {
     if last {
-        // SAFETY: process context; the ops was registered by `ftrace_arm`.
-        kernel::error::to_result(unsafe { rkp_ftrace_unregister() })?;
+        // SAFETY: process context; unregistering an ops that is not
+        // registered does nothing (glue.c).
+        unsafe { rkp_ftrace_unregister() };
     }
-    // SAFETY: process context.
-    kernel::error::to_result(unsafe { rkp_ftrace_filter_ip(addr as c_ulong, 1) })
+    // SAFETY: process context. A failure is harmless (above).
+    let _ = unsafe { rkp_ftrace_filter_ip(addr as c_ulong, 1, 0) };
 }
 
 /// Without dynamic ftrace with registers there are no such probes.
@@ -76,9 +88,7 @@ pub(crate) fn ftrace_arm(_addr: usize, _first: bool) -> Result {
 
 /// Without dynamic ftrace with registers there are no such probes.
 #[cfg(not(CONFIG_DYNAMIC_FTRACE_WITH_REGS))]
-pub(crate) fn ftrace_disarm(_addr: usize, _last: bool) -> Result {
-    Err(EINVAL)
-}
+pub(crate) fn ftrace_disarm(_addr: usize, _last: bool) {}
 
 /// Called by the ftrace callback in `glue.c` for a hit at the call site `ip`,
 /// with interrupts off and ftrace's recursion protection held.
@@ -95,7 +105,8 @@ pub(crate) unsafe extern "C" fn rkp_ftrace_hit(ip: usize, regs: *mut bindings::p
     let Some(point) = core.lookup(ip) else {
         return;
     };
-    if !point.arch.is_ftrace() {
+    // A disarmed point's site may still be in the filter (`ftrace_disarm`).
+    if !point.arch.is_ftrace() || !point.is_armed() {
         return;
     }
     // Interrupts are off (glue.c): the CPU stays.

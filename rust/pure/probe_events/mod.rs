@@ -96,6 +96,9 @@ pub enum SymbolCheck {
     NotFound,
     /// Several symbols of that name: "The symbol is not unique".
     NotUnique,
+    /// No memory to look: the command fails with `ENOMEM`, as the kernel's
+    /// does when an allocation of its parser fails.
+    NoMemory,
 }
 
 /// What `kprobe_on_func_entry()` answers for a symbol and offset.
@@ -109,6 +112,8 @@ pub enum FuncEntry {
     /// The symbol could not be resolved (`-ENOENT`, say for a module not
     /// loaded yet); decided again at registration.
     Unknown,
+    /// No memory to look: the command fails with `ENOMEM`.
+    NoMemory,
 }
 
 /// The kernel state the parser consults, provided by the module.

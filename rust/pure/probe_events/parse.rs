@@ -514,6 +514,7 @@ fn parse_probe<'a, E: ProbeEnv + ?Sized>(
                 SymbolCheck::Unique | SymbolCheck::ModuleNotLoaded => {}
                 SymbolCheck::NotUnique => return Err(log_err(ErrorCode::NonUniqSymbol, 1, 0)),
                 SymbolCheck::NotFound => return Err(log_err(ErrorCode::BadProbeAddr, 1, 0)),
+                SymbolCheck::NoMemory => return Err(ParseError::silent(Errno::ENOMEM)),
             }
             on_return = is_return;
             match env.func_entry(symbol, u64::from(offset)) {
@@ -522,6 +523,7 @@ fn parse_probe<'a, E: ProbeEnv + ?Sized>(
                     return Err(log_err(ErrorCode::BadRetprobe, 1, 0));
                 }
                 FuncEntry::NotEntry | FuncEntry::Unknown => {}
+                FuncEntry::NoMemory => return Err(ParseError::silent(Errno::ENOMEM)),
             }
             ProbeLocation::Symbol { symbol, offset }
         }
