@@ -259,3 +259,59 @@ pub(crate) unsafe extern "C" fn rkp_stack_trace_save(
         Err(_) => unsafe { crate::ffi::stack_trace_save(store, size, skipnr) },
     }
 }
+
+/// The layout of `include/rkprobes.h` as the C compiler sees it, generated
+/// at build time from `rust/abi_layout.c` (see `rust/Kbuild`).
+mod c_layout {
+    include!("../abi_offsets.rs");
+}
+
+/// The Rust definitions of `rust/abi.rs`, shared with every Rust client,
+/// checked field by field against the C header: the header is the contract,
+/// and a field added, moved or resized on one side only fails the build.
+mod layout_checks {
+    use super::c_layout as c;
+    use crate::abi::{flags, RkpKprobe, RkpKretprobe, RkpKretprobeInstance};
+    use core::mem::{align_of, offset_of, size_of};
+    use kernel::static_assert;
+
+    static_assert!(size_of::<RkpKprobe>() == c::KPROBE_SIZE);
+    static_assert!(offset_of!(RkpKprobe, addr) == c::KPROBE_ADDR);
+    static_assert!(offset_of!(RkpKprobe, symbol_name) == c::KPROBE_SYMBOL_NAME);
+    static_assert!(offset_of!(RkpKprobe, offset) == c::KPROBE_OFFSET);
+    static_assert!(offset_of!(RkpKprobe, pre_handler) == c::KPROBE_PRE_HANDLER);
+    static_assert!(offset_of!(RkpKprobe, post_handler) == c::KPROBE_POST_HANDLER);
+    static_assert!(offset_of!(RkpKprobe, fault_handler) == c::KPROBE_FAULT_HANDLER);
+    static_assert!(offset_of!(RkpKprobe, flags) == c::KPROBE_FLAGS);
+    static_assert!(offset_of!(RkpKprobe, nmissed) == c::KPROBE_NMISSED);
+    static_assert!(offset_of!(RkpKprobe, rkp_private) == c::KPROBE_RKP_PRIVATE);
+
+    static_assert!(size_of::<RkpKretprobe>() == c::KRETPROBE_SIZE);
+    static_assert!(offset_of!(RkpKretprobe, kp) == c::KRETPROBE_KP);
+    static_assert!(offset_of!(RkpKretprobe, handler) == c::KRETPROBE_HANDLER);
+    static_assert!(offset_of!(RkpKretprobe, entry_handler) == c::KRETPROBE_ENTRY_HANDLER);
+    static_assert!(offset_of!(RkpKretprobe, maxactive) == c::KRETPROBE_MAXACTIVE);
+    static_assert!(offset_of!(RkpKretprobe, nmissed) == c::KRETPROBE_NMISSED);
+    static_assert!(offset_of!(RkpKretprobe, data_size) == c::KRETPROBE_DATA_SIZE);
+    static_assert!(offset_of!(RkpKretprobe, rkp_private) == c::KRETPROBE_RKP_PRIVATE);
+
+    static_assert!(size_of::<RkpKretprobeInstance>() == c::KRETPROBE_INSTANCE_SIZE);
+    static_assert!(align_of::<RkpKretprobeInstance>() == c::KRETPROBE_INSTANCE_ALIGN);
+    static_assert!(offset_of!(RkpKretprobeInstance, rp) == c::KRETPROBE_INSTANCE_RP);
+    static_assert!(offset_of!(RkpKretprobeInstance, ret_addr) == c::KRETPROBE_INSTANCE_RET_ADDR);
+    static_assert!(offset_of!(RkpKretprobeInstance, fp) == c::KRETPROBE_INSTANCE_FP);
+    static_assert!(offset_of!(RkpKretprobeInstance, rkp_task) == c::KRETPROBE_INSTANCE_RKP_TASK);
+    static_assert!(offset_of!(RkpKretprobeInstance, rkp_next) == c::KRETPROBE_INSTANCE_RKP_NEXT);
+    static_assert!(offset_of!(RkpKretprobeInstance, rkp_index) == c::KRETPROBE_INSTANCE_RKP_INDEX);
+    static_assert!(
+        offset_of!(RkpKretprobeInstance, rkp_reserved) == c::KRETPROBE_INSTANCE_RKP_RESERVED
+    );
+    static_assert!(offset_of!(RkpKretprobeInstance, data) == c::KRETPROBE_INSTANCE_DATA);
+
+    static_assert!(flags::GONE as usize == c::FLAG_GONE);
+    static_assert!(flags::DISABLED as usize == c::FLAG_DISABLED);
+    static_assert!(flags::OPTIMIZED as usize == c::FLAG_OPTIMIZED);
+    static_assert!(flags::FTRACE as usize == c::FLAG_FTRACE);
+    static_assert!(crate::abi::KRETPROBE_MAXACTIVE_MAX == c::KRETPROBE_MAXACTIVE_MAX);
+    static_assert!(crate::abi::KRETPROBE_MAX_DATA_SIZE == c::KRETPROBE_MAX_DATA_SIZE);
+}
