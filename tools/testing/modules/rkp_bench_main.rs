@@ -216,56 +216,40 @@ fn bench_ret(
     Ok(())
 }
 
-/// The kernel's kprobes, through a `struct kprobe` laid out by hand as in
-/// rkp_sweep (symbol_name at 48, offset at 56, pre_handler at 64, addr at 40
-/// written back).
+/// The kernel's kprobes, through `rkp_bench_native.c`: the C compiler lays
+/// `struct kprobe` out.
 #[cfg(CONFIG_KPROBES)]
 mod native {
-    use kernel::{
-        bindings,
-        ffi::{c_char, c_int, c_void},
-    };
+    use kernel::ffi::{c_char, c_void};
 
     extern "C" {
-        fn register_kprobe(p: *mut c_void) -> c_int;
-        fn unregister_kprobe(p: *mut c_void);
+        fn rkp_bench_native_kprobe(addr: *mut c_void, sym: *const c_char) -> *mut c_void;
+        fn rkp_bench_native_kprobe_free(kp: *mut c_void);
     }
 
-    /// The kernel kprobe's empty pre-handler.
+    /// A registered kernel kprobe with an empty pre-handler.
     ///
-    /// # Safety
+    /// # Invariants
     ///
-    /// Called by the kernel's kprobes; touches nothing.
-    unsafe extern "C" fn empty(_p: *mut c_void, _regs: *mut bindings::pt_regs) -> c_int {
-        0
-    }
-
-    #[repr(C, align(8))]
-    pub(crate) struct Native(kernel::types::Opaque<[u8; 256]>);
+    /// `0` is a probe registered by `rkp_bench_native_kprobe`.
+    pub(crate) struct Native(*mut c_void);
 
     impl Native {
-        pub(crate) fn new() -> Self {
-            Self(kernel::types::Opaque::new([0; 256]))
+        /// Registers at `addr` or `sym`; the error's errno otherwise.
+        pub(crate) fn register(addr: usize, sym: *const c_char) -> Result<Self, i32> {
+            // SAFETY: `sym` is null or a C string that outlives the call.
+            let kp = unsafe { rkp_bench_native_kprobe(addr as *mut c_void, sym) };
+            // INVARIANT: a pointer that is not an error is a registered probe.
+            kernel::error::from_err_ptr(kp)
+                .map(Self)
+                .map_err(|e| e.to_errno())
         }
+    }
 
-        /// Registers at `addr` or `sym`; the probe must not move until
-        /// `unregister`.
-        pub(crate) fn register(&self, addr: usize, sym: *const c_char) -> i32 {
-            let base = self.0.get().cast::<u8>();
-            // SAFETY: offsets inside the buffer, aligned for the fields.
-            unsafe {
-                base.add(40).cast::<usize>().write(addr);
-                base.add(48).cast::<*const c_char>().write(sym);
-                base.add(64)
-                    .cast::<unsafe extern "C" fn(*mut c_void, *mut bindings::pt_regs) -> c_int>()
-                    .write(empty);
-                register_kprobe(base.cast())
-            }
-        }
-
-        pub(crate) fn unregister(&self) {
-            // SAFETY: registered by `register`.
-            unsafe { unregister_kprobe(self.0.get().cast()) };
+    impl Drop for Native {
+        fn drop(&mut self) {
+            // SAFETY: registered (the type invariant), freed once here.
+            unsafe { rkp_bench_native_kprobe_free(self.0) };
         }
     }
 }
@@ -311,14 +295,13 @@ fn bench(name: &str, n: u64, f: fn(u64), target: Target, native_at: (usize, *con
     let none = time(n, f);
     #[cfg(CONFIG_KPROBES)]
     let native = {
-        let kp = native::Native::new();
-        match kp.register(native_at.0, native_at.1.cast()) {
-            0 => {
+        match native::Native::register(native_at.0, native_at.1.cast()) {
+            Ok(kp) => {
                 let t = time(n, f);
-                kp.unregister();
+                drop(kp);
                 Some(t)
             }
-            e => {
+            Err(e) => {
                 pr_info!("{}: kernel kprobe refused: {}\n", name, e);
                 None
             }

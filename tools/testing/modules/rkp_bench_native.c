@@ -1,16 +1,27 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The kernel's own kretprobes for rkp_bench (rkp_bench_main.rs): a struct
- * kretprobe is easier to lay out in C than by hand in Rust. An empty return
- * handler, as rkprobes' side of the benchmark has.
+ * The kernel's own kprobes and kretprobes for rkp_bench (rkp_bench_main.rs),
+ * laid out by the C compiler. Empty handlers, as rkprobes' side of the
+ * benchmark has.
  */
-#include <linux/err.h>
-#include <linux/kprobes.h>
-#include <linux/slab.h>
+#include "native_kprobe.h"
 
 /* Called from rkp_bench_main.rs. */
+void *rkp_bench_native_kprobe(void *addr, const char *sym);
+void rkp_bench_native_kprobe_free(void *kp);
 void *rkp_bench_native_kretprobe(void *addr, const char *sym);
 void rkp_bench_native_kretprobe_free(void *rp);
+
+/* A kernel kprobe with an empty pre-handler; NULL or ERR_PTR on failure. */
+void *rkp_bench_native_kprobe(void *addr, const char *sym)
+{
+	return rkp_native_kprobe(addr, sym, 0, NULL);
+}
+
+void rkp_bench_native_kprobe_free(void *kp)
+{
+	rkp_native_kprobe_free(kp);
+}
 
 #ifdef CONFIG_KRETPROBES
 static int rkp_bench_empty_ret(struct kretprobe_instance *ri, struct pt_regs *regs)

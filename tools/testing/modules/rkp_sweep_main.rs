@@ -96,40 +96,32 @@ impl Probe {
     }
 }
 
-/// The kernel's own `register_kprobe()`, through a `struct kprobe` laid out by
-/// hand (6.12's `include/linux/kprobes.h`): hlist (16 bytes), list (16),
-/// nmissed, addr at 40, symbol_name at 48, offset at 56. The layout is
-/// checked on every success: the kernel writes the probed address back.
+/// The kernel's own `register_kprobe()`, through `rkp_sweep_native.c`: the
+/// C compiler lays `struct kprobe` out.
 #[cfg(CONFIG_KPROBES)]
 mod native {
-    use kernel::ffi::{c_char, c_int, c_void};
+    use kernel::ffi::{c_char, c_uint, c_ulong, c_void};
 
     extern "C" {
-        fn register_kprobe(p: *mut c_void) -> c_int;
-        fn unregister_kprobe(p: *mut c_void);
+        fn rkp_sweep_native_kprobe(
+            sym: *const c_char,
+            offset: c_uint,
+            probed: *mut c_ulong,
+        ) -> *mut c_void;
+        fn rkp_sweep_native_kprobe_free(kp: *mut c_void);
     }
-
-    #[repr(C, align(8))]
-    struct RawKprobe([u8; 256]);
 
     /// Registers and unregisters a native probe at `sym+offset`; returns the
     /// error, or the address the kernel chose.
     pub(crate) fn try_probe(sym: *const c_char, offset: u32) -> Result<usize, i32> {
-        let mut kp = RawKprobe([0; 256]);
-        let base = kp.0.as_mut_ptr();
-        // SAFETY: the offsets are inside the buffer and aligned for the
-        // fields written; the buffer outlives the registration.
-        unsafe {
-            base.add(48).cast::<*const c_char>().write(sym);
-            base.add(56).cast::<u32>().write(offset);
-            let ret = register_kprobe(base.cast());
-            if ret != 0 {
-                return Err(ret);
-            }
-            let addr = base.add(40).cast::<usize>().read();
-            unregister_kprobe(base.cast());
-            Ok(addr)
-        }
+        let mut probed: c_ulong = 0;
+        // SAFETY: `sym` is a C string that outlives the call; `probed` is
+        // written before it returns.
+        let kp = unsafe { rkp_sweep_native_kprobe(sym, offset, &mut probed) };
+        let kp = kernel::error::from_err_ptr(kp).map_err(|e| e.to_errno())?;
+        // SAFETY: registered just above.
+        unsafe { rkp_sweep_native_kprobe_free(kp) };
+        Ok(probed as usize)
     }
 }
 
