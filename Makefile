@@ -37,6 +37,12 @@ FRAGMENTS_NOKPROBES := tools/kernel/rkprobes-test.config tools/kernel/rkprobes-n
 KDIR_DEBUG = $(shell cat $(RKPROBES_CACHE)/kdir-debug)
 FRAGMENTS_DEBUG := tools/kernel/rkprobes-test.config tools/kernel/rkprobes-debug.config
 
+# The test and benchmark modules (tools/testing/modules/) are built for the
+# test kernels, and with TESTS=y; on a user's kernel, rkprobes and the
+# samples alone.
+TESTS ?= $(if $(TEST_KERNEL),y)
+KTESTS = RKP_TESTS=$(TESTS)
+
 # A kernel built with clang (the debug kernel, or a clang-built distribution
 # kernel) needs its modules built with the same toolchain.
 KLLVM = $(if $(filter y,$(shell sed -n 's/^CONFIG_CC_IS_CLANG=//p' $(KDIR)/.config 2>/dev/null)),LLVM=1)
@@ -73,10 +79,10 @@ NEED_KERNELS_ALL := $(NEED_KERNELS) kernel-debug
 endif
 
 modules: $(NEED_KERNEL)
-	$(MAKE) -C $(KDIR) M=$(CURDIR) $(KRUST) $(KLLVM) modules
+	$(MAKE) -C $(KDIR) M=$(CURDIR) $(KRUST) $(KLLVM) $(KTESTS) modules
 
 clean:
-	$(MAKE) -C $(KDIR) M=$(CURDIR) $(KLLVM) clean
+	$(MAKE) -C $(KDIR) M=$(CURDIR) $(KLLVM) RKP_TESTS=y clean
 
 demo: modules
 	tools/testing/vm/run --kdir $(KDIR) --quiet-console --script tools/testing/demo.sh
@@ -86,7 +92,7 @@ check: $(NEED_KERNELS)
 
 check-all: $(NEED_KERNELS_ALL)
 	tools/testing/check --kdir $(KDIR) \
-		$(if $(TEST_KERNEL),--kdir-nokprobes $(KDIR_NOKPROBES) --kdir-debug $(KDIR_DEBUG))
+		$(if $(TEST_KERNEL),--kdir-nokprobes $(KDIR_NOKPROBES) --kdir-debug $(KDIR_DEBUG)) --full
 
 # The host parser's long random-input run (10^7 kprobe_events lines).
 probe-events-long: setup
@@ -98,7 +104,7 @@ host-test: setup $(NEED_KERNEL)
 	cd tools && RKPROBES_VMLINUX=$(KDIR)/vmlinux cargo test --release
 
 clippy: $(NEED_KERNEL)
-	$(MAKE) -C $(KDIR) M=$(CURDIR) $(KRUST) $(KLLVM) CLIPPY=1 KRUSTFLAGS=-Dwarnings modules
+	$(MAKE) -C $(KDIR) M=$(CURDIR) $(KRUST) $(KLLVM) $(KTESTS) CLIPPY=1 KRUSTFLAGS=-Dwarnings modules
 	cd tools && cargo clippy --release --all-targets -- -D warnings
 
 fmt:
