@@ -13,6 +13,12 @@ check "insmod rkprobes.ko" insmod $MODDIR/rkprobes.ko
 # kmsg writes go through vprintk_emit -> vprintk_store -> printk_sprint ->
 # vsnprintf (and prb_reserve); every post-handler's printk re-enters them.
 for fn in vprintk vprintk_emit vprintk_store printk_sprint prb_reserve vsnprintf; do
+	# A compiler may inline one of them (clang, on the debug kernel,
+	# inlines printk_sprint): a function that is not a symbol is skipped.
+	if ! grep -q " $fn\$" /proc/kallsyms; then
+		skip "$fn" "not a symbol in this kernel (inlined)"
+		continue
+	fi
 	dmesg -c > /dev/null
 	check "$fn: probes at every accepted offset" insmod $MODDIR/rkp_reenter.ko symbol=$fn
 	dmesg | sed -n 's/.*rkp_reenter: \([0-9].*probes on.*\)/# \1/p'

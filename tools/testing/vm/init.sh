@@ -11,6 +11,8 @@ mount -t devtmpfs devtmpfs /dev
 mount -t tmpfs tmpfs /tmp
 mount -t debugfs debugfs /sys/kernel/debug
 mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
+# /sys/kernel/security/lockdown, on kernels with the lockdown LSM.
+mount -t securityfs securityfs /sys/kernel/security 2>/dev/null
 echo 8 > /proc/sys/kernel/printk
 sh /guest/harness.sh > /dev/ttyS1 2>&1
 sync
