@@ -22,12 +22,14 @@
 
 use crate::{
     debugfs::{SeqFile, Show},
-    ffi,
-    kallsyms::{Kallsyms, SymbolBuf},
+    ffi::{
+        self,
+        kallsyms::{Kallsyms, SymbolBuf},
+    },
 };
 use core::fmt::Write;
 use kernel::{
-    bindings, c_str, fmt,
+    c_str, fmt,
     prelude::*,
     str::{CStr, CString},
 };
@@ -35,7 +37,7 @@ use kernel::{
 /// `struct kprobe_blacklist_entry` of 6.12's `include/linux/kprobes.h`.
 #[repr(C)]
 struct NativeEntry {
-    list: bindings::list_head,
+    list: ffi::list_head,
     start_addr: usize,
     end_addr: usize,
 }
@@ -51,8 +53,8 @@ const MAX_NATIVE_ENTRIES: usize = 1 << 20;
 /// `kprobe_mutex`, both confirmed by `sprint_symbol()`; the list is only
 /// changed with `mutex` held and entries are freed only after removal.
 struct NativeList {
-    head: *mut bindings::list_head,
-    mutex: *mut bindings::mutex,
+    head: *mut ffi::list_head,
+    mutex: *mut ffi::mutex,
 }
 
 /// A half-open address range `[start, end)`.
@@ -182,7 +184,7 @@ impl Blacklist {
         // SAFETY: `__this_module` is this module's `struct module`, live while
         // the module is; its text memory does not move.
         let text = unsafe {
-            (*core::ptr::addr_of!(ffi::__this_module)).mem[bindings::mod_mem_type_MOD_TEXT as usize]
+            (*core::ptr::addr_of!(ffi::__this_module)).mem[ffi::mod_mem_type_MOD_TEXT as usize]
         };
         let start = text.base as usize;
         let own_text = Range {
@@ -202,10 +204,10 @@ impl Blacklist {
         if let Some(native) = &self.native {
             // SAFETY: by the invariant of `NativeList`, `mutex` is the kernel's
             // `kprobe_mutex`; it is taken here in process context, alone.
-            unsafe { bindings::mutex_lock(native.mutex) };
+            unsafe { ffi::mutex_lock(native.mutex) };
             let ret = native.walk(&mut f);
             // SAFETY: locked above by this thread.
-            unsafe { bindings::mutex_unlock(native.mutex) };
+            unsafe { ffi::mutex_unlock(native.mutex) };
             ret?;
         }
         for &r in self.synth.iter() {

@@ -12,7 +12,6 @@
 use crate::ffi;
 use core::{fmt, marker::PhantomData};
 use kernel::{
-    bindings,
     error::from_err_ptr,
     ffi::{c_int, c_void},
     prelude::*,
@@ -59,7 +58,7 @@ pub(crate) trait StoreLarge: Show {
 /// `m` points to the live `seq_file` of the `show` callback this wrapper was
 /// created in, and is only used during that callback.
 pub(crate) struct SeqFile {
-    m: *mut bindings::seq_file,
+    m: *mut ffi::seq_file,
 }
 
 impl SeqFile {
@@ -69,7 +68,7 @@ impl SeqFile {
         // SAFETY: `self.m` is live by the type invariant and `b` is valid for
         // `b.len()` bytes. On overflow seq_file marks the buffer full and calls
         // `show` again with a larger one, so the result needs no handling.
-        unsafe { bindings::seq_write(self.m, b.as_ptr().cast(), b.len()) };
+        unsafe { ffi::seq_write(self.m, b.as_ptr().cast(), b.len()) };
     }
 }
 
@@ -150,9 +149,9 @@ impl Dir {
     unsafe fn create<T>(
         &self,
         name: &CStr,
-        mode: bindings::umode_t,
+        mode: ffi::umode_t,
         data: &T,
-        fops: &'static bindings::file_operations,
+        fops: &'static ffi::file_operations,
     ) -> Result {
         // SAFETY: `self.dentry` is live by the type invariant; `name` is
         // NUL-terminated; `fops` is a static table; the caller keeps `data`
@@ -190,29 +189,29 @@ unsafe impl Sync for Dir {}
 struct ShowFops<T>(PhantomData<T>);
 
 /// A `file_operations` table in a `static`.
-struct SyncFops(bindings::file_operations);
+struct SyncFops(ffi::file_operations);
 
 // SAFETY: the table is never written after it is built; its raw pointers are
 // the module's own `struct module` and functions.
 unsafe impl Sync for SyncFops {}
 
 impl<T: Show> ShowFops<T> {
-    const FOPS: SyncFops = SyncFops(bindings::file_operations {
+    const FOPS: SyncFops = SyncFops(ffi::file_operations {
         // With the module as owner, an open file pins the module, so that
         // debugfs' proxy can still call into this table after the file was
         // removed. Only the address of `__this_module` is taken.
         owner: core::ptr::addr_of_mut!(ffi::__this_module),
         open: Some(Self::open),
-        read: Some(bindings::seq_read),
-        llseek: Some(bindings::seq_lseek),
-        release: Some(bindings::single_release),
+        read: Some(ffi::seq_read),
+        llseek: Some(ffi::seq_lseek),
+        release: Some(ffi::single_release),
         // SAFETY: all-zero is a valid `file_operations` (no flags, no callbacks).
         ..unsafe { core::mem::zeroed() }
     });
 }
 
 impl<T: Store> ShowFops<T> {
-    const RW_FOPS: SyncFops = SyncFops(bindings::file_operations {
+    const RW_FOPS: SyncFops = SyncFops(ffi::file_operations {
         write: Some(Self::write),
         ..ShowFops::<T>::FOPS.0
     });
@@ -225,10 +224,10 @@ impl<T: Store> ShowFops<T> {
     /// Called by the VFS on a file opened by `open`, with a user buffer of
     /// `count` bytes.
     unsafe extern "C" fn write(
-        file: *mut bindings::file,
+        file: *mut ffi::file,
         buf: *const kernel::ffi::c_char,
         count: usize,
-        _ppos: *mut bindings::loff_t,
+        _ppos: *mut ffi::loff_t,
     ) -> isize {
         let mut kbuf = [0u8; 256];
         let Some(dst) = kbuf.get_mut(..count).filter(|_| count <= T::MAX_WRITE) else {
@@ -242,7 +241,7 @@ impl<T: Store> ShowFops<T> {
         // SAFETY: `single_open` made `private_data` the `seq_file`, whose
         // `private` is the `&T` given to `create_rw_file`.
         let data = unsafe {
-            &*(*(*file).private_data.cast::<bindings::seq_file>())
+            &*(*(*file).private_data.cast::<ffi::seq_file>())
                 .private
                 .cast::<T::Data>()
         };
@@ -254,7 +253,7 @@ impl<T: Store> ShowFops<T> {
 }
 
 impl<T: StoreLarge> ShowFops<T> {
-    const CONTROL_FOPS: SyncFops = SyncFops(bindings::file_operations {
+    const CONTROL_FOPS: SyncFops = SyncFops(ffi::file_operations {
         open: Some(Self::control_open),
         write: Some(Self::control_write),
         ..ShowFops::<T>::FOPS.0
@@ -266,15 +265,12 @@ impl<T: StoreLarge> ShowFops<T> {
     /// # Safety
     ///
     /// As for `open`.
-    unsafe extern "C" fn control_open(
-        inode: *mut bindings::inode,
-        file: *mut bindings::file,
-    ) -> c_int {
+    unsafe extern "C" fn control_open(inode: *mut ffi::inode, file: *mut ffi::file) -> c_int {
         // SAFETY: the VFS passes a live file.
         let (mode, flags) = unsafe { ((*file).f_mode, (*file).f_flags) };
         // `FMODE_WRITE` of include/linux/fs.h (a macro bindgen cannot see).
         const FMODE_WRITE: u32 = 1 << 1;
-        if mode & FMODE_WRITE != 0 && flags & bindings::O_TRUNC != 0 {
+        if mode & FMODE_WRITE != 0 && flags & ffi::O_TRUNC != 0 {
             // SAFETY: `i_private` is the `&T::Data` given at creation.
             let data = unsafe { &*(*inode).i_private.cast::<T::Data>() };
             if let Err(e) = T::truncate(data) {
@@ -292,10 +288,10 @@ impl<T: StoreLarge> ShowFops<T> {
     ///
     /// As for `write`.
     unsafe extern "C" fn control_write(
-        file: *mut bindings::file,
+        file: *mut ffi::file,
         buf: *const kernel::ffi::c_char,
         count: usize,
-        _ppos: *mut bindings::loff_t,
+        _ppos: *mut ffi::loff_t,
     ) -> isize {
         if count > <T as StoreLarge>::MAX_WRITE {
             return EINVAL.to_errno() as isize;
@@ -311,7 +307,7 @@ impl<T: StoreLarge> ShowFops<T> {
         // SAFETY: `single_open` made `private_data` the `seq_file`, whose
         // `private` is the `&T::Data` given at creation.
         let data = unsafe {
-            &*(*(*file).private_data.cast::<bindings::seq_file>())
+            &*(*(*file).private_data.cast::<ffi::seq_file>())
                 .private
                 .cast::<T::Data>()
         };
@@ -328,10 +324,10 @@ impl<T: Show> ShowFops<T> {
     /// # Safety
     ///
     /// Called by the VFS with a live inode of a file made by `create_file`.
-    unsafe extern "C" fn open(inode: *mut bindings::inode, file: *mut bindings::file) -> c_int {
+    unsafe extern "C" fn open(inode: *mut ffi::inode, file: *mut ffi::file) -> c_int {
         // SAFETY: the VFS passes a live inode and file; `i_private` is the
         // `data` given to `create_file`, a `&T` that outlives the file.
-        unsafe { bindings::single_open(file, Some(Self::show), (*inode).i_private) }
+        unsafe { ffi::single_open(file, Some(Self::show), (*inode).i_private) }
     }
 
     /// `show` of `single_open`: runs `T::show`. Process context, may sleep.
@@ -339,7 +335,7 @@ impl<T: Show> ShowFops<T> {
     /// # Safety
     ///
     /// Called by seq_file with the live `seq_file` that `open` set up.
-    unsafe extern "C" fn show(m: *mut bindings::seq_file, _v: *mut c_void) -> c_int {
+    unsafe extern "C" fn show(m: *mut ffi::seq_file, _v: *mut c_void) -> c_int {
         // SAFETY: `single_open` stored the `&T` from `open` in `m->private`; the
         // data outlives the file (`create_file`'s contract).
         let data = unsafe { &*(*m).private.cast::<T::Data>() };

@@ -3,9 +3,11 @@
 //! rkprobes: dynamic kernel probes for x86-64, written in Rust.
 //!
 //! This is the crate root of `rkprobes.ko`, a list of modules in layers: raw
-//! FFI (`ffi`, and `glue.c` for inline kernel helpers and symbol exports);
-//! small abstractions over it (`debugfs`, `kallsyms`, `runtime`, `text`,
-//! `slots`); the probe logic, generic (`kprobe`, `blacklist`) and x86-64
+//! FFI, all of it in `ffi` (the bindings rkprobes uses, every `extern`
+//! declaration, the symbols found at run time with `kallsyms` and
+//! `runtime`, and `ffi/glue.c` for inline kernel helpers and symbol
+//! exports); small abstractions over it (`debugfs`, `text`, `slots`); the
+//! probe logic, generic (`kprobe`, `blacklist`, `events`) and x86-64
 //! (`arch`); and the pure logic shared with the host test crate (`pure`).
 //! The module's lifetime owns the debugfs tree under
 //! `/sys/kernel/debug/rkprobes/`.
@@ -19,10 +21,8 @@ mod debugfs;
 mod errno;
 mod events;
 mod ffi;
-mod kallsyms;
 mod kprobe;
 pub mod pure;
-mod runtime;
 mod slots;
 mod text;
 mod vec;
@@ -49,10 +49,10 @@ struct RkProbes {
 
 impl kernel::Module for RkProbes {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        let ksyms = kallsyms::Kallsyms::find().inspect_err(|_| {
+        let ksyms = ffi::kallsyms::Kallsyms::find().inspect_err(|_| {
             pr_err!("cannot find kallsyms_lookup_name; refusing to load\n");
         })?;
-        let rt = runtime::Runtime::find(&ksyms)?;
+        let rt = ffi::runtime::Runtime::find(&ksyms)?;
         let blacklist = blacklist::Blacklist::new(&ksyms)?;
         let core = kprobe::Core::new(ksyms, rt, blacklist)?;
         let events = KBox::pin_init(events::Events::new(&core, core.ksyms())?, GFP_KERNEL)?;

@@ -14,7 +14,7 @@
 //!
 //! Lock order: the cache's mutex is taken before `text_mutex`.
 
-use crate::{runtime::Runtime, text::TextGuard};
+use crate::{ffi::runtime::Runtime, text::TextGuard};
 use kernel::{ffi::c_ulong, new_mutex, prelude::*, sync::Mutex};
 
 /// Size of a slot: two copies of the longest x86 instruction (15 bytes), one
@@ -140,7 +140,7 @@ impl SlotCache {
     fn new_page(&self) -> Result<usize> {
         // SAFETY: `execmem_alloc` may be called in process context with any
         // type and size.
-        let page = unsafe { (self.rt.execmem_alloc)(crate::runtime::EXECMEM_KPROBES, PAGE_SIZE) };
+        let page = unsafe { self.rt.execmem_alloc_kprobes(PAGE_SIZE) };
         if page.is_null() {
             return Err(ENOMEM);
         }
@@ -148,10 +148,10 @@ impl SlotCache {
         // SAFETY: `page` is a fresh, writable allocation of `PAGE_SIZE` bytes.
         unsafe { core::ptr::write_bytes(page.cast::<u8>(), 0xcc, PAGE_SIZE) };
         // SAFETY: `page` is a page-aligned execmem allocation of one page.
-        let ret = unsafe { (self.rt.set_memory_rox)(page as c_ulong, 1) };
+        let ret = unsafe { self.rt.set_memory_rox(page as c_ulong, 1) };
         if ret != 0 {
             // SAFETY: allocated above and never published.
-            unsafe { (self.rt.execmem_free)(page) };
+            unsafe { self.rt.execmem_free(page) };
             return Err(Error::from_errno(ret));
         }
         Ok(page as usize)
@@ -161,7 +161,7 @@ impl SlotCache {
     fn free_page(&self, base: usize) {
         // SAFETY: `base` came from `execmem_alloc` and no slot of it is in use,
         // so no CPU can execute in it.
-        unsafe { (self.rt.execmem_free)(base as *mut _) };
+        unsafe { self.rt.execmem_free(base as *mut _) };
     }
 }
 

@@ -14,8 +14,9 @@
 //! and never the other way round; nothing that holds it sleeps on anything of
 //! rkprobes.
 
-use crate::runtime::Runtime;
-use kernel::{bindings, prelude::*};
+use crate::ffi;
+use crate::ffi::runtime::Runtime;
+use kernel::prelude::*;
 
 /// Reads `buf.len()` bytes of kernel memory at `addr`, without faulting.
 ///
@@ -24,7 +25,7 @@ pub(crate) fn read(addr: usize, buf: &mut [u8]) -> Result {
     // SAFETY: `buf` is valid for writes of its length; `copy_from_kernel_nofault`
     // checks the source and returns an error instead of faulting.
     let ret = unsafe {
-        bindings::copy_from_kernel_nofault(buf.as_mut_ptr().cast(), addr as *const _, buf.len())
+        ffi::copy_from_kernel_nofault(buf.as_mut_ptr().cast(), addr as *const _, buf.len())
     };
     if ret == 0 {
         Ok(())
@@ -51,7 +52,7 @@ impl<'a> TextGuard<'a> {
     /// Takes `text_mutex`. Process context, may sleep.
     pub(crate) fn lock(rt: &'a Runtime) -> Self {
         // SAFETY: `text_mutex` is the kernel's (the invariant of `Runtime`).
-        unsafe { bindings::mutex_lock(rt.text_mutex) };
+        unsafe { ffi::mutex_lock(rt.text_mutex()) };
         // INVARIANT: locked just above.
         Self {
             rt,
@@ -72,19 +73,23 @@ impl<'a> TextGuard<'a> {
     pub(crate) unsafe fn poke(&self, addr: usize, bytes: &[u8]) {
         // SAFETY: `text_mutex` is held (type invariant); the caller guarantees
         // the target is mapped text that may be written this way.
-        unsafe { (self.rt.text_poke)(addr as *mut _, bytes.as_ptr().cast(), bytes.len()) };
+        unsafe {
+            self.rt
+                .text_poke(addr as *mut _, bytes.as_ptr().cast(), bytes.len())
+        };
     }
 
     /// Makes every CPU see the pokes done so far (IPIs every CPU). May sleep.
     pub(crate) fn sync(&self) {
-        // SAFETY: `text_poke_sync` has no preconditions beyond process context.
-        unsafe { (self.rt.text_poke_sync)() };
+        // SAFETY: `text_poke_sync` has no preconditions beyond process context,
+        // where `text_mutex` is held.
+        unsafe { self.rt.text_poke_sync() };
     }
 }
 
 impl Drop for TextGuard<'_> {
     fn drop(&mut self) {
         // SAFETY: held since `lock` (type invariant).
-        unsafe { bindings::mutex_unlock(self.rt.text_mutex) };
+        unsafe { ffi::mutex_unlock(self.rt.text_mutex()) };
     }
 }

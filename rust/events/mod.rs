@@ -20,7 +20,13 @@
 use crate::{
     abi::{RkpKretprobe, RkpKretprobeInstance},
     debugfs::{SeqFile, Show},
-    kallsyms::{Kallsyms, SymbolBuf},
+    ffi::{
+        self,
+        kallsyms::{Kallsyms, SymbolBuf},
+        rkp_current_comm, rkp_tev_create, rkp_tev_enabled, rkp_tev_free, rkp_tev_name_in_use,
+        rkp_tev_record, rkp_tev_remove, rkp_tev_seq_write, rkp_tev_symstr, rkp_tev_task_size,
+        RkpField,
+    },
     kprobe::{abi::RkpKprobe, Core},
     pure::probe_events::{
         error::write_error_timestamp,
@@ -39,7 +45,6 @@ use core::{
     sync::atomic::{AtomicBool, AtomicU64, Ordering},
 };
 use kernel::{
-    bindings,
     ffi::{c_char, c_int, c_uint, c_ulong, c_void},
     new_mutex,
     prelude::*,
@@ -56,51 +61,6 @@ const KRETPROBE_HEADER: usize = 24;
 const ERROR_LOG_MAX: usize = 8;
 /// Largest record rkprobes reserves: dynamic data beyond it is cut.
 const MAX_RECORD: usize = 4000;
-
-/// A field of the event, as `trace_event.c` defines it.
-#[repr(C)]
-struct Field {
-    ty: *const c_char,
-    name: *const c_char,
-    offset: c_int,
-    size: c_int,
-    is_signed: c_int,
-}
-
-extern "C" {
-    fn rkp_tev_create(
-        event_mutex: *mut bindings::mutex,
-        ftrace_events: *mut bindings::list_head,
-        group: *const c_char,
-        name: *const c_char,
-        print_fmt: *const c_char,
-        is_return: c_int,
-        fields: *const Field,
-        nfields: c_int,
-        owner: *mut c_void,
-    ) -> *mut c_void;
-    fn rkp_tev_remove(event_mutex: *mut bindings::mutex, ev: *mut c_void) -> c_int;
-    fn rkp_tev_free(ev: *mut c_void);
-    fn rkp_tev_enabled(ev: *mut c_void) -> c_int;
-    fn rkp_tev_record(
-        ev: *mut c_void,
-        regs: *mut bindings::pt_regs,
-        a0: c_ulong,
-        a1: c_ulong,
-        size: c_uint,
-        ctx: *mut c_void,
-    );
-    fn rkp_tev_seq_write(seq: *mut c_void, buf: *const c_char, len: c_uint);
-    fn rkp_tev_name_in_use(
-        event_mutex: *mut bindings::mutex,
-        ftrace_events: *mut bindings::list_head,
-        group: *const c_char,
-        name: *const c_char,
-    ) -> c_int;
-    fn rkp_tev_symstr(addr: c_ulong, room: *mut c_char, len: c_uint) -> c_uint;
-    fn rkp_tev_task_size() -> c_ulong;
-    fn rkp_current_comm() -> *const c_char;
-}
 
 /// One argument, resolved for the hit path.
 #[derive(Clone, Copy)]
@@ -164,13 +124,13 @@ struct Event {
 /// # Invariants
 ///
 /// The current task holds the mutex until the guard drops.
-struct EventMutex(*mut bindings::mutex);
+struct EventMutex(*mut ffi::mutex);
 
 impl EventMutex {
-    fn lock(m: *mut bindings::mutex) -> Self {
+    fn lock(m: *mut ffi::mutex) -> Self {
         // SAFETY: `m` is the kernel's `event_mutex` (found and confirmed at
         // load); process context.
-        unsafe { bindings::mutex_lock(m) };
+        unsafe { ffi::mutex_lock(m) };
         // INVARIANT: locked just above.
         EventMutex(m)
     }
@@ -179,7 +139,7 @@ impl EventMutex {
 impl Drop for EventMutex {
     fn drop(&mut self) {
         // SAFETY: held since `lock` (type invariant).
-        unsafe { bindings::mutex_unlock(self.0) };
+        unsafe { ffi::mutex_unlock(self.0) };
     }
 }
 
@@ -209,10 +169,10 @@ pub(crate) struct Events {
     inner: Mutex<Inner>,
     /// The module notifier that registers probes on coming modules.
     #[pin]
-    module_nb: kernel::types::Opaque<bindings::notifier_block>,
+    module_nb: kernel::types::Opaque<ffi::notifier_block>,
     nb_registered: AtomicBool,
-    event_mutex: *mut bindings::mutex,
-    ftrace_events: *mut bindings::list_head,
+    event_mutex: *mut ffi::mutex,
+    ftrace_events: *mut ffi::list_head,
     core: *const Core,
 }
 
@@ -231,17 +191,18 @@ struct KernelEnv<'a> {
 impl KernelEnv<'_> {
     /// Whether the module `name` is loaded; `ENOMEM` without memory to ask.
     fn module_loaded(&self, name: &[u8]) -> Result<bool> {
-        let Some(find) = self.core.runtime().find_module else {
+        let rt = self.core.runtime();
+        if !rt.has_find_module() {
             return Ok(true);
-        };
+        }
         let cname = cstring(&[name]).ok_or(ENOMEM)?;
         // SAFETY: `find_module` with preemption disabled; the result is
         // only compared with null.
         unsafe {
-            crate::ffi::rkp_preempt_disable();
-            let m = find(cname.as_char_ptr());
-            crate::ffi::rkp_preempt_enable();
-            Ok(!m.is_null())
+            ffi::rkp_preempt_disable();
+            let m = rt.find_module(cname.as_char_ptr());
+            ffi::rkp_preempt_enable();
+            Ok(m.is_some_and(|m| !m.is_null()))
         }
     }
 
@@ -280,10 +241,10 @@ fn cstring(parts: &[&[u8]]) -> Option<CString> {
 /// The offsets `%pd`/`%pD` dereference, from this kernel's own layout.
 fn kernel_dentry_offsets() -> DentryOffsets {
     DentryOffsets {
-        dentry_name: (core::mem::offset_of!(bindings::dentry, d_name)
-            + core::mem::offset_of!(bindings::qstr, name)) as u64,
-        file_dentry: (core::mem::offset_of!(bindings::file, f_path)
-            + core::mem::offset_of!(bindings::path, dentry)) as u64,
+        dentry_name: (core::mem::offset_of!(ffi::dentry, d_name)
+            + core::mem::offset_of!(ffi::qstr, name)) as u64,
+        file_dentry: (core::mem::offset_of!(ffi::file, f_path)
+            + core::mem::offset_of!(ffi::path, dentry)) as u64,
     }
 }
 
@@ -304,17 +265,14 @@ impl ProbeEnv for KernelEnv<'_> {
         // The kernel's `number_of_same_symbols()`: vmlinux (without `MOD:`)
         // and the modules' symbols of that name.
         let rt = self.core.runtime();
-        let (Some(each_match), Some(mod_each)) = (
-            rt.kallsyms_on_each_match_symbol,
-            rt.module_kallsyms_on_each_symbol,
-        ) else {
+        if !rt.has_symbol_iterators() {
             // Without the iterators, a symbol found is taken as unique.
             return match self.lookup_parts(module, symbol) {
                 Ok(Some(_)) => SymbolCheck::Unique,
                 Ok(None) => SymbolCheck::NotFound,
                 Err(_) => SymbolCheck::NoMemory,
             };
-        };
+        }
         let (Some(sym), Some(modname)) = (cstring(&[symbol]), cstring(&[module.unwrap_or(b"")]))
         else {
             return SymbolCheck::NoMemory;
@@ -328,14 +286,14 @@ impl ProbeEnv for KernelEnv<'_> {
         // call only; `sym`, `modname` and `ctx` outlive it. Process context.
         unsafe {
             if module.is_none() {
-                each_match(Some(count_symbols), sym.as_char_ptr(), data);
+                rt.kallsyms_on_each_match_symbol(Some(count_symbols), sym.as_char_ptr(), data);
             }
             let m = if module.is_some() {
                 modname.as_char_ptr()
             } else {
                 core::ptr::null()
             };
-            mod_each(m, Some(count_mod_symbols), data);
+            rt.module_kallsyms_on_each_symbol(m, Some(count_mod_symbols), data);
         }
         match ctx.count {
             0 => SymbolCheck::NotFound,
@@ -488,17 +446,17 @@ impl Events {
         let mut buf = SymbolBuf::new()?;
         let event_mutex = ksyms
             .lookup(&mut buf, kernel::c_str!("event_mutex"))
-            .ok_or(ENOENT)? as *mut bindings::mutex;
+            .ok_or(ENOENT)? as *mut ffi::mutex;
         let ftrace_events = ksyms
             .lookup(&mut buf, kernel::c_str!("ftrace_events"))
-            .ok_or(ENOENT)? as *mut bindings::list_head;
+            .ok_or(ENOENT)? as *mut ffi::list_head;
         let core_ptr: *const Core = core;
         Ok(pin_init!(Self {
             inner <- new_mutex!(Inner { events: KVec::new(), errors: KVec::new() }, "rkprobes_events"),
-            module_nb <- kernel::types::Opaque::ffi_init(|nb: *mut bindings::notifier_block| {
+            module_nb <- kernel::types::Opaque::ffi_init(|nb: *mut ffi::notifier_block| {
                 // SAFETY: `nb` is valid for writes during initialisation.
                 unsafe {
-                    nb.write(bindings::notifier_block {
+                    nb.write(ffi::notifier_block {
                         notifier_call: Some(events_module_notify),
                         next: core::ptr::null_mut(),
                         priority: 0,
@@ -517,9 +475,7 @@ impl Events {
     pub(crate) fn start(&self) -> Result {
         // SAFETY: `module_nb` is pinned in `self`, which unregisters it
         // before it is freed.
-        kernel::error::to_result(unsafe {
-            bindings::register_module_notifier(self.module_nb.get())
-        })?;
+        kernel::error::to_result(unsafe { ffi::register_module_notifier(self.module_nb.get()) })?;
         self.nb_registered.store(true, Ordering::Release);
         Ok(())
     }
@@ -548,7 +504,7 @@ impl Events {
             let _ = crate::vec::take(&mut inner.errors, 0);
         }
         // SAFETY: no preconditions.
-        let ts_ns = unsafe { bindings::ktime_get() } as u64;
+        let ts_ns = unsafe { ffi::ktime_get() } as u64;
         let _ = inner.errors.push(LoggedError { ts_ns, text }, GFP_KERNEL);
     }
 
@@ -965,7 +921,7 @@ impl Events {
         // Field types and names, NUL-terminated, kept until the C side has
         // copied them.
         let mut texts: KVec<KVec<u8>> = KVec::new();
-        let mut fields: KVec<Field> = KVec::new();
+        let mut fields: KVec<RkpField> = KVec::new();
         for a in def.args() {
             let a = a.map_err(|_| nomem)?;
             let base = a.ty.base;
@@ -983,7 +939,7 @@ impl Events {
             n.push(0, GFP_KERNEL).map_err(|_| nomem)?;
             fields
                 .push(
-                    Field {
+                    RkpField {
                         ty: t.as_ptr().cast(),
                         name: n.as_ptr().cast(),
                         offset: (hdr as u32 + a.offset) as c_int,
@@ -1026,7 +982,7 @@ impl Events {
         // An event's trace event calls into rkprobes (and an open tracefs
         // file of it keeps it): rkprobes stays loaded while events exist.
         // SAFETY: no preconditions; dropped when the event is destroyed.
-        unsafe { crate::ffi::rkp_module_get_self() };
+        unsafe { ffi::rkp_module_get_self() };
         Ok(())
     }
 
@@ -1077,7 +1033,7 @@ impl Events {
         // Hits that saw an instance's link before the events were disabled
         // may still be committing into its file.
         // SAFETY: process context.
-        unsafe { bindings::synchronize_rcu() };
+        unsafe { ffi::synchronize_rcu() };
         let mut err = None;
         {
             let em = EventMutex::lock(self.event_mutex);
@@ -1101,7 +1057,7 @@ impl Events {
         }
         // A hit may still read the removed events' C side.
         // SAFETY: process context.
-        unsafe { bindings::synchronize_rcu() };
+        unsafe { ffi::synchronize_rcu() };
         let mut kps: KVec<*mut RkpKprobe> = KVec::new();
         let mut rps: KVec<*mut RkpKretprobe> = KVec::new();
         let mut batched = true;
@@ -1112,7 +1068,7 @@ impl Events {
                 // SAFETY: `tev` is not structurally pinned.
                 unsafe { ev.as_mut().get_unchecked_mut() }.tev = core::ptr::null_mut();
                 // SAFETY: the reference `register_event` took.
-                unsafe { crate::ffi::rkp_module_put_self() };
+                unsafe { ffi::rkp_module_put_self() };
             }
             // SAFETY: `probes` is not structurally pinned.
             let evm = unsafe { ev.as_mut().get_unchecked_mut() };
@@ -1149,7 +1105,7 @@ impl Events {
     ) -> core::result::Result<(), (Pin<KBox<Event>>, Error)> {
         if !ev.tev.is_null() {
             // SAFETY: process context; see `destroy_many`.
-            unsafe { bindings::synchronize_rcu() };
+            unsafe { ffi::synchronize_rcu() };
             let r = {
                 let em = EventMutex::lock(self.event_mutex);
                 // SAFETY: a trace event made by `register_event`; the mutex
@@ -1164,13 +1120,13 @@ impl Events {
             // SAFETY: process context; then removed and past a grace
             // period.
             unsafe {
-                bindings::synchronize_rcu();
+                ffi::synchronize_rcu();
                 rkp_tev_free(ev.tev);
             }
             // SAFETY: `tev` is not structurally pinned.
             unsafe { ev.as_mut().get_unchecked_mut() }.tev = core::ptr::null_mut();
             // SAFETY: the reference `register_event` took.
-            unsafe { crate::ffi::rkp_module_put_self() };
+            unsafe { ffi::rkp_module_put_self() };
         }
         self.unregister_probes(&mut ev);
         Ok(())
@@ -1182,12 +1138,10 @@ impl Events {
     /// later event may get a removed one's id, and must not be shown its
     /// records. Process context.
     fn reset_buffers(&self, _held: &EventMutex) {
-        if let Some(reset) = self.core().runtime().tracing_reset_all_online_cpus {
-            // SAFETY: the kernel's `tracing_reset_all_online_cpus()`, found
-            // and confirmed at load; process context, called with
-            // `event_mutex` held as the kernel calls it.
-            unsafe { reset() };
-        }
+        // SAFETY: the kernel's `tracing_reset_all_online_cpus()`, found and
+        // confirmed at load; process context, called with `event_mutex` held
+        // as the kernel calls it.
+        unsafe { self.core().runtime().tracing_reset_all_online_cpus() };
     }
 
     /// A `-:` command.
@@ -1298,7 +1252,7 @@ impl Event {
 /// kprobe_events asks before registering each probe. Process context.
 fn kprobes_locked_down() -> Result {
     // SAFETY: no preconditions.
-    kernel::error::to_result(unsafe { crate::ffi::rkp_locked_down_kprobes() })
+    kernel::error::to_result(unsafe { ffi::rkp_locked_down_kprobes() })
 }
 
 /// The module notifier of the kprobe_events interface. Process context.
@@ -1308,24 +1262,24 @@ fn kprobes_locked_down() -> Result {
 /// Called by the module notifier chain with the `module_nb` of a live
 /// `Events` and the `struct module` concerned.
 unsafe extern "C" fn events_module_notify(
-    nb: *mut bindings::notifier_block,
+    nb: *mut ffi::notifier_block,
     val: c_ulong,
     data: *mut c_void,
 ) -> c_int {
-    if val != bindings::module_state_MODULE_STATE_COMING as c_ulong || data.is_null() {
+    if val != ffi::module_state_MODULE_STATE_COMING as c_ulong || data.is_null() {
         return 0;
     }
     // SAFETY: `nb` is the `module_nb` of a live `Events` (unregistered
     // before it is freed); `Opaque` has the layout of its content.
     let events = unsafe {
         &*kernel::container_of!(
-            nb.cast::<kernel::types::Opaque<bindings::notifier_block>>(),
+            nb.cast::<kernel::types::Opaque<ffi::notifier_block>>(),
             Events,
             module_nb
         )
     };
     // SAFETY: the coming module, live during the notification.
-    let name = unsafe { &(*data.cast::<bindings::module>()).name };
+    let name = unsafe { &(*data.cast::<ffi::module>()).name };
     // SAFETY: `c_char` and `u8` have the same layout.
     let bytes = unsafe { core::slice::from_raw_parts(name.as_ptr().cast::<u8>(), name.len()) };
     let len = bytes.iter().position(|&c| c == 0).unwrap_or(bytes.len());
@@ -1339,7 +1293,7 @@ impl PinnedDrop for Events {
         if self.nb_registered.swap(false, Ordering::AcqRel) {
             // SAFETY: registered by `start`; returns when no notification
             // runs.
-            unsafe { bindings::unregister_module_notifier(self.module_nb.get()) };
+            unsafe { ffi::unregister_module_notifier(self.module_nb.get()) };
         }
         let mut inner = self.inner.lock();
         let all = core::mem::replace(&mut inner.events, KVec::new());
@@ -1352,7 +1306,7 @@ impl PinnedDrop for Events {
         drop(inner);
         // The links' RCU callbacks are rkprobes' code.
         // SAFETY: process context.
-        unsafe { bindings::rcu_barrier() };
+        unsafe { ffi::rcu_barrier() };
     }
 }
 
@@ -1370,7 +1324,7 @@ impl ByteWrite for VecWriter<'_> {
 /// The registers of a hit, and the arguments saved at entry of a return
 /// probe.
 struct HitEnv<'a> {
-    regs: &'a bindings::pt_regs,
+    regs: &'a ffi::pt_regs,
     entry: Option<&'a [u64; 6]>,
     /// `TASK_SIZE` of the task the hit is in.
     task_size: u64,
@@ -1392,7 +1346,7 @@ impl FetchEnv for HitEnv<'_> {
     fn register(&self, r: Register) -> u64 {
         let off = usize::from(r.pt_regs_offset());
         let base = core::ptr::from_ref(self.regs).cast::<u8>();
-        if off + 8 > core::mem::size_of::<bindings::pt_regs>() {
+        if off + 8 > core::mem::size_of::<ffi::pt_regs>() {
             return 0;
         }
         // SAFETY: an in-bounds, 8-byte aligned word of the live registers.
@@ -1440,22 +1394,16 @@ impl FetchEnv for HitEnv<'_> {
         // SAFETY: `buf` is valid for writes of its length; the copy checks
         // the source without faulting.
         unsafe {
-            bindings::copy_from_kernel_nofault(
-                buf.as_mut_ptr().cast(),
-                addr as *const c_void,
-                buf.len(),
-            ) == 0
+            ffi::copy_from_kernel_nofault(buf.as_mut_ptr().cast(), addr as *const c_void, buf.len())
+                == 0
         }
     }
 
     fn read_user(&self, addr: u64, buf: &mut [u8]) -> bool {
         // SAFETY: as above, for user memory.
         unsafe {
-            bindings::copy_from_user_nofault(
-                buf.as_mut_ptr().cast(),
-                addr as *const c_void,
-                buf.len(),
-            ) == 0
+            ffi::copy_from_user_nofault(buf.as_mut_ptr().cast(), addr as *const c_void, buf.len())
+                == 0
         }
     }
 
@@ -1548,13 +1496,7 @@ struct FillCtx<'a> {
 /// Records a hit of `probe` into every trace instance that enabled its
 /// event. Probe-hit context: interrupts off, may not sleep, allocate or
 /// take locks.
-fn record(
-    probe: &Probe,
-    regs: *mut bindings::pt_regs,
-    entry: Option<&[u64; 6]>,
-    a0: usize,
-    a1: usize,
-) {
+fn record(probe: &Probe, regs: *mut ffi::pt_regs, entry: Option<&[u64; 6]>, a0: usize, a1: usize) {
     // SAFETY: the probe's event owns it and outlives its registration.
     let ev = unsafe { &*probe.event };
     if ev.tev.is_null() || !ev.enabled.load(Ordering::Acquire) {
@@ -1620,7 +1562,7 @@ pub(crate) unsafe extern "C" fn rkp_event_fill(ctx: *mut c_void, ent: *mut c_voi
 /// # Safety
 ///
 /// Called by the probe core with the `kp` of a registered `Probe`.
-unsafe extern "C" fn kprobe_handler(kp: *mut RkpKprobe, regs: *mut bindings::pt_regs) -> c_int {
+unsafe extern "C" fn kprobe_handler(kp: *mut RkpKprobe, regs: *mut ffi::pt_regs) -> c_int {
     // SAFETY: `kp` is the first field of a registered `Probe`.
     let probe = unsafe { &*kernel::container_of!(kp, Probe, kp) };
     // SAFETY: a registered probe's address is set.
@@ -1638,7 +1580,7 @@ unsafe extern "C" fn kprobe_handler(kp: *mut RkpKprobe, regs: *mut bindings::pt_
 /// kretprobe, whose data holds six words.
 unsafe extern "C" fn entry_handler(
     ri: *mut RkpKretprobeInstance,
-    regs: *mut bindings::pt_regs,
+    regs: *mut ffi::pt_regs,
 ) -> c_int {
     // SAFETY: the caller's contract.
     let (r, data) = unsafe {
@@ -1666,10 +1608,7 @@ unsafe extern "C" fn entry_handler(
 /// # Safety
 ///
 /// As for `entry_handler`.
-unsafe extern "C" fn ret_handler(
-    ri: *mut RkpKretprobeInstance,
-    regs: *mut bindings::pt_regs,
-) -> c_int {
+unsafe extern "C" fn ret_handler(ri: *mut RkpKretprobeInstance, regs: *mut ffi::pt_regs) -> c_int {
     // SAFETY: the instance's kretprobe is the `rp` field of a registered
     // `Probe`.
     let (rp, ret, data) = unsafe {

@@ -23,7 +23,7 @@
 #include <linux/trace_events.h>
 #include <linux/uaccess.h>
 
-#include "../glue.h"
+#include "../ffi/glue.h"
 #include "trace_event.h"
 
 /* One field of an event's arguments, described by Rust. */

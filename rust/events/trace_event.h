@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Functions of rust/events/trace_event.c beyond those rust/glue.h declares,
- * mirrored by the extern "C" block in rust/events/mod.rs.
+ * Functions of rust/events/trace_event.c beyond those rust/ffi/glue.h declares,
+ * mirrored by the extern "C" block in rust/ffi/glue.rs.
  */
 #ifndef RKPROBES_EVENTS_TRACE_EVENT_H
 #define RKPROBES_EVENTS_TRACE_EVENT_H

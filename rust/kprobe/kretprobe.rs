@@ -36,15 +36,14 @@
 use super::{abi::RkpKprobe, Core};
 use crate::{
     abi::{RkpKretprobe, RkpKretprobeInstance, KRETPROBE_MAXACTIVE_MAX, KRETPROBE_MAX_DATA_SIZE},
-    arch, ffi,
-    runtime::{Runtime, EXECMEM_KPROBES},
+    arch,
+    ffi::{self, runtime::Runtime},
 };
 use core::{
     pin::Pin,
     sync::atomic::{AtomicI32, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering},
 };
 use kernel::{
-    bindings,
     ffi::{c_int, c_ulong, c_void},
     new_mutex,
     prelude::*,
@@ -146,13 +145,13 @@ impl Pool {
     fn make_stubs(rt: &Runtime, pool: *const Pool, max: usize, npages: usize) -> Result<usize> {
         let size = npages.checked_mul(PAGE_SIZE).ok_or(E2BIG)?;
         // SAFETY: `execmem_alloc` may be called in process context.
-        let mem = unsafe { (rt.execmem_alloc)(EXECMEM_KPROBES, size) }.cast::<u8>();
+        let mem = unsafe { rt.execmem_alloc_kprobes(size) }.cast::<u8>();
         if mem.is_null() {
             return Err(ENOMEM);
         }
         let free = || {
             // SAFETY: allocated above, never made reachable.
-            unsafe { (rt.execmem_free)(mem.cast()) };
+            unsafe { rt.execmem_free(mem.cast()) };
         };
         // SAFETY: a fresh writable allocation of `size` bytes, not shared.
         let region = unsafe { core::slice::from_raw_parts_mut(mem, size) };
@@ -188,7 +187,7 @@ impl Pool {
             }
         }
         // SAFETY: a page-aligned execmem allocation of `npages` pages.
-        let ret = unsafe { (rt.set_memory_rox)(base as c_ulong, npages as c_int) };
+        let ret = unsafe { rt.set_memory_rox(base as c_ulong, npages as c_int) };
         if ret != 0 {
             free();
             return Err(Error::from_errno(ret));
@@ -379,7 +378,7 @@ impl Drop for Pool {
         if self.stubs != 0 {
             // SAFETY: allocated by `make_stubs`; the pool is dropped only when
             // no CPU can execute a stub any more (invariant of `refs`).
-            unsafe { (self.rt.execmem_free)(self.stubs as *mut c_void) };
+            unsafe { self.rt.execmem_free(self.stubs as *mut c_void) };
         }
     }
 }
@@ -487,9 +486,9 @@ impl Kretprobes {
         let len = store.len().min(u32::MAX as usize) as u32;
         // SAFETY: `store` has room for `len` entries.
         let mut n = unsafe { ffi::stack_trace_save(store.as_mut_ptr(), len, skip) } as usize;
-        let Some(save_regs) = rt.stack_trace_save_regs else {
+        if !rt.has_stack_trace_save_regs() {
             return n;
-        };
+        }
         let here = 0usize;
         let mut above = core::ptr::addr_of!(here) as usize;
         while n < store.len() {
@@ -497,7 +496,7 @@ impl Kretprobes {
                 break;
             };
             // SAFETY: an all-zero `pt_regs` is valid.
-            let mut regs: bindings::pt_regs = unsafe { core::mem::zeroed() };
+            let mut regs: ffi::pt_regs = unsafe { core::mem::zeroed() };
             regs.ip = ret as _;
             regs.sp = (fp + 8) as _;
             let rest = store.get_mut(n..).unwrap_or(&mut []);
@@ -506,7 +505,7 @@ impl Kretprobes {
             // access against the task's stacks. `rest` has room for its
             // length.
             let m = unsafe {
-                save_regs(
+                rt.stack_trace_save_regs(
                     &mut regs,
                     rest.as_mut_ptr(),
                     rest.len().min(u32::MAX as usize) as u32,
@@ -558,7 +557,7 @@ impl Kretprobes {
                     // Nobody can have read the old ranges for the new pools;
                     // readers of the old ones are waited for below or later.
                     // SAFETY: process context.
-                    unsafe { bindings::synchronize_rcu() };
+                    unsafe { ffi::synchronize_rcu() };
                     Self::free_ranges(old);
                     core.register_many(&kps)
                 }
@@ -606,7 +605,7 @@ impl Kretprobes {
         // No CPU is in a return handler that saw the client's structure after
         // this: return handlers run with interrupts off.
         // SAFETY: process context.
-        unsafe { bindings::synchronize_rcu() };
+        unsafe { ffi::synchronize_rcu() };
         for &pool in pools {
             // Frames still out hold rkprobes loaded; the last one returns
             // this reference (`Pool::put_ref`).
@@ -753,7 +752,7 @@ impl Kretprobes {
             // The last returning frame dropped its reference as its last
             // access to the pool; readers of the ranges are RCU readers.
             // SAFETY: process context.
-            unsafe { bindings::synchronize_rcu() };
+            unsafe { ffi::synchronize_rcu() };
             Self::free_ranges(old);
             for p in dead {
                 // SAFETY: unlisted, drained: nothing can reach it.
@@ -804,18 +803,16 @@ impl Kretprobes {
             }
             waited = waited.wrapping_add(1);
             // SAFETY: process context.
-            unsafe { bindings::msleep(100) };
+            unsafe { ffi::msleep(100) };
         }
         // SAFETY: process context; nothing queues reclaim work any more.
         unsafe { ffi::rkp_gc_sync() };
         // A task that returned through the trampoline may still be in its
         // last instructions, in rkprobes' text, possibly preempted there.
-        if let Some(sync_tasks) = rt.synchronize_rcu_tasks {
-            // SAFETY: process context.
-            unsafe { sync_tasks() };
-        }
         // SAFETY: process context.
-        unsafe { bindings::synchronize_rcu() };
+        unsafe { rt.synchronize_rcu_tasks() };
+        // SAFETY: process context.
+        unsafe { ffi::synchronize_rcu() };
     }
 
     /// The real return address of the current task's frame whose return
@@ -863,10 +860,7 @@ impl PinnedDrop for Kretprobes {
 ///
 /// Called by the hit path with the `kp` of a registered `RkpKretprobe` and the
 /// registers of a hit at the function's entry.
-pub(crate) unsafe extern "C" fn pre_handler(
-    kp: *mut RkpKprobe,
-    regs: *mut bindings::pt_regs,
-) -> c_int {
+pub(crate) unsafe extern "C" fn pre_handler(kp: *mut RkpKprobe, regs: *mut ffi::pt_regs) -> c_int {
     // SAFETY: `kp` is the first field of a registered kretprobe.
     let rp = unsafe { kernel::container_of!(kp, RkpKretprobe, kp) }.cast_mut();
     // SAFETY: a registered kretprobe's pool lives until after unregistration,
@@ -925,7 +919,7 @@ pub(crate) unsafe extern "C" fn pre_handler(
 /// `stub` is the stub the trampoline was called from; `frame` is the stack
 /// word that holds the return address; `regs` are the trampoline's.
 pub(crate) unsafe fn trampoline_handler(
-    regs: &mut bindings::pt_regs,
+    regs: &mut ffi::pt_regs,
     frame: *mut usize,
     stub: usize,
 ) -> usize {

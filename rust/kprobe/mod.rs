@@ -23,8 +23,11 @@ use crate::{
     arch,
     blacklist::Blacklist,
     debugfs::{SeqFile, Show, Store},
-    kallsyms::{Kallsyms, SymbolBuf},
-    runtime::Runtime,
+    ffi::{
+        self,
+        kallsyms::{Kallsyms, SymbolBuf},
+        runtime::Runtime,
+    },
     slots::SlotCache,
     text::{self, TextGuard},
 };
@@ -35,9 +38,7 @@ use core::{
     pin::Pin,
     sync::atomic::{AtomicBool, AtomicPtr, Ordering},
 };
-use kernel::{
-    bindings, ffi::c_ulong, new_mutex, prelude::*, str::CStr, sync::Mutex, types::Opaque,
-};
+use kernel::{ffi::c_ulong, new_mutex, prelude::*, str::CStr, sync::Mutex, types::Opaque};
 use table::Table;
 
 /// A registered probe's entry on its point's client list: the kernel's
@@ -79,7 +80,7 @@ pub(crate) struct Point {
     armed: AtomicBool,
     /// A copy ran boosted at some time: a task may be inside the slot.
     was_boosted: AtomicBool,
-    module: *mut bindings::module,
+    module: *mut ffi::module,
     /// Writer only: the next point of the batch being worked on.
     batch: Cell<*const Point>,
     in_batch: Cell<bool>,
@@ -129,7 +130,7 @@ impl Point {
     /// that the instruction must not run boosted.
     ///
     /// int3 context: interrupts off, may not sleep, allocate or take locks.
-    pub(crate) fn run_pre_handlers(&self, regs: *mut bindings::pt_regs) -> Option<bool> {
+    pub(crate) fn run_pre_handlers(&self, regs: *mut ffi::pt_regs) -> Option<bool> {
         let mut post = false;
         for kp in self.clients() {
             // SAFETY: clients stay valid while registered, and unregistration
@@ -151,7 +152,7 @@ impl Point {
     }
 
     /// Runs the post-handlers of the enabled clients. int3 context.
-    pub(crate) fn run_post_handlers(&self, regs: *mut bindings::pt_regs, flags: c_ulong) {
+    pub(crate) fn run_post_handlers(&self, regs: *mut ffi::pt_regs, flags: c_ulong) {
         for kp in self.clients() {
             // SAFETY: as in `run_pre_handlers`.
             let (h, f) = unsafe { ((*kp).post_handler, RkpKprobe::flags(kp)) };
@@ -165,7 +166,7 @@ impl Point {
     }
 
     /// Calls the fault handlers until one handles the fault. Exception context.
-    pub(crate) fn run_fault_handlers(&self, regs: *mut bindings::pt_regs, trapnr: i32) -> bool {
+    pub(crate) fn run_fault_handlers(&self, regs: *mut ffi::pt_regs, trapnr: i32) -> bool {
         for kp in self.clients() {
             // SAFETY: as in `run_pre_handlers`.
             if let Some(h) = unsafe { (*kp).fault_handler } {
@@ -337,7 +338,7 @@ unsafe impl Send for Registry {}
 struct Target {
     addr: usize,
     func: usize,
-    module: *mut bindings::module,
+    module: *mut ffi::module,
     /// An ftrace call site, probed through ftrace.
     ftrace: bool,
 }
@@ -367,7 +368,7 @@ pub(crate) struct Core {
 
 /// A `struct notifier_block`, written only before it is registered.
 #[repr(transparent)]
-struct NotifierBlock(Opaque<bindings::notifier_block>);
+struct NotifierBlock(Opaque<ffi::notifier_block>);
 
 // SAFETY: the block is only written before registration; the notifier chain,
 // not Rust code, uses it afterwards.
@@ -383,12 +384,12 @@ unsafe impl Send for NotifierBlock {}
 /// Called by the module notifier chain with the `module_nb` of a live `Core`
 /// and the `struct module` concerned.
 unsafe extern "C" fn module_notify(
-    nb: *mut bindings::notifier_block,
+    nb: *mut ffi::notifier_block,
     val: c_ulong,
     data: *mut core::ffi::c_void,
 ) -> core::ffi::c_int {
-    let going = val == bindings::module_state_MODULE_STATE_GOING as c_ulong;
-    let live = val == bindings::module_state_MODULE_STATE_LIVE as c_ulong;
+    let going = val == ffi::module_state_MODULE_STATE_GOING as c_ulong;
+    let live = val == ffi::module_state_MODULE_STATE_LIVE as c_ulong;
     if (going || live) && !data.is_null() {
         // SAFETY: `nb` is the `module_nb` of a live core (unregistered before
         // the core is freed).
@@ -419,7 +420,7 @@ impl Core {
                 blacklist,
                 arch <- arch::ArchState::new(),
                 kretprobes <- kretprobe::Kretprobes::new(),
-                module_nb: NotifierBlock(Opaque::new(bindings::notifier_block {
+                module_nb: NotifierBlock(Opaque::new(ffi::notifier_block {
                     notifier_call: Some(module_notify),
                     next: core::ptr::null_mut(),
                     priority: 0,
@@ -431,9 +432,7 @@ impl Core {
         core.arch.start()?;
         // SAFETY: `module_nb` is pinned in the core, which unregisters it
         // before it is freed.
-        kernel::error::to_result(unsafe {
-            bindings::register_module_notifier(core.module_nb.0.get())
-        })?;
+        kernel::error::to_result(unsafe { ffi::register_module_notifier(core.module_nb.0.get()) })?;
         core.module_nb_registered.store(true, Ordering::Release);
         CORE.store(
             core::ptr::from_ref::<Self>(&core).cast_mut(),
@@ -595,29 +594,29 @@ impl Core {
         addr: usize,
         func: usize,
         size: usize,
-    ) -> Result<*mut bindings::module> {
+    ) -> Result<*mut ffi::module> {
         // SAFETY: `core_kernel_text` only compares the address with section
         // bounds.
-        let core_text = unsafe { (self.rt.core_kernel_text)(addr as c_ulong) } != 0;
+        let core_text = unsafe { self.rt.core_kernel_text(addr as c_ulong) } != 0;
         let mut module = core::ptr::null_mut();
         if !core_text {
             // SAFETY: `__module_text_address` requires preemption disabled,
             // which the guard provides; a module found is pinned with a
             // reference before preemption is enabled again.
             unsafe {
-                crate::ffi::rkp_preempt_disable();
-                module = (self.rt.module_text_address)(addr as c_ulong);
-                let ok = !module.is_null() && bindings::try_module_get(module);
-                crate::ffi::rkp_preempt_enable();
+                ffi::rkp_preempt_disable();
+                module = self.rt.module_text_address(addr as c_ulong);
+                let ok = !module.is_null() && ffi::try_module_get(module);
+                ffi::rkp_preempt_enable();
                 if !ok {
                     return Err(EINVAL);
                 }
             }
         }
-        let put = |m: *mut bindings::module| {
+        let put = |m: *mut ffi::module| {
             if !m.is_null() {
                 // SAFETY: the reference was taken above.
-                unsafe { bindings::module_put(m) };
+                unsafe { ffi::module_put(m) };
             }
         };
         if !module.is_null() {
@@ -625,7 +624,7 @@ impl Core {
             // memory layout and state are read, never its text.
             let (in_init, coming, in_noinstr) = unsafe {
                 let m = &*module;
-                let init = &m.mem[bindings::mod_mem_type_MOD_INIT_TEXT as usize];
+                let init = &m.mem[ffi::mod_mem_type_MOD_INIT_TEXT as usize];
                 let in_init = (init.base as usize
                     ..(init.base as usize).saturating_add(init.size as usize))
                     .contains(&addr);
@@ -634,7 +633,7 @@ impl Core {
                     (ni..ni.saturating_add(m.noinstr_text_size as usize)).contains(&addr);
                 (
                     in_init,
-                    m.state == bindings::module_state_MODULE_STATE_COMING,
+                    m.state == ffi::module_state_MODULE_STATE_COMING,
                     in_noinstr,
                 )
             };
@@ -656,13 +655,8 @@ impl Core {
         // SAFETY: these queries read the kernel's site tables, which their
         // owners keep stable for them.
         let reserved = unsafe {
-            self.rt
-                .jump_label_text_reserved
-                .is_some_and(|f| f(p, p) != 0)
-                || self
-                    .rt
-                    .static_call_text_reserved
-                    .is_some_and(|f| f(p, p) != 0)
+            self.rt.jump_label_text_reserved(p, p) != 0
+                || self.rt.static_call_text_reserved(p, p) != 0
         };
         if reserved || addr >= func.saturating_add(size) || self.blacklist.contains(addr) {
             put(module);
@@ -683,19 +677,18 @@ impl Core {
     /// start to find instruction boundaries, and two patchers of one
     /// instruction would each restore what they saw. Process context.
     fn native_kprobe_before(&self, func: usize, addr: usize) -> bool {
-        self.rt.get_kprobe.is_some_and(|f| {
-            (func..=addr).any(|a| {
+        self.rt.has_get_kprobe()
+            && (func..=addr).any(|a| {
                 // SAFETY: `get_kprobe` searches the kernel's RCU-protected
                 // probe table; preemption off is a read-side critical
                 // section. The result is only compared with null.
                 unsafe {
-                    crate::ffi::rkp_preempt_disable();
-                    let k = f(a as *mut core::ffi::c_void);
-                    crate::ffi::rkp_preempt_enable();
-                    !k.is_null()
+                    ffi::rkp_preempt_disable();
+                    let k = self.rt.get_kprobe(a as *mut core::ffi::c_void);
+                    ffi::rkp_preempt_enable();
+                    k.is_some_and(|k| !k.is_null())
                 }
             })
-        })
     }
 
     /// Registers `kps`, all or nothing, arming new points with one text
@@ -704,15 +697,13 @@ impl Core {
         // As the kernel's kprobe_events under `LOCKDOWN_KPROBES`, for every
         // way in: the control file, the C ABI and the Rust API.
         // SAFETY: no preconditions.
-        kernel::error::to_result(unsafe { crate::ffi::rkp_locked_down_kprobes() })?;
+        kernel::error::to_result(unsafe { ffi::rkp_locked_down_kprobes() })?;
         // The kernel's own optimizer restores the text of a removed optprobe
         // asynchronously: until it has, the bytes rkprobes would copy are the
         // kernel's jump into a detour buffer that is about to be freed.
-        if let Some(wait) = self.rt.wait_for_kprobe_optimizer {
-            // SAFETY: process context; it takes only the kernel's kprobe
-            // and text mutexes, never one of rkprobes'.
-            unsafe { wait() };
-        }
+        // SAFETY: process context; it takes only the kernel's kprobe and
+        // text mutexes, never one of rkprobes'.
+        unsafe { self.rt.wait_for_kprobe_optimizer() };
         let mut reg = self.reg.lock();
         for (i, &kp) in kps.iter().enumerate() {
             // SAFETY: the caller passes valid probes.
@@ -770,7 +761,7 @@ impl Core {
         // for the registration mutex that the caller holds.
         if !target.module.is_null() {
             // SAFETY: taken by `target`.
-            unsafe { bindings::module_put(target.module) };
+            unsafe { ffi::module_put(target.module) };
         }
         let (point, client) = made?;
         // Only DISABLED is the caller's to set.
@@ -866,13 +857,11 @@ impl Core {
         let mut result = Ok(());
         if todo(false).next().is_some() {
             if on {
-                if let Some(wait) = self.rt.wait_for_kprobe_optimizer {
-                    // The kernel's optimizer restores the text of a removed
-                    // optprobe asynchronously (see `register_many`).
-                    // SAFETY: process context; it takes the kernel's kprobe
-                    // and text mutexes, never while calling into rkprobes.
-                    unsafe { wait() };
-                }
+                // The kernel's optimizer restores the text of a removed
+                // optprobe asynchronously (see `register_many`).
+                // SAFETY: process context; it takes the kernel's kprobe and
+                // text mutexes, never while calling into rkprobes.
+                unsafe { self.rt.wait_for_kprobe_optimizer() };
             }
             let guard = TextGuard::lock(&self.rt);
             for p in todo(false) {
@@ -997,14 +986,12 @@ impl Core {
         // No CPU can be in a handler, or in a slot with interrupts off, of
         // what was unlinked or unpublished above after this.
         // SAFETY: process context.
-        unsafe { bindings::synchronize_rcu() };
+        unsafe { ffi::synchronize_rcu() };
         // A boosted copy runs with interrupts on: a task may have been
         // preempted in its slot, and leaves it only when it runs again.
         if boosted {
-            if let Some(sync_tasks) = self.rt.synchronize_rcu_tasks {
-                // SAFETY: process context.
-                unsafe { sync_tasks() };
-            }
+            // SAFETY: process context.
+            unsafe { self.rt.synchronize_rcu_tasks() };
         }
         // SAFETY: the registration mutex is held and a grace period passed.
         unsafe { self.table.reclaim() };
@@ -1030,11 +1017,11 @@ impl Core {
     /// and their probes marked [GONE], as the kernel's `kill_kprobe()` does;
     /// they stay registered until their clients unregister them. Process
     /// context, may sleep.
-    fn kill_module_points(&self, module: *mut bindings::module, going: bool) {
+    fn kill_module_points(&self, module: *mut ffi::module, going: bool) {
         // SAFETY: the notifier's module, live during the notification; the
         // init text's bounds are read, never dereferenced.
         let (init_start, init_size) = unsafe {
-            let m = &(*module).mem[bindings::mod_mem_type_MOD_INIT_TEXT as usize];
+            let m = &(*module).mem[ffi::mod_mem_type_MOD_INIT_TEXT as usize];
             (m.base as usize, m.size as usize)
         };
         let in_init = |a: usize| a >= init_start && a - init_start < init_size;
@@ -1073,7 +1060,7 @@ impl Core {
         }
         // No CPU is in a handler of, or stepping, the points after this.
         // SAFETY: process context.
-        unsafe { bindings::synchronize_rcu() };
+        unsafe { ffi::synchronize_rcu() };
         // SAFETY: the registration mutex is held and a grace period passed.
         unsafe { self.table.reclaim() };
         pr_info!("{} probes of unloaded code marked gone\n", killed);
@@ -1161,11 +1148,8 @@ impl Core {
     /// `recover_probed_instruction()` does. Process context.
     pub(crate) fn is_ftrace_site(&self, addr: usize) -> bool {
         // SAFETY: `ftrace_location` only searches ftrace's sorted site tables.
-        unsafe {
-            self.rt
-                .ftrace_location
-                .is_some_and(|f| f(addr as c_ulong) == addr as c_ulong)
-        }
+        let site = unsafe { self.rt.ftrace_location(addr as c_ulong) };
+        site == Some(addr as c_ulong)
     }
 }
 
@@ -1175,7 +1159,7 @@ impl PinnedDrop for Core {
         CORE.store(core::ptr::null_mut(), Ordering::Release);
         if self.module_nb_registered.swap(false, Ordering::AcqRel) {
             // SAFETY: registered in `new`; returns when no notification runs.
-            unsafe { bindings::unregister_module_notifier(self.module_nb.0.get()) };
+            unsafe { ffi::unregister_module_notifier(self.module_nb.0.get()) };
         }
         // Client modules depend on rkprobes, so none is loaded now; probes of
         // the events interface are gone with it. Whatever is left is removed
@@ -1227,7 +1211,7 @@ impl Store for EnabledFile {
         let mut on = false;
         // SAFETY: `s` is NUL-terminated; `kstrtobool` parses it as the
         // kernel's own file does (y/n/1/0/on/off).
-        kernel::error::to_result(unsafe { bindings::kstrtobool(s.as_ptr().cast(), &mut on) })?;
+        kernel::error::to_result(unsafe { ffi::kstrtobool(s.as_ptr().cast(), &mut on) })?;
         core.set_all_armed(on)
     }
 }

@@ -16,12 +16,11 @@ use kernel::prelude::*;
 #[cfg(CONFIG_DYNAMIC_FTRACE_WITH_REGS)]
 use super::kprobes::Status;
 #[cfg(CONFIG_DYNAMIC_FTRACE_WITH_REGS)]
+use crate::ffi::{self, rkp_ftrace_filter_ip, rkp_ftrace_register, rkp_ftrace_unregister};
+#[cfg(CONFIG_DYNAMIC_FTRACE_WITH_REGS)]
 use crate::kprobe::Core;
 #[cfg(CONFIG_DYNAMIC_FTRACE_WITH_REGS)]
-use kernel::{
-    bindings,
-    ffi::{c_int, c_ulong},
-};
+use kernel::ffi::{c_int, c_ulong};
 
 /// Whether this kernel lets rkprobes probe ftrace call sites.
 pub(crate) const FTRACE_PROBES: bool = cfg!(CONFIG_DYNAMIC_FTRACE_WITH_REGS);
@@ -29,13 +28,6 @@ pub(crate) const FTRACE_PROBES: bool = cfg!(CONFIG_DYNAMIC_FTRACE_WITH_REGS);
 /// The size of an ftrace call site (`MCOUNT_INSN_SIZE`).
 #[cfg(CONFIG_DYNAMIC_FTRACE_WITH_REGS)]
 const MCOUNT_INSN_SIZE: usize = 5;
-
-#[cfg(CONFIG_DYNAMIC_FTRACE_WITH_REGS)]
-extern "C" {
-    fn rkp_ftrace_filter_ip(ip: c_ulong, remove: c_int, reset: c_int) -> c_int;
-    fn rkp_ftrace_register() -> c_int;
-    fn rkp_ftrace_unregister();
-}
 
 /// Arms the ftrace site `addr`; `first` registers rkprobes' ftrace_ops after
 /// the filter is set (never before: an ops with an empty filter traces every
@@ -98,7 +90,7 @@ pub(crate) fn ftrace_disarm(_addr: usize, _last: bool) {}
 /// `regs` are the registers ftrace saved for this call, writable (IPMODIFY).
 #[cfg(CONFIG_DYNAMIC_FTRACE_WITH_REGS)]
 #[no_mangle]
-pub(crate) unsafe extern "C" fn rkp_ftrace_hit(ip: usize, regs: *mut bindings::pt_regs) {
+pub(crate) unsafe extern "C" fn rkp_ftrace_hit(ip: usize, regs: *mut ffi::pt_regs) {
     let Ok(core) = Core::get() else {
         return;
     };

@@ -199,17 +199,17 @@ pub(crate) fn prepare(core: &Core, addr: usize, func: usize, ftrace: bool) -> Re
         let _guard = TextGuard::lock(rt);
         let p = addr as *mut core::ffi::c_void;
         // SAFETY: `text_mutex` is held, as `alternatives_text_reserved` needs.
-        if unsafe { (rt.alternatives_text_reserved)(p, p) } != 0 {
+        if unsafe { rt.alternatives_text_reserved(p, p) } != 0 {
             return Err(EINVAL);
         }
     }
     // SAFETY: `search_exception_tables` only reads the sorted tables.
-    if !unsafe { (rt.search_exception_tables)(addr as _) }.is_null() {
+    if !unsafe { rt.search_exception_tables(addr as _) }.is_null() {
         return Err(eopnotsupp());
     }
     let len = insn.length();
     // Boosting needs Tasks RCU to know when no task is preempted in a slot.
-    let boostable = op == Op::Step && rt.synchronize_rcu_tasks.is_some() && insn.can_boost(false);
+    let boostable = op == Op::Step && rt.has_synchronize_rcu_tasks() && insn.can_boost(false);
     let slot = if op == Op::Step {
         Some(alloc_slot(core.slots(), &insn, addr, boostable)?)
     } else {

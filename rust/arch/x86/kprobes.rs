@@ -47,7 +47,6 @@ use core::{
     sync::atomic::{compiler_fence, AtomicBool, Ordering},
 };
 use kernel::{
-    bindings,
     ffi::{c_int, c_ulong, c_void},
     prelude::*,
     types::Opaque,
@@ -199,7 +198,7 @@ fn nmi_level() -> u32 {
 pub(crate) struct ArchState {
     ctl: KVec<PerCpuCtl>,
     #[pin]
-    nb: Opaque<bindings::notifier_block>,
+    nb: Opaque<ffi::notifier_block>,
     registered: AtomicBool,
 }
 
@@ -207,7 +206,7 @@ impl ArchState {
     /// Allocates per-CPU state. Process context.
     pub(crate) fn new() -> impl PinInit<Self, Error> {
         // SAFETY: `nr_cpu_ids` is set at boot and never changes afterwards.
-        let ncpus = unsafe { bindings::nr_cpu_ids } as usize;
+        let ncpus = unsafe { ffi::nr_cpu_ids } as usize;
         let ctl = (|| -> Result<KVec<PerCpuCtl>> {
             let mut v = KVec::with_capacity(ncpus, GFP_KERNEL)?;
             for _ in 0..ncpus {
@@ -223,10 +222,10 @@ impl ArchState {
         })();
         try_pin_init!(Self {
             ctl: ctl?,
-            nb <- Opaque::ffi_init(|nb: *mut bindings::notifier_block| {
+            nb <- Opaque::ffi_init(|nb: *mut ffi::notifier_block| {
                 // SAFETY: `nb` is valid for writes during initialisation.
                 unsafe {
-                    nb.write(bindings::notifier_block {
+                    nb.write(ffi::notifier_block {
                         notifier_call: Some(die_notify),
                         next: core::ptr::null_mut(),
                         priority: NOTIFIER_PRIORITY,
@@ -311,7 +310,7 @@ pub(crate) fn run_busy(core: &Core, f: impl FnOnce(bool)) {
 /// Called by the die chain with the `notifier_block` of an `ArchState` and,
 /// for the events handled, a `struct die_args`.
 unsafe extern "C" fn die_notify(
-    nb: *mut bindings::notifier_block,
+    nb: *mut ffi::notifier_block,
     val: c_ulong,
     data: *mut c_void,
 ) -> c_int {
@@ -361,7 +360,7 @@ fn step_range(point: &Point) -> Option<(usize, usize)> {
 
 /// An int3: the trailing int3 of the copy this CPU runs, or a probe point.
 /// int3 context.
-fn int3(core: &Core, regs: &mut bindings::pt_regs) -> bool {
+fn int3(core: &Core, regs: &mut ffi::pt_regs) -> bool {
     let addr = regs.ip.wrapping_sub(1);
     let Some(ctl) = core.arch.this_cpu() else {
         return false;
@@ -410,13 +409,7 @@ fn int3(core: &Core, regs: &mut bindings::pt_regs) -> bool {
 /// Runs the probed instruction: emulates it, or sends `ip` to its copy.
 /// `post`: some client whose pre-handler ran has a post-handler, so the copy
 /// must trap back. int3 context; the caller pushed a frame unless `reenter`.
-fn setup(
-    point: &Point,
-    regs: &mut bindings::pt_regs,
-    ctl: &Ctl,
-    reenter: bool,
-    post: bool,
-) -> bool {
+fn setup(point: &Point, regs: &mut ffi::pt_regs, ctl: &Ctl, reenter: bool, post: bool) -> bool {
     let insn = &point.arch;
     if insn.op != Op::Step {
         emulate(insn, point.addr, regs);
@@ -468,7 +461,7 @@ fn setup(
 /// goes back after the original instruction, IF as it was, and the
 /// post-handlers run (the kernel's `resume_singlestep()` and
 /// `kprobe_post_process()`). int3 context.
-fn resume(point: &Point, regs: &mut bindings::pt_regs, ctl: &Ctl, frame: &Frame) {
+fn resume(point: &Point, regs: &mut ffi::pt_regs, ctl: &Ctl, frame: &Frame) {
     regs.ip = point.addr.wrapping_add(point.arch.len as usize) as _;
     regs.flags = (regs.flags as u64 | frame.saved_flags.get()) as _;
     if frame.status() == Status::HitSs {
@@ -481,15 +474,15 @@ fn resume(point: &Point, regs: &mut bindings::pt_regs, ctl: &Ctl, frame: &Frame)
 /// Emulates an instruction that does not run out of line. int3 context: the
 /// int3 entry leaves a gap below the interrupted stack, so a push of one word
 /// (call, pushf) is safe.
-fn emulate(insn: &ArchInsn, addr: usize, regs: &mut bindings::pt_regs) {
+fn emulate(insn: &ArchInsn, addr: usize, regs: &mut ffi::pt_regs) {
     let next = addr.wrapping_add(insn.len as usize) as u64;
-    let push = |regs: &mut bindings::pt_regs, v: u64| {
+    let push = |regs: &mut ffi::pt_regs, v: u64| {
         regs.sp = regs.sp.wrapping_sub(8);
         // SAFETY: the int3 gap makes the word below the interrupted stack
         // writable and unused (see the function comment).
         unsafe { (regs.sp as *mut u64).write(v) };
     };
-    let pop = |regs: &mut bindings::pt_regs| -> u64 {
+    let pop = |regs: &mut ffi::pt_regs| -> u64 {
         // SAFETY: the interrupted code's stack top, which it was about to pop.
         let v = unsafe { (regs.sp as *const u64).read() };
         regs.sp = regs.sp.wrapping_add(8);
@@ -559,7 +552,7 @@ fn emulate(insn: &ArchInsn, addr: usize, regs: &mut bindings::pt_regs) {
 /// the probe address, so that the kernel reports (or fixes) it where the
 /// instruction really is, as the kernel's `kprobe_fault_handler()` does.
 /// Exception context.
-fn fault(core: &Core, regs: &mut bindings::pt_regs, trapnr: c_int) -> bool {
+fn fault(core: &Core, regs: &mut ffi::pt_regs, trapnr: c_int) -> bool {
     let Some(ctl) = core.arch.this_cpu() else {
         return false;
     };

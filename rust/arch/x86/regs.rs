@@ -2,7 +2,7 @@
 
 //! Access to `struct pt_regs` by x86 register number.
 
-use kernel::bindings::pt_regs;
+use crate::ffi::pt_regs;
 
 /// The general-purpose register `n` (0 = rax ... 15 = r15, as encoded in
 /// ModRM/REX), as saved at the exception.

@@ -12,8 +12,9 @@
 //! kernel's `arch_rethook_trampoline`, whose fake return address is pushed
 //! by the trampoline itself instead.
 
+use crate::ffi::{self, rkp_kretprobe_trampoline};
 use crate::kprobe::kretprobe;
-use kernel::{bindings, prelude::*};
+use kernel::prelude::*;
 
 /// Bytes of one return stub.
 pub(crate) const RETHOOK_STUB_SIZE: usize = 8;
@@ -24,12 +25,6 @@ const CALL_REL32: u8 = 0xe8;
 const CALL_LEN: usize = 5;
 /// `__KERNEL_CS` on x86-64.
 const KERNEL_CS: u64 = 0x10;
-
-extern "C" {
-    /// The return trampoline (`kretprobe_trampoline.S`). Not a function to
-    /// call from Rust: only its address is used.
-    fn rkp_kretprobe_trampoline();
-}
 
 /// The code of the stub at `at`: a call of the trampoline. `ERANGE` when the
 /// trampoline is beyond a rel32's reach (execmem places stubs within it).
@@ -48,7 +43,7 @@ pub(crate) fn rethook_stub(at: usize) -> Result<[u8; RETHOOK_STUB_SIZE]> {
 ///
 /// `regs` are those of a hit at a function's first instruction (after
 /// ENDBR), where `sp` points to the return address.
-pub(crate) unsafe fn rethook_prepare(regs: &bindings::pt_regs) -> (usize, usize) {
+pub(crate) unsafe fn rethook_prepare(regs: &ffi::pt_regs) -> (usize, usize) {
     let fp = regs.sp;
     // SAFETY: the caller's contract: the top of the live stack.
     let ret = unsafe { (fp as *const usize).read() };
@@ -85,7 +80,7 @@ pub(crate) unsafe fn rethook_fixup_return(frame: *mut usize, real: usize) {
 /// Only called by the trampoline, whose stack holds, right above `regs`,
 /// the word with the stub's return address.
 #[no_mangle]
-pub(crate) unsafe extern "C" fn rkp_kretprobe_trampoline_callback(regs: *mut bindings::pt_regs) {
+pub(crate) unsafe extern "C" fn rkp_kretprobe_trampoline_callback(regs: *mut ffi::pt_regs) {
     // SAFETY: the trampoline's saved registers, ours to change.
     let r = unsafe { &mut *regs };
     r.__bindgen_anon_1.csx = KERNEL_CS;

@@ -20,7 +20,7 @@ use kernel::{
 };
 
 /// Room for `sprint_symbol()`'s output: at least the kernel's
-/// `KSYM_SYMBOL_LEN` (666 bytes on x86-64 in 6.12), which `rust/glue.c`
+/// `KSYM_SYMBOL_LEN` (666 bytes on x86-64 in 6.12), which `glue.c`
 /// checks at compile time against this value.
 const SYMBOL_BUF_LEN: usize = 1024;
 

@@ -19,11 +19,11 @@
 #include "glue.h"
 
 /*
- * rust/kallsyms.rs formats symbols into SYMBOL_BUF_LEN (1024) bytes, and
+ * rust/ffi/kallsyms.rs formats symbols into SYMBOL_BUF_LEN (1024) bytes, and
  * sprint_symbol() may write KSYM_SYMBOL_LEN; bindgen cannot give Rust that
  * constant (a sizeof expression), so the bound is checked here.
  */
-static_assert(KSYM_SYMBOL_LEN <= 1024, "rust/kallsyms.rs: SYMBOL_BUF_LEN < KSYM_SYMBOL_LEN");
+static_assert(KSYM_SYMBOL_LEN <= 1024, "rust/ffi/kallsyms.rs: SYMBOL_BUF_LEN < KSYM_SYMBOL_LEN");
 
 notrace unsigned int rkp_smp_processor_id(void)
 {
@@ -165,7 +165,7 @@ void rkp_gc_sync(void)
  * Rust module cannot export symbols from its own crate in 6.12, so the
  * exports are made here.
  */
-#include "../include/rkprobes.h"
+#include "../../include/rkprobes.h"
 
 EXPORT_SYMBOL_GPL(rkp_register_kprobe);
 EXPORT_SYMBOL_GPL(rkp_unregister_kprobe);

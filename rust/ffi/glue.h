@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Prototypes of rust/glue.c, mirrored by the extern "C" block in rust/ffi.rs.
+ * Prototypes of rust/ffi/glue.c (and of the Rust functions it calls),
+ * mirrored by the extern "C" blocks in rust/ffi/glue.rs.
  */
 #ifndef RKPROBES_GLUE_H
 #define RKPROBES_GLUE_H

@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! rkprobes' own C: `glue.c` (one-line wrappers of inline kernel helpers,
+//! the reclaim work and the ftrace callback's adapter), the C side of trace
+//! events (`../events/trace_event.c`), and the kretprobe trampoline
+//! (`../arch/x86/kretprobe_trampoline.S`). The prototypes are in `glue.h`
+//! and `../events/trace_event.h`.
+
+use kernel::{
+    bindings,
+    ffi::{c_char, c_int, c_uint, c_ulong, c_void},
+};
+
+/// `struct rkp_field` of `../events/trace_event.c`: a field of a trace
+/// event's record.
+#[repr(C)]
+pub(crate) struct RkpField {
+    /// The C type, as the format file shows it.
+    pub(crate) ty: *const c_char,
+    /// The field's name.
+    pub(crate) name: *const c_char,
+    /// Offset in the record.
+    pub(crate) offset: c_int,
+    /// Size in the record.
+    pub(crate) size: c_int,
+    /// Whether the field is signed.
+    pub(crate) is_signed: c_int,
+}
+
+extern "C" {
+    /// `raw_smp_processor_id()`.
+    pub(crate) fn rkp_smp_processor_id() -> c_uint;
+
+    /// `in_nmi()`: the NMI nesting of the current context, as bits of the
+    /// preempt count. Any context.
+    pub(crate) fn rkp_in_nmi() -> c_uint;
+
+    /// `security_locked_down(LOCKDOWN_KPROBES)`: 0, or the errno (`-EPERM`)
+    /// while lockdown forbids new probes. Process context.
+    pub(crate) fn rkp_locked_down_kprobes() -> c_int;
+
+    /// `preempt_disable()`.
+    pub(crate) fn rkp_preempt_disable();
+
+    /// `preempt_enable()`.
+    pub(crate) fn rkp_preempt_enable();
+
+    /// `local_irq_save()`: returns the flags to restore.
+    pub(crate) fn rkp_local_irq_save() -> c_ulong;
+
+    /// `local_irq_restore()`.
+    pub(crate) fn rkp_local_irq_restore(flags: c_ulong);
+
+    /// `num_possible_cpus()`.
+    pub(crate) fn rkp_num_possible_cpus() -> c_uint;
+
+    /// `current`, without a reference: only compared.
+    pub(crate) fn rkp_current_task() -> *mut c_void;
+
+    /// `current->comm`, for `$comm`. Any context.
+    pub(crate) fn rkp_current_comm() -> *const c_char;
+
+    /// `get_task_struct(current)`: the current task, with a reference taken.
+    /// Any context.
+    pub(crate) fn rkp_get_current_task() -> *mut c_void;
+
+    /// `put_task_struct()`. Any context for a running task's reference;
+    /// process context when it may be the last one.
+    pub(crate) fn rkp_put_task(task: *mut c_void);
+
+    /// Whether a referenced task has run for the last time.
+    pub(crate) fn rkp_task_is_dead(task: *mut c_void) -> c_int;
+
+    /// `__module_get(THIS_MODULE)`.
+    pub(crate) fn rkp_module_get_self();
+
+    /// `module_put(THIS_MODULE)`. Any context.
+    pub(crate) fn rkp_module_put_self();
+
+    /// Queues the reclaim of kretprobe instances. Any context, NMI included.
+    pub(crate) fn rkp_kick_gc();
+
+    /// Queues the reclaim of kretprobe instances in a second. Any context
+    /// but NMI.
+    pub(crate) fn rkp_kick_gc_later();
+
+    /// Waits until no reclaim is queued or running. Process context.
+    pub(crate) fn rkp_gc_sync();
+
+    /// The kretprobe return trampoline (`kretprobe_trampoline.S`). Not a
+    /// function to call from Rust: only its address is used.
+    pub(crate) fn rkp_kretprobe_trampoline();
+
+    /// Creates and registers a trace event (`trace_event.c`); an `ERR_PTR`
+    /// on failure. Process context, takes `event_mutex`.
+    pub(crate) fn rkp_tev_create(
+        event_mutex: *mut bindings::mutex,
+        ftrace_events: *mut bindings::list_head,
+        group: *const c_char,
+        name: *const c_char,
+        print_fmt: *const c_char,
+        is_return: c_int,
+        fields: *const RkpField,
+        nfields: c_int,
+        owner: *mut c_void,
+    ) -> *mut c_void;
+
+    /// Unregisters a trace event, `-EBUSY` while it is in use; the caller
+    /// holds `event_mutex`.
+    pub(crate) fn rkp_tev_remove(event_mutex: *mut bindings::mutex, ev: *mut c_void) -> c_int;
+
+    /// Frees an unregistered trace event after a grace period.
+    pub(crate) fn rkp_tev_free(ev: *mut c_void);
+
+    /// Whether some trace instance has the event enabled.
+    pub(crate) fn rkp_tev_enabled(ev: *mut c_void) -> c_int;
+
+    /// Writes a record of `size` bytes into every instance that enabled the
+    /// event, through `rkp_event_fill`. Probe-hit context.
+    pub(crate) fn rkp_tev_record(
+        ev: *mut c_void,
+        regs: *mut bindings::pt_regs,
+        a0: c_ulong,
+        a1: c_ulong,
+        size: c_uint,
+        ctx: *mut c_void,
+    );
+
+    /// `trace_seq_putmem()`. Trace output context.
+    pub(crate) fn rkp_tev_seq_write(seq: *mut c_void, buf: *const c_char, len: c_uint);
+
+    /// Whether an event `group/name` exists. Process context, takes
+    /// `event_mutex`.
+    pub(crate) fn rkp_tev_name_in_use(
+        event_mutex: *mut bindings::mutex,
+        ftrace_events: *mut bindings::list_head,
+        group: *const c_char,
+        name: *const c_char,
+    ) -> c_int;
+
+    /// `sprint_symbol()` of `addr` cut to `len` bytes; returns the length.
+    /// Any context.
+    pub(crate) fn rkp_tev_symstr(addr: c_ulong, room: *mut c_char, len: c_uint) -> c_uint;
+
+    /// `TASK_SIZE` of the current task. Any context.
+    pub(crate) fn rkp_tev_task_size() -> c_ulong;
+}
+
+#[cfg(CONFIG_DYNAMIC_FTRACE_WITH_REGS)]
+extern "C" {
+    /// `ftrace_set_filter_ip()` on rkprobes' ftrace_ops; `reset` empties the
+    /// filter first. Process context.
+    pub(crate) fn rkp_ftrace_filter_ip(ip: c_ulong, remove: c_int, reset: c_int) -> c_int;
+
+    /// `register_ftrace_function()` of rkprobes' ftrace_ops. Process context.
+    pub(crate) fn rkp_ftrace_register() -> c_int;
+
+    /// `unregister_ftrace_function()` of rkprobes' ftrace_ops; idempotent,
+    /// never fails. Process context.
+    pub(crate) fn rkp_ftrace_unregister();
+}
