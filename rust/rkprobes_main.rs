@@ -2,13 +2,23 @@
 
 //! rkprobes: dynamic kernel probes for x86-64, written in Rust.
 //!
-//! This is the crate root of `rkprobes.ko`, a list of modules in layers: raw
-//! FFI, all of it in `ffi` (the bindings rkprobes uses, every `extern`
-//! declaration, the symbols found at run time with `kallsyms` and
-//! `runtime`, and `ffi/glue.c` for inline kernel helpers and symbol
-//! exports); small abstractions over it (`debugfs`, `text`, `slots`); the
-//! probe logic, generic (`kprobe`, `blacklist`, `events`) and x86-64
-//! (`arch`); and the pure logic shared with the host test crate (`pure`).
+//! This is the crate root of `rkprobes.ko`, a list of modules in layers:
+//!
+//! 1. `ffi`: raw FFI, all of it: the items of `kernel::bindings` rkprobes
+//!    uses, every `extern` declaration, the kernel symbols found at run time
+//!    (`ffi::kallsyms`, `ffi::runtime`), and `ffi/glue.c` for inline kernel
+//!    helpers and symbol exports. `tools/testing/layers` checks that no
+//!    other file names a binding or declares an `extern` block.
+//! 2. `kernel_ext`: small safe abstractions over it in the kernel crate's
+//!    style (notifiers, kernel mutexes, preemption, interrupts and RCU,
+//!    executable pages, text patching, debugfs files, ...).
+//! 3. The probe logic: generic (`kprobe`, with its blacklist, slots and
+//!    kretprobes; `events`, the kprobe_events interface) and x86-64
+//!    (`arch`), written against layer 2, calling into `ffi` directly only
+//!    where no abstraction fits yet.
+//! 4. `pure`: the pure logic shared with the host test crate.
+//!
+//! `abi` is the C ABI's structures, shared with client crates.
 //! The module's lifetime owns the debugfs tree under
 //! `/sys/kernel/debug/rkprobes/`.
 
@@ -16,16 +26,11 @@ use kernel::{c_str, prelude::*};
 
 pub mod abi;
 mod arch;
-mod blacklist;
-mod debugfs;
-mod errno;
 mod events;
 mod ffi;
+mod kernel_ext;
 mod kprobe;
 pub mod pure;
-mod slots;
-mod text;
-mod vec;
 
 module! {
     type: RkProbes,
@@ -42,7 +47,7 @@ module! {
 /// core being torn down; the probe events go next, then the core removes any
 /// probe left.
 struct RkProbes {
-    _debugfs: debugfs::Dir,
+    _debugfs: kernel_ext::debugfs::Dir,
     _events: Pin<KBox<events::Events>>,
     _core: Pin<KBox<kprobe::Core>>,
 }
@@ -53,15 +58,18 @@ impl kernel::Module for RkProbes {
             pr_err!("cannot find kallsyms_lookup_name; refusing to load\n");
         })?;
         let rt = ffi::runtime::Runtime::find(&ksyms)?;
-        let blacklist = blacklist::Blacklist::new(&ksyms)?;
+        let blacklist = kprobe::blacklist::Blacklist::new(&ksyms)?;
         let core = kprobe::Core::new(ksyms, rt, blacklist)?;
         let events = KBox::pin_init(events::Events::new(&core, core.ksyms())?, GFP_KERNEL)?;
         events.start()?;
-        let dir = debugfs::Dir::create_root(c_str!("rkprobes"))?;
+        let dir = kernel_ext::debugfs::Dir::create_root(c_str!("rkprobes"))?;
         // SAFETY: the core is pinned in a box and dropped after `dir` (field
         // order of `RkProbes`), so it outlives the files.
         unsafe {
-            dir.create_file::<blacklist::BlacklistFile>(c_str!("blacklist"), core.blacklist())?;
+            dir.create_file::<kprobe::blacklist::BlacklistFile>(
+                c_str!("blacklist"),
+                core.blacklist(),
+            )?;
             dir.create_file::<kprobe::ListFile>(c_str!("list"), &core)?;
             dir.create_rw_file::<kprobe::EnabledFile>(c_str!("enabled"), &core)?;
             dir.create_control_file::<events::KprobeEventsFile>(c_str!("kprobe_events"), &events)?;

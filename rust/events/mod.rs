@@ -19,13 +19,22 @@
 
 use crate::{
     abi::{RkpKretprobe, RkpKretprobeInstance},
-    debugfs::{SeqFile, Show},
     ffi::{
         self,
         kallsyms::{Kallsyms, SymbolBuf},
         rkp_current_comm, rkp_tev_create, rkp_tev_enabled, rkp_tev_free, rkp_tev_name_in_use,
         rkp_tev_record, rkp_tev_remove, rkp_tev_seq_write, rkp_tev_symstr, rkp_tev_task_size,
         RkpField,
+    },
+    kernel_ext::{
+        debugfs::{SeqFile, Show, StoreLarge},
+        module,
+        mutex::{KernelMutex, KernelMutexGuard},
+        nofault,
+        notifier::{Handler, ModuleChain, ModuleEvent, ModuleState, Notifier, Notify},
+        security,
+        sync::{rcu_barrier, synchronize_rcu, PreemptGuard},
+        vec,
     },
     kprobe::{abi::RkpKprobe, Core},
     pure::probe_events::{
@@ -50,6 +59,7 @@ use kernel::{
     prelude::*,
     str::CString,
     sync::Mutex,
+    time::Ktime,
 };
 
 /// Size of a kprobe record's header: `struct trace_entry` and the probe
@@ -119,30 +129,6 @@ struct Event {
     enabled: AtomicBool,
 }
 
-/// The kernel's `event_mutex`, held.
-///
-/// # Invariants
-///
-/// The current task holds the mutex until the guard drops.
-struct EventMutex(*mut ffi::mutex);
-
-impl EventMutex {
-    fn lock(m: *mut ffi::mutex) -> Self {
-        // SAFETY: `m` is the kernel's `event_mutex` (found and confirmed at
-        // load); process context.
-        unsafe { ffi::mutex_lock(m) };
-        // INVARIANT: locked just above.
-        EventMutex(m)
-    }
-}
-
-impl Drop for EventMutex {
-    fn drop(&mut self) {
-        // SAFETY: held since `lock` (type invariant).
-        unsafe { ffi::mutex_unlock(self.0) };
-    }
-}
-
 // SAFETY: an event is shared between the control file's writers (under
 // `Events::inner`), the tracing core's callbacks and probe hits, which only
 // read it and update atomics.
@@ -169,9 +155,8 @@ pub(crate) struct Events {
     inner: Mutex<Inner>,
     /// The module notifier that registers probes on coming modules.
     #[pin]
-    module_nb: kernel::types::Opaque<ffi::notifier_block>,
-    nb_registered: AtomicBool,
-    event_mutex: *mut ffi::mutex,
+    module_nb: Notifier<ModuleChain, Events>,
+    event_mutex: KernelMutex,
     ftrace_events: *mut ffi::list_head,
     core: *const Core,
 }
@@ -196,14 +181,10 @@ impl KernelEnv<'_> {
             return Ok(true);
         }
         let cname = cstring(&[name]).ok_or(ENOMEM)?;
+        let _preempt = PreemptGuard::new();
         // SAFETY: `find_module` with preemption disabled; the result is
         // only compared with null.
-        unsafe {
-            ffi::rkp_preempt_disable();
-            let m = rt.find_module(cname.as_char_ptr());
-            ffi::rkp_preempt_enable();
-            Ok(m.is_some_and(|m| !m.is_null()))
-        }
+        Ok(unsafe { rt.find_module(cname.as_char_ptr()) }.is_some_and(|m| !m.is_null()))
     }
 
     /// Looks `name` (`SYM` or `MOD:SYM`) up; `ENOMEM` without memory to.
@@ -447,23 +428,16 @@ impl Events {
         let event_mutex = ksyms
             .lookup(&mut buf, kernel::c_str!("event_mutex"))
             .ok_or(ENOENT)? as *mut ffi::mutex;
+        // SAFETY: confirmed to be the kernel's `event_mutex`, a static of
+        // vmlinux.
+        let event_mutex = unsafe { KernelMutex::from_raw(event_mutex) };
         let ftrace_events = ksyms
             .lookup(&mut buf, kernel::c_str!("ftrace_events"))
             .ok_or(ENOENT)? as *mut ffi::list_head;
         let core_ptr: *const Core = core;
         Ok(pin_init!(Self {
             inner <- new_mutex!(Inner { events: KVec::new(), errors: KVec::new() }, "rkprobes_events"),
-            module_nb <- kernel::types::Opaque::ffi_init(|nb: *mut ffi::notifier_block| {
-                // SAFETY: `nb` is valid for writes during initialisation.
-                unsafe {
-                    nb.write(ffi::notifier_block {
-                        notifier_call: Some(events_module_notify),
-                        next: core::ptr::null_mut(),
-                        priority: 0,
-                    })
-                };
-            }),
-            nb_registered: AtomicBool::new(false),
+            module_nb: Notifier::new(0),
             event_mutex,
             ftrace_events,
             core: core_ptr,
@@ -475,9 +449,7 @@ impl Events {
     pub(crate) fn start(&self) -> Result {
         // SAFETY: `module_nb` is pinned in `self`, which unregisters it
         // before it is freed.
-        kernel::error::to_result(unsafe { ffi::register_module_notifier(self.module_nb.get()) })?;
-        self.nb_registered.store(true, Ordering::Release);
-        Ok(())
+        unsafe { self.module_nb.register(self) }
     }
 
     fn core(&self) -> &Core {
@@ -501,10 +473,9 @@ impl Events {
             return;
         }
         if inner.errors.len() >= ERROR_LOG_MAX && !inner.errors.is_empty() {
-            let _ = crate::vec::take(&mut inner.errors, 0);
+            let _ = vec::take(&mut inner.errors, 0);
         }
-        // SAFETY: no preconditions.
-        let ts_ns = unsafe { ffi::ktime_get() } as u64;
+        let ts_ns = Ktime::ktime_get().to_ns() as u64;
         let _ = inner.errors.push(LoggedError { ts_ns, text }, GFP_KERNEL);
     }
 
@@ -515,7 +486,7 @@ impl Events {
         let mut inner = self.inner.lock();
         for ev in inner.events.iter_mut() {
             let enabled = {
-                let _em = EventMutex::lock(self.event_mutex);
+                let _em = self.event_mutex.lock();
                 ev.is_enabled()
             };
             let ev_name = ev.name.as_char_ptr();
@@ -555,7 +526,7 @@ impl Events {
                 };
                 match r {
                     Ok(()) if enabled => {
-                        let _em = EventMutex::lock(self.event_mutex);
+                        let _em = self.event_mutex.lock();
                         let _ = self.core().set_enabled(kp, true);
                     }
                     Ok(()) => {}
@@ -668,7 +639,7 @@ impl Events {
         if let Some(i) = existing {
             let ev = inner.events.get_mut(i).ok_or(nomem)?;
             // The tracing core reads `probes` under `event_mutex`.
-            let _em = EventMutex::lock(self.event_mutex);
+            let _em = self.event_mutex.lock();
             // SAFETY: `probes` is not structurally pinned.
             unsafe { ev.as_mut().get_unchecked_mut() }
                 .probes
@@ -730,7 +701,7 @@ impl Events {
                 let ev = inner.events.get_mut(i).ok_or(nomem)?;
                 // Joining and the enabled state are decided together, under
                 // the mutex the tracing core enables and disables under.
-                let _em = EventMutex::lock(self.event_mutex);
+                let _em = self.event_mutex.lock();
                 if ev.is_enabled() && !waiting {
                     let _ = self.core().set_enabled(kp, true);
                 }
@@ -753,7 +724,7 @@ impl Events {
         // at load); the names are NUL-terminated and outlive the call.
         Ok(unsafe {
             rkp_tev_name_in_use(
-                self.event_mutex,
+                self.event_mutex.as_ptr(),
                 self.ftrace_events,
                 group.as_char_ptr(),
                 name.as_char_ptr(),
@@ -958,7 +929,7 @@ impl Events {
         // before it is freed.
         let tev = unsafe {
             rkp_tev_create(
-                self.event_mutex,
+                self.event_mutex.as_ptr(),
                 self.ftrace_events,
                 ev.group.as_char_ptr(),
                 ev.name.as_char_ptr(),
@@ -981,8 +952,8 @@ impl Events {
         unsafe { ev.as_mut().get_unchecked_mut() }.tev = tev;
         // An event's trace event calls into rkprobes (and an open tracefs
         // file of it keeps it): rkprobes stays loaded while events exist.
-        // SAFETY: no preconditions; dropped when the event is destroyed.
-        unsafe { ffi::rkp_module_get_self() };
+        // Dropped when the event is destroyed.
+        module::get_self();
         Ok(())
     }
 
@@ -1032,18 +1003,17 @@ impl Events {
         };
         // Hits that saw an instance's link before the events were disabled
         // may still be committing into its file.
-        // SAFETY: process context.
-        unsafe { ffi::synchronize_rcu() };
+        synchronize_rcu();
         let mut err = None;
         {
-            let em = EventMutex::lock(self.event_mutex);
+            let em = self.event_mutex.lock();
             for ev in evs {
                 let r = if ev.tev.is_null() {
                     0
                 } else {
                     // SAFETY: a trace event made by `register_event`; the
                     // mutex is held.
-                    unsafe { rkp_tev_remove(self.event_mutex, ev.tev) }
+                    unsafe { rkp_tev_remove(self.event_mutex.as_ptr(), ev.tev) }
                 };
                 // Cannot fail: room for all of them.
                 if r == 0 {
@@ -1056,8 +1026,7 @@ impl Events {
             self.reset_buffers(&em);
         }
         // A hit may still read the removed events' C side.
-        // SAFETY: process context.
-        unsafe { ffi::synchronize_rcu() };
+        synchronize_rcu();
         let mut kps: KVec<*mut RkpKprobe> = KVec::new();
         let mut rps: KVec<*mut RkpKretprobe> = KVec::new();
         let mut batched = true;
@@ -1068,7 +1037,7 @@ impl Events {
                 // SAFETY: `tev` is not structurally pinned.
                 unsafe { ev.as_mut().get_unchecked_mut() }.tev = core::ptr::null_mut();
                 // SAFETY: the reference `register_event` took.
-                unsafe { ffi::rkp_module_put_self() };
+                unsafe { module::put_self() };
             }
             // SAFETY: `probes` is not structurally pinned.
             let evm = unsafe { ev.as_mut().get_unchecked_mut() };
@@ -1104,29 +1073,26 @@ impl Events {
         mut ev: Pin<KBox<Event>>,
     ) -> core::result::Result<(), (Pin<KBox<Event>>, Error)> {
         if !ev.tev.is_null() {
-            // SAFETY: process context; see `destroy_many`.
-            unsafe { ffi::synchronize_rcu() };
+            // See `destroy_many`.
+            synchronize_rcu();
             let r = {
-                let em = EventMutex::lock(self.event_mutex);
+                let em = self.event_mutex.lock();
                 // SAFETY: a trace event made by `register_event`; the mutex
                 // is held.
-                let r = unsafe { rkp_tev_remove(self.event_mutex, ev.tev) };
+                let r = unsafe { rkp_tev_remove(self.event_mutex.as_ptr(), ev.tev) };
                 self.reset_buffers(&em);
                 r
             };
             if r != 0 {
                 return Err((ev, Error::from_errno(r)));
             }
-            // SAFETY: process context; then removed and past a grace
-            // period.
-            unsafe {
-                ffi::synchronize_rcu();
-                rkp_tev_free(ev.tev);
-            }
+            synchronize_rcu();
+            // SAFETY: removed and past a grace period.
+            unsafe { rkp_tev_free(ev.tev) };
             // SAFETY: `tev` is not structurally pinned.
             unsafe { ev.as_mut().get_unchecked_mut() }.tev = core::ptr::null_mut();
             // SAFETY: the reference `register_event` took.
-            unsafe { ffi::rkp_module_put_self() };
+            unsafe { module::put_self() };
         }
         self.unregister_probes(&mut ev);
         Ok(())
@@ -1137,7 +1103,7 @@ impl Events {
     /// `dyn_event_release()` does before it lets go of `event_mutex`: a
     /// later event may get a removed one's id, and must not be shown its
     /// records. Process context.
-    fn reset_buffers(&self, _held: &EventMutex) {
+    fn reset_buffers(&self, _held: &KernelMutexGuard) {
         // SAFETY: the kernel's `tracing_reset_all_online_cpus()`, found and
         // confirmed at load; process context, called with `event_mutex` held
         // as the kernel calls it.
@@ -1201,8 +1167,8 @@ impl Events {
                     }
                     let taken = {
                         // The tracing core reads `probes` under this mutex.
-                        let _em = EventMutex::lock(self.event_mutex);
-                        crate::vec::take(&mut evm.probes, j)
+                        let _em = self.event_mutex.lock();
+                        vec::take(&mut evm.probes, j)
                     };
                     if let Some(mut p) = taken {
                         let is_return = p.is_return;
@@ -1213,7 +1179,7 @@ impl Events {
                 i += 1;
                 continue;
             }
-            let Some(ev) = crate::vec::take(&mut inner.events, i) else {
+            let Some(ev) = vec::take(&mut inner.events, i) else {
                 break;
             };
             if let Err(e) = gone.push(ev, GFP_KERNEL) {
@@ -1251,50 +1217,24 @@ impl Event {
 /// lockdown forbids new kprobes (confidentiality), as the kernel's
 /// kprobe_events asks before registering each probe. Process context.
 fn kprobes_locked_down() -> Result {
-    // SAFETY: no preconditions.
-    kernel::error::to_result(unsafe { ffi::rkp_locked_down_kprobes() })
+    security::locked_down_kprobes()
 }
 
-/// The module notifier of the kprobe_events interface. Process context.
-///
-/// # Safety
-///
-/// Called by the module notifier chain with the `module_nb` of a live
-/// `Events` and the `struct module` concerned.
-unsafe extern "C" fn events_module_notify(
-    nb: *mut ffi::notifier_block,
-    val: c_ulong,
-    data: *mut c_void,
-) -> c_int {
-    if val != ffi::module_state_MODULE_STATE_COMING as c_ulong || data.is_null() {
-        return 0;
+impl Handler<ModuleChain> for Events {
+    /// A module comes: its waiting probes are registered. Process context.
+    fn notify(&self, event: ModuleEvent<'_>) -> Notify {
+        if event.state == ModuleState::Coming {
+            self.module_coming(event.module.name());
+        }
+        Notify::Done
     }
-    // SAFETY: `nb` is the `module_nb` of a live `Events` (unregistered
-    // before it is freed); `Opaque` has the layout of its content.
-    let events = unsafe {
-        &*kernel::container_of!(
-            nb.cast::<kernel::types::Opaque<ffi::notifier_block>>(),
-            Events,
-            module_nb
-        )
-    };
-    // SAFETY: the coming module, live during the notification.
-    let name = unsafe { &(*data.cast::<ffi::module>()).name };
-    // SAFETY: `c_char` and `u8` have the same layout.
-    let bytes = unsafe { core::slice::from_raw_parts(name.as_ptr().cast::<u8>(), name.len()) };
-    let len = bytes.iter().position(|&c| c == 0).unwrap_or(bytes.len());
-    events.module_coming(bytes.get(..len).unwrap_or(&[]));
-    0
 }
 
 #[pinned_drop]
 impl PinnedDrop for Events {
     fn drop(self: Pin<&mut Self>) {
-        if self.nb_registered.swap(false, Ordering::AcqRel) {
-            // SAFETY: registered by `start`; returns when no notification
-            // runs.
-            unsafe { ffi::unregister_module_notifier(self.module_nb.get()) };
-        }
+        // Returns when no notification runs.
+        self.module_nb.unregister();
         let mut inner = self.inner.lock();
         let all = core::mem::replace(&mut inner.events, KVec::new());
         let (busy, _) = self.destroy_many(all);
@@ -1305,8 +1245,7 @@ impl PinnedDrop for Events {
         }
         drop(inner);
         // The links' RCU callbacks are rkprobes' code.
-        // SAFETY: process context.
-        unsafe { ffi::rcu_barrier() };
+        rcu_barrier();
     }
 }
 
@@ -1391,20 +1330,11 @@ impl FetchEnv for HitEnv<'_> {
     }
 
     fn read_kernel(&self, addr: u64, buf: &mut [u8]) -> bool {
-        // SAFETY: `buf` is valid for writes of its length; the copy checks
-        // the source without faulting.
-        unsafe {
-            ffi::copy_from_kernel_nofault(buf.as_mut_ptr().cast(), addr as *const c_void, buf.len())
-                == 0
-        }
+        nofault::read_kernel(addr as usize, buf).is_ok()
     }
 
     fn read_user(&self, addr: u64, buf: &mut [u8]) -> bool {
-        // SAFETY: as above, for user memory.
-        unsafe {
-            ffi::copy_from_user_nofault(buf.as_mut_ptr().cast(), addr as *const c_void, buf.len())
-                == 0
-        }
+        nofault::read_user(addr as usize, buf).is_ok()
     }
 
     fn strncpy_kernel(&self, addr: u64, buf: &mut [u8]) -> core::result::Result<usize, Errno> {
@@ -1778,7 +1708,7 @@ impl Show for KprobeEventsFile {
     }
 }
 
-impl crate::debugfs::StoreLarge for KprobeEventsFile {
+impl StoreLarge for KprobeEventsFile {
     fn store(events: &Events, input: &[u8]) -> Result<usize> {
         events.write(input)
     }

@@ -11,6 +11,7 @@
 use super::Core;
 use core::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use kernel::{
+    error::from_result,
     ffi::{c_int, c_uint, c_ulong},
     prelude::*,
 };
@@ -56,12 +57,9 @@ impl RkpKprobe {
     }
 }
 
-/// Converts a result to the C convention.
+/// Converts a result to the C convention: 0 or a negative errno.
 fn to_c(r: Result) -> c_int {
-    match r {
-        Ok(()) => 0,
-        Err(e) => e.to_errno(),
-    }
+    from_result(|| r.map(|()| 0))
 }
 
 /// `int rkp_register_kprobe(struct rkp_kprobe *p)`. Process context.

@@ -38,6 +38,13 @@ use crate::{
     abi::{RkpKretprobe, RkpKretprobeInstance, KRETPROBE_MAXACTIVE_MAX, KRETPROBE_MAX_DATA_SIZE},
     arch,
     ffi::{self, runtime::Runtime},
+    kernel_ext::{
+        cpu, delay,
+        execmem::ExecPages,
+        module,
+        sync::{synchronize_rcu, synchronize_rcu_tasks},
+        vec,
+    },
 };
 use core::{
     pin::Pin,
@@ -46,11 +53,12 @@ use core::{
 use kernel::{
     ffi::{c_int, c_ulong, c_void},
     new_mutex,
+    page::PAGE_SIZE,
     prelude::*,
+    static_assert,
     sync::Mutex,
 };
 
-const PAGE_SIZE: usize = 4096;
 /// Bytes of a stub page taken by its [`StubHeader`].
 const STUB_HEADER: usize = 32;
 /// Stubs in one page.
@@ -70,7 +78,7 @@ struct StubHeader {
     _reserved: u64,
 }
 
-const _: () = assert!(core::mem::size_of::<StubHeader>() <= STUB_HEADER);
+static_assert!(core::mem::size_of::<StubHeader>() <= STUB_HEADER);
 
 /// The instances of one kretprobe and their return stubs.
 ///
@@ -78,9 +86,10 @@ const _: () = assert!(core::mem::size_of::<StubHeader>() <= STUB_HEADER);
 ///
 /// `base` points to `max * stride` bytes owned by `_mem`, holding `max`
 /// instances of `stride` bytes (an `RkpKretprobeInstance` and its data), each
-/// with `rkp_index` set to its index. `stubs` is an executable region of
-/// `npages` pages from `execmem_alloc`, holding a `StubHeader` naming this
-/// pool at the start of each page and one stub per instance. `refs` counts
+/// with `rkp_index` set to its index. `stubs`, once the pool is built (it
+/// is `None` only inside [`Pool::new`]), are executable pages holding a
+/// `StubHeader` naming this pool at the start of each page and one stub per
+/// instance. `refs` counts
 /// the registration (while `rp` is non-null) and every instance out on a
 /// stack; the pool is freed only when it is zero and no CPU can reach it.
 pub(crate) struct Pool {
@@ -94,9 +103,7 @@ pub(crate) struct Pool {
     stride: usize,
     base: *mut u8,
     _mem: KVVec<u64>,
-    stubs: usize,
-    npages: usize,
-    rt: Runtime,
+    stubs: Option<ExecPages>,
 }
 
 // SAFETY: instances are handed out through the atomic free list, so each is
@@ -124,9 +131,7 @@ impl Pool {
                 stride,
                 base,
                 _mem: mem,
-                stubs: 0,
-                npages,
-                rt,
+                stubs: None,
             },
             GFP_KERNEL,
         )?;
@@ -136,28 +141,17 @@ impl Pool {
             pool.push(i);
         }
         let this = core::ptr::from_ref::<Pool>(&pool);
-        pool.stubs = Self::make_stubs(&rt, this, max, npages)?;
+        // A stray jump anywhere but a stub traps: the pages come filled
+        // with int3.
+        pool.stubs = Some(ExecPages::new(&rt, npages, |base, region| {
+            Self::write_stubs(this, max, base, region)
+        })?);
         Ok(pool)
     }
 
-    /// Allocates and fills the stub pages of the pool at `pool`. Process
-    /// context, may sleep.
-    fn make_stubs(rt: &Runtime, pool: *const Pool, max: usize, npages: usize) -> Result<usize> {
-        let size = npages.checked_mul(PAGE_SIZE).ok_or(E2BIG)?;
-        // SAFETY: `execmem_alloc` may be called in process context.
-        let mem = unsafe { rt.execmem_alloc_kprobes(size) }.cast::<u8>();
-        if mem.is_null() {
-            return Err(ENOMEM);
-        }
-        let free = || {
-            // SAFETY: allocated above, never made reachable.
-            unsafe { rt.execmem_free(mem.cast()) };
-        };
-        // SAFETY: a fresh writable allocation of `size` bytes, not shared.
-        let region = unsafe { core::slice::from_raw_parts_mut(mem, size) };
-        // A stray jump anywhere but a stub traps.
-        region.fill(0xcc);
-        let base = mem as usize;
+    /// Writes the headers and stubs of the pool at `pool` into `region`,
+    /// its writable stub pages at `base`. Process context.
+    fn write_stubs(pool: *const Pool, max: usize, base: usize, region: &mut [u8]) -> Result {
         for (p, page) in region.chunks_exact_mut(PAGE_SIZE).enumerate() {
             let first = p * STUBS_PER_PAGE;
             let count = max.saturating_sub(first).min(STUBS_PER_PAGE);
@@ -174,25 +168,18 @@ impl Pool {
             for j in 0..count {
                 let off = STUB_HEADER + j * arch::RETHOOK_STUB_SIZE;
                 let at = base + p * PAGE_SIZE + off;
-                let code = match arch::rethook_stub(at) {
-                    Ok(c) => c,
-                    Err(e) => {
-                        free();
-                        return Err(e);
-                    }
-                };
+                let code = arch::rethook_stub(at)?;
                 if let Some(dst) = page.get_mut(off..off + code.len()) {
                     dst.copy_from_slice(&code);
                 }
             }
         }
-        // SAFETY: a page-aligned execmem allocation of `npages` pages.
-        let ret = unsafe { rt.set_memory_rox(base as c_ulong, npages as c_int) };
-        if ret != 0 {
-            free();
-            return Err(Error::from_errno(ret));
-        }
-        Ok(base)
+        Ok(())
+    }
+
+    /// The address of the first stub page.
+    fn stubs_base(&self) -> usize {
+        self.stubs.as_ref().map_or(0, ExecPages::addr)
     }
 
     /// Instance `i`.
@@ -270,7 +257,7 @@ impl Pool {
     /// The address of instance `i`'s return stub.
     fn stub(&self, i: u32) -> usize {
         let i = i as usize;
-        self.stubs
+        self.stubs_base()
             + (i / STUBS_PER_PAGE) * PAGE_SIZE
             + STUB_HEADER
             + (i % STUBS_PER_PAGE) * arch::RETHOOK_STUB_SIZE
@@ -312,7 +299,7 @@ impl Pool {
             unsafe { ffi::rkp_kick_gc() };
             // SAFETY: the reference taken at unregistration for the frames
             // that were still out (`Kretprobes::unregister`).
-            unsafe { ffi::rkp_module_put_self() };
+            unsafe { module::put_self() };
         }
     }
 
@@ -369,17 +356,9 @@ impl Pool {
 
     /// The first and one-past-last address of the stubs.
     fn stub_range(&self) -> (usize, usize) {
-        (self.stubs, self.stubs + self.npages * PAGE_SIZE)
-    }
-}
-
-impl Drop for Pool {
-    fn drop(&mut self) {
-        if self.stubs != 0 {
-            // SAFETY: allocated by `make_stubs`; the pool is dropped only when
-            // no CPU can execute a stub any more (invariant of `refs`).
-            unsafe { self.rt.execmem_free(self.stubs as *mut c_void) };
-        }
+        self.stubs
+            .as_ref()
+            .map_or((0, 0), |s| (s.range().start, s.range().end))
     }
 }
 
@@ -556,8 +535,7 @@ impl Kretprobes {
                 Ok(old) => {
                     // Nobody can have read the old ranges for the new pools;
                     // readers of the old ones are waited for below or later.
-                    // SAFETY: process context.
-                    unsafe { ffi::synchronize_rcu() };
+                    synchronize_rcu();
                     Self::free_ranges(old);
                     core.register_many(&kps)
                 }
@@ -604,13 +582,11 @@ impl Kretprobes {
         }
         // No CPU is in a return handler that saw the client's structure after
         // this: return handlers run with interrupts off.
-        // SAFETY: process context.
-        unsafe { ffi::synchronize_rcu() };
+        synchronize_rcu();
         for &pool in pools {
             // Frames still out hold rkprobes loaded; the last one returns
             // this reference (`Pool::put_ref`).
-            // SAFETY: no preconditions.
-            unsafe { ffi::rkp_module_get_self() };
+            module::get_self();
             // SAFETY: listed pools are live while the mutex is held.
             unsafe { &*pool }.put_ref();
         }
@@ -637,8 +613,7 @@ impl Kretprobes {
             return Err(E2BIG);
         }
         let max = if r.maxactive <= 0 {
-            // SAFETY: no preconditions.
-            let cpus = unsafe { ffi::rkp_num_possible_cpus() } as usize;
+            let cpus = cpu::num_possible_cpus();
             10.max(2 * cpus).min(KRETPROBE_MAXACTIVE_MAX)
         } else {
             r.maxactive as usize
@@ -738,7 +713,7 @@ impl Kretprobes {
             }
         }
         if !dead.is_empty() {
-            crate::vec::remove_if(&mut pools.list, |p| dead.contains(p));
+            vec::remove_if(&mut pools.list, |p| dead.contains(p));
             let Ok(old) = self.republish(&pools) else {
                 // The published ranges still name these pools: keep them
                 // (listed, so that a later reclaim frees them).
@@ -751,8 +726,7 @@ impl Kretprobes {
             };
             // The last returning frame dropped its reference as its last
             // access to the pool; readers of the ranges are RCU readers.
-            // SAFETY: process context.
-            unsafe { ffi::synchronize_rcu() };
+            synchronize_rcu();
             Self::free_ranges(old);
             for p in dead {
                 // SAFETY: unlisted, drained: nothing can reach it.
@@ -802,17 +776,14 @@ impl Kretprobes {
                 pr_info!("waiting for kretprobe frames to return\n");
             }
             waited = waited.wrapping_add(1);
-            // SAFETY: process context.
-            unsafe { ffi::msleep(100) };
+            delay::msleep(100);
         }
         // SAFETY: process context; nothing queues reclaim work any more.
         unsafe { ffi::rkp_gc_sync() };
         // A task that returned through the trampoline may still be in its
         // last instructions, in rkprobes' text, possibly preempted there.
-        // SAFETY: process context.
-        unsafe { rt.synchronize_rcu_tasks() };
-        // SAFETY: process context.
-        unsafe { ffi::synchronize_rcu() };
+        synchronize_rcu_tasks(rt);
+        synchronize_rcu();
     }
 
     /// The real return address of the current task's frame whose return

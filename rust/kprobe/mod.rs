@@ -11,34 +11,46 @@
 //!
 //! Lock order: `Core::reg` (the registration mutex), then the kernel's
 //! `kprobe_mutex` (waiting for its optimizer, which takes `text_mutex` in
-//! its own worker) or `text_mutex` (`crate::text`); the slot cache's mutex
+//! its own worker) or `text_mutex` (`crate::kernel_ext::text`); the slot cache's mutex
 //! is never taken under `text_mutex`. Nothing on the hit path takes any of
 //! them.
 
 pub(crate) mod abi;
+pub(crate) mod blacklist;
 pub(crate) mod kretprobe;
+pub(crate) mod slots;
 pub(crate) mod table;
 
 use crate::{
     arch,
-    blacklist::Blacklist,
-    debugfs::{SeqFile, Show, Store},
     ffi::{
         self,
         kallsyms::{Kallsyms, SymbolBuf},
         runtime::Runtime,
     },
-    slots::SlotCache,
-    text::{self, TextGuard},
+    kernel_ext::{
+        debugfs::{SeqFile, Show, Store},
+        module::{Module, ModuleRef},
+        notifier::{
+            DieChain, DieEvent, Handler, ModuleChain, ModuleEvent, ModuleState, Notifier, Notify,
+        },
+        security,
+        str::kstrtobool,
+        sync::{synchronize_rcu, synchronize_rcu_tasks, PreemptGuard},
+        text::{self, TextGuard},
+        vec,
+    },
 };
 use abi::{flags, RkpKprobe};
+use blacklist::Blacklist;
 use core::{
     cell::Cell,
     fmt::Write,
     pin::Pin,
     sync::atomic::{AtomicBool, AtomicPtr, Ordering},
 };
-use kernel::{ffi::c_ulong, new_mutex, prelude::*, str::CStr, sync::Mutex, types::Opaque};
+use kernel::{ffi::c_ulong, new_mutex, prelude::*, str::CStr, sync::Mutex};
+use slots::SlotCache;
 use table::Table;
 
 /// A registered probe's entry on its point's client list: the kernel's
@@ -338,7 +350,8 @@ unsafe impl Send for Registry {}
 struct Target {
     addr: usize,
     func: usize,
-    module: *mut ffi::module,
+    /// The module whose text it is, held while its text is read.
+    module: Option<ModuleRef>,
     /// An ftrace call site, probed through ftrace.
     ftrace: bool,
 }
@@ -354,49 +367,40 @@ pub(crate) struct Core {
     rt: Runtime,
     ksyms: Kallsyms,
     blacklist: Blacklist,
-    /// The architecture's hit-path state: per-CPU blocks, die notifiers.
+    /// The architecture's hit-path state: per-CPU blocks.
     #[pin]
     pub(crate) arch: arch::ArchState,
     /// Return probes' pools.
     #[pin]
     kretprobes: kretprobe::Kretprobes,
+    /// The die notifier, through which the architecture's int3 and fault
+    /// handlers run (the kernel's `kprobe_exceptions_nb`).
+    #[pin]
+    die_nb: Notifier<DieChain, Core>,
     /// The module notifier, which kills the points of unloaded code.
     #[pin]
-    module_nb: NotifierBlock,
-    module_nb_registered: AtomicBool,
+    module_nb: Notifier<ModuleChain, Core>,
 }
 
-/// A `struct notifier_block`, written only before it is registered.
-#[repr(transparent)]
-struct NotifierBlock(Opaque<ffi::notifier_block>);
-
-// SAFETY: the block is only written before registration; the notifier chain,
-// not Rust code, uses it afterwards.
-unsafe impl Sync for NotifierBlock {}
-// SAFETY: as above; it is not tied to a thread.
-unsafe impl Send for NotifierBlock {}
-
-/// The module notifier: a module's text goes (`MODULE_STATE_GOING`), or its
-/// init text is about to be freed (`MODULE_STATE_LIVE`). Process context.
-///
-/// # Safety
-///
-/// Called by the module notifier chain with the `module_nb` of a live `Core`
-/// and the `struct module` concerned.
-unsafe extern "C" fn module_notify(
-    nb: *mut ffi::notifier_block,
-    val: c_ulong,
-    data: *mut core::ffi::c_void,
-) -> core::ffi::c_int {
-    let going = val == ffi::module_state_MODULE_STATE_GOING as c_ulong;
-    let live = val == ffi::module_state_MODULE_STATE_LIVE as c_ulong;
-    if (going || live) && !data.is_null() {
-        // SAFETY: `nb` is the `module_nb` of a live core (unregistered before
-        // the core is freed).
-        let core = unsafe { &*kernel::container_of!(nb.cast::<NotifierBlock>(), Core, module_nb) };
-        core.kill_module_points(data.cast(), going);
+impl Handler<DieChain> for Core {
+    /// int3 and faults, handled by the architecture. Exception context,
+    /// NMI-like.
+    fn notify(&self, event: DieEvent<'_>) -> Notify {
+        arch::die_notify(self, event)
     }
-    0
+}
+
+impl Handler<ModuleChain> for Core {
+    /// A module's text goes (`MODULE_STATE_GOING`), or its init text is about
+    /// to be freed (`MODULE_STATE_LIVE`). Process context.
+    fn notify(&self, event: ModuleEvent<'_>) -> Notify {
+        match event.state {
+            ModuleState::Going => self.kill_module_points(event.module, true),
+            ModuleState::Live => self.kill_module_points(event.module, false),
+            ModuleState::Coming => {}
+        }
+        Notify::Done
+    }
 }
 
 /// The core, while the module's state exists; for the exported C functions.
@@ -420,20 +424,17 @@ impl Core {
                 blacklist,
                 arch <- arch::ArchState::new(),
                 kretprobes <- kretprobe::Kretprobes::new(),
-                module_nb: NotifierBlock(Opaque::new(ffi::notifier_block {
-                    notifier_call: Some(module_notify),
-                    next: core::ptr::null_mut(),
-                    priority: 0,
-                })),
-                module_nb_registered: AtomicBool::new(false),
+                die_nb: Notifier::new(arch::DIE_NOTIFIER_PRIORITY),
+                module_nb: Notifier::new(0),
             }),
             GFP_KERNEL,
         )?;
-        core.arch.start()?;
-        // SAFETY: `module_nb` is pinned in the core, which unregisters it
-        // before it is freed.
-        kernel::error::to_result(unsafe { ffi::register_module_notifier(core.module_nb.0.get()) })?;
-        core.module_nb_registered.store(true, Ordering::Release);
+        // SAFETY: the notifiers are pinned in the core, which unregisters
+        // them before it is freed.
+        unsafe {
+            core.die_nb.register(&core)?;
+            core.module_nb.register(&core)?;
+        }
         CORE.store(
             core::ptr::from_ref::<Self>(&core).cast_mut(),
             Ordering::Release,
@@ -594,60 +595,26 @@ impl Core {
         addr: usize,
         func: usize,
         size: usize,
-    ) -> Result<*mut ffi::module> {
+    ) -> Result<Option<ModuleRef>> {
         // SAFETY: `core_kernel_text` only compares the address with section
         // bounds.
         let core_text = unsafe { self.rt.core_kernel_text(addr as c_ulong) } != 0;
-        let mut module = core::ptr::null_mut();
-        if !core_text {
-            // SAFETY: `__module_text_address` requires preemption disabled,
-            // which the guard provides; a module found is pinned with a
-            // reference before preemption is enabled again.
-            unsafe {
-                ffi::rkp_preempt_disable();
-                module = self.rt.module_text_address(addr as c_ulong);
-                let ok = !module.is_null() && ffi::try_module_get(module);
-                ffi::rkp_preempt_enable();
-                if !ok {
-                    return Err(EINVAL);
-                }
-            }
-        }
-        let put = |m: *mut ffi::module| {
-            if !m.is_null() {
-                // SAFETY: the reference was taken above.
-                unsafe { ffi::module_put(m) };
-            }
+        // Every error return below drops the reference again.
+        let module = if core_text {
+            None
+        } else {
+            Some(ModuleRef::of_text_address(&self.rt, addr).ok_or(EINVAL)?)
         };
-        if !module.is_null() {
-            // SAFETY: the module is pinned by the reference taken above; its
-            // memory layout and state are read, never its text.
-            let (in_init, coming, in_noinstr) = unsafe {
-                let m = &*module;
-                let init = &m.mem[ffi::mod_mem_type_MOD_INIT_TEXT as usize];
-                let in_init = (init.base as usize
-                    ..(init.base as usize).saturating_add(init.size as usize))
-                    .contains(&addr);
-                let ni = m.noinstr_text_start as usize;
-                let in_noinstr =
-                    (ni..ni.saturating_add(m.noinstr_text_size as usize)).contains(&addr);
-                (
-                    in_init,
-                    m.state == ffi::module_state_MODULE_STATE_COMING,
-                    in_noinstr,
-                )
-            };
+        if let Some(m) = &module {
             // Init text is freed once the module is live, and the LIVE
             // notification that kills its probes may already have run: as
             // the kernel, only a coming module's init text may be probed.
-            if in_init && !coming {
-                put(module);
+            if m.init_text().contains(&addr) && !m.is_coming() {
                 return Err(ENOENT);
             }
             // The module's own noinstr text, which the kernel blacklists when
             // the module loads (and not at all without CONFIG_KPROBES).
-            if in_noinstr {
-                put(module);
+            if m.noinstr_text().contains(&addr) {
                 return Err(EINVAL);
             }
         }
@@ -659,12 +626,10 @@ impl Core {
                 || self.rt.static_call_text_reserved(p, p) != 0
         };
         if reserved || addr >= func.saturating_add(size) || self.blacklist.contains(addr) {
-            put(module);
             return Err(EINVAL);
         }
         // Checked again, under `text_mutex`, each time the probe is armed.
         if self.native_kprobe_before(func, addr) {
-            put(module);
             return Err(EBUSY);
         }
         Ok(module)
@@ -679,15 +644,13 @@ impl Core {
     fn native_kprobe_before(&self, func: usize, addr: usize) -> bool {
         self.rt.has_get_kprobe()
             && (func..=addr).any(|a| {
+                // Preemption off is an RCU read-side critical section.
+                let _rcu = PreemptGuard::new();
                 // SAFETY: `get_kprobe` searches the kernel's RCU-protected
-                // probe table; preemption off is a read-side critical
-                // section. The result is only compared with null.
-                unsafe {
-                    ffi::rkp_preempt_disable();
-                    let k = self.rt.get_kprobe(a as *mut core::ffi::c_void);
-                    ffi::rkp_preempt_enable();
-                    k.is_some_and(|k| !k.is_null())
-                }
+                // probe table, in the critical section above. The result is
+                // only compared with null.
+                unsafe { self.rt.get_kprobe(a as *mut core::ffi::c_void) }
+                    .is_some_and(|k| !k.is_null())
             })
     }
 
@@ -696,8 +659,7 @@ impl Core {
     pub(crate) fn register_many(&self, kps: &[*mut RkpKprobe]) -> Result {
         // As the kernel's kprobe_events under `LOCKDOWN_KPROBES`, for every
         // way in: the control file, the C ABI and the Rust API.
-        // SAFETY: no preconditions.
-        kernel::error::to_result(unsafe { ffi::rkp_locked_down_kprobes() })?;
+        security::locked_down_kprobes()?;
         // The kernel's own optimizer restores the text of a removed optprobe
         // asynchronously: until it has, the bytes rkprobes would copy are the
         // kernel's jump into a detour buffer that is about to be freed.
@@ -759,10 +721,7 @@ impl Core {
         // The reference kept the module from going while its text was read.
         // From now on the module notifier handles its unloading, which waits
         // for the registration mutex that the caller holds.
-        if !target.module.is_null() {
-            // SAFETY: taken by `target`.
-            unsafe { ffi::module_put(target.module) };
-        }
+        drop(target.module);
         let (point, client) = made?;
         // Only DISABLED is the caller's to set.
         // SAFETY: the caller's contract; these fields are ours to write now,
@@ -796,7 +755,10 @@ impl Core {
                 clients: AtomicPtr::new(core::ptr::null_mut()),
                 armed: AtomicBool::new(false),
                 was_boosted: AtomicBool::new(false),
-                module: t.module,
+                module: t
+                    .module
+                    .as_ref()
+                    .map_or(core::ptr::null_mut(), |m| m.as_ptr()),
                 batch: Cell::new(core::ptr::null()),
                 in_batch: Cell::new(false),
             },
@@ -977,21 +939,19 @@ impl Core {
             if let Some(i) = reg.points.iter().position(|&q| q == ptr) {
                 // SAFETY: the registration mutex is held; the point is live.
                 unsafe { self.table.remove(p.addr) };
-                crate::vec::swap_remove(&mut reg.points, i);
+                vec::swap_remove(&mut reg.points, i);
             } else if let Some(i) = reg.gone.iter().position(|&q| q == ptr) {
                 // Unpublished when its code went.
-                crate::vec::swap_remove(&mut reg.gone, i);
+                vec::swap_remove(&mut reg.gone, i);
             }
         }
         // No CPU can be in a handler, or in a slot with interrupts off, of
         // what was unlinked or unpublished above after this.
-        // SAFETY: process context.
-        unsafe { ffi::synchronize_rcu() };
+        synchronize_rcu();
         // A boosted copy runs with interrupts on: a task may have been
         // preempted in its slot, and leaves it only when it runs again.
         if boosted {
-            // SAFETY: process context.
-            unsafe { self.rt.synchronize_rcu_tasks() };
+            synchronize_rcu_tasks(&self.rt);
         }
         // SAFETY: the registration mutex is held and a grace period passed.
         unsafe { self.table.reclaim() };
@@ -1017,14 +977,11 @@ impl Core {
     /// and their probes marked [GONE], as the kernel's `kill_kprobe()` does;
     /// they stay registered until their clients unregister them. Process
     /// context, may sleep.
-    fn kill_module_points(&self, module: *mut ffi::module, going: bool) {
-        // SAFETY: the notifier's module, live during the notification; the
-        // init text's bounds are read, never dereferenced.
-        let (init_start, init_size) = unsafe {
-            let m = &(*module).mem[ffi::mod_mem_type_MOD_INIT_TEXT as usize];
-            (m.base as usize, m.size as usize)
-        };
-        let in_init = |a: usize| a >= init_start && a - init_start < init_size;
+    fn kill_module_points(&self, module: &Module, going: bool) {
+        // The init text's bounds are only compared.
+        let init = module.init_text();
+        let in_init = |a: usize| init.contains(&a);
+        let module = module.as_ptr();
         let mut reg = self.reg.lock();
         // Nothing here allocates: `gone` has room for every point
         // (`new_point` reserves it), and points are handled one at a time.
@@ -1050,7 +1007,7 @@ impl Core {
             }
             // SAFETY: the registration mutex is held; the point is live.
             unsafe { self.table.remove(p.addr) };
-            crate::vec::swap_remove(&mut reg.points, i);
+            vec::swap_remove(&mut reg.points, i);
             // Cannot fail: `new_point` reserved room for every point.
             let _ = reg.gone.push(point, GFP_KERNEL);
             killed += 1;
@@ -1059,8 +1016,7 @@ impl Core {
             return;
         }
         // No CPU is in a handler of, or stepping, the points after this.
-        // SAFETY: process context.
-        unsafe { ffi::synchronize_rcu() };
+        synchronize_rcu();
         // SAFETY: the registration mutex is held and a grace period passed.
         unsafe { self.table.reclaim() };
         pr_info!("{} probes of unloaded code marked gone\n", killed);
@@ -1157,10 +1113,8 @@ impl Core {
 impl PinnedDrop for Core {
     fn drop(self: Pin<&mut Self>) {
         CORE.store(core::ptr::null_mut(), Ordering::Release);
-        if self.module_nb_registered.swap(false, Ordering::AcqRel) {
-            // SAFETY: registered in `new`; returns when no notification runs.
-            unsafe { ffi::unregister_module_notifier(self.module_nb.0.get()) };
-        }
+        // Returns when no notification runs.
+        self.module_nb.unregister();
         // Client modules depend on rkprobes, so none is loaded now; probes of
         // the events interface are gone with it. Whatever is left is removed
         // so that the original bytes are back before the module's text goes.
@@ -1184,7 +1138,8 @@ impl PinnedDrop for Core {
         // Zombie kretprobe pools hold rkprobes loaded, so none is left with
         // frames out unless a probe of rkprobes' own was just removed.
         self.kretprobes.drain(&self.rt);
-        self.arch.stop();
+        // Every probe is disarmed: returns when no CPU runs the handler.
+        self.die_nb.unregister();
     }
 }
 
@@ -1203,16 +1158,8 @@ impl Show for EnabledFile {
 
 impl Store for EnabledFile {
     fn store(core: &Core, input: &[u8]) -> Result {
-        let mut s = [0u8; 8];
-        let n = input.len().min(s.len() - 1);
-        s.get_mut(..n)
-            .ok_or(EINVAL)?
-            .copy_from_slice(input.get(..n).ok_or(EINVAL)?);
-        let mut on = false;
-        // SAFETY: `s` is NUL-terminated; `kstrtobool` parses it as the
-        // kernel's own file does (y/n/1/0/on/off).
-        kernel::error::to_result(unsafe { ffi::kstrtobool(s.as_ptr().cast(), &mut on) })?;
-        core.set_all_armed(on)
+        // As the kernel's own file does (y/n/1/0/on/off).
+        core.set_all_armed(kstrtobool(input)?)
     }
 }
 

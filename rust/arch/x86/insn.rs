@@ -18,14 +18,18 @@
 //! would find no fixup and oops).
 
 use crate::{
-    errno::{eilseq, eopnotsupp},
-    kprobe::Core,
+    kernel_ext::{
+        errno::{eilseq, eopnotsupp},
+        text::{self, TextGuard},
+    },
+    kprobe::{
+        slots::{Slot, SlotCache, SLOT_SIZE},
+        Core,
+    },
     pure::insn::{
         adjust_probe_offset, copy_insn, ControlFlow, IfModifier, IndirectOperand, Insn, LoopKind,
         MAX_INSN_SIZE,
     },
-    slots::{Slot, SlotCache, SLOT_SIZE},
-    text::TextGuard,
 };
 use kernel::prelude::*;
 
@@ -114,7 +118,7 @@ impl ArchInsn {
 /// landing on an int3 instead of ENDBR would fault under IBT).
 pub(crate) fn adjust_addr(func: usize, offset: usize) -> Result<usize> {
     let mut b = [0u8; 4];
-    crate::text::read(func, &mut b)?;
+    text::read(func, &mut b)?;
     let (offset, _on_entry) = adjust_probe_offset(&b, offset as u64);
     func.checked_add(offset as usize).ok_or(EINVAL)
 }
@@ -195,13 +199,8 @@ pub(crate) fn prepare(core: &Core, addr: usize, func: usize, ftrace: bool) -> Re
         classify(&insn, addr as u64)?
     };
     let rt = core.runtime();
-    {
-        let _guard = TextGuard::lock(rt);
-        let p = addr as *mut core::ffi::c_void;
-        // SAFETY: `text_mutex` is held, as `alternatives_text_reserved` needs.
-        if unsafe { rt.alternatives_text_reserved(p, p) } != 0 {
-            return Err(EINVAL);
-        }
+    if TextGuard::lock(rt).alternatives_reserved(addr) {
+        return Err(EINVAL);
     }
     // SAFETY: `search_exception_tables` only reads the sorted tables.
     if !unsafe { rt.search_exception_tables(addr as _) }.is_null() {

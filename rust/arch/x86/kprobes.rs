@@ -35,7 +35,12 @@ use super::{
     regs,
 };
 use crate::{
-    ffi::{self, die_val, DieArgs, NOTIFY_DONE, NOTIFY_STOP},
+    ffi,
+    kernel_ext::{
+        cpu,
+        notifier::{Die, DieEvent, Notify},
+        sync::IrqGuard,
+    },
     kprobe::{Core, Point},
     pure::{
         emulate::{self, FLAG_IF},
@@ -44,16 +49,12 @@ use crate::{
 };
 use core::{
     cell::Cell,
-    sync::atomic::{compiler_fence, AtomicBool, Ordering},
+    sync::atomic::{compiler_fence, Ordering},
 };
-use kernel::{
-    ffi::{c_int, c_ulong, c_void},
-    prelude::*,
-    types::Opaque,
-};
+use kernel::{ffi::c_int, prelude::*};
 
 /// Priority of rkprobes' die notifier: ahead of debuggers.
-const NOTIFIER_PRIORITY: c_int = 0x7fff_fff0;
+pub(crate) const DIE_NOTIFIER_PRIORITY: c_int = 0x7fff_fff0;
 
 /// Saved probe states per CPU: one active probe, plus reentries.
 const MAX_DEPTH: usize = 4;
@@ -189,24 +190,19 @@ impl Ctl {
 
 /// The NMI nesting of the current context. Any context.
 fn nmi_level() -> u32 {
-    // SAFETY: reads this CPU's preempt count; no preconditions.
-    unsafe { ffi::rkp_in_nmi() }
+    cpu::in_nmi()
 }
 
-/// The architecture's part of the probe core.
-#[pin_data(PinnedDrop)]
+/// The architecture's part of the probe core: the per-CPU control blocks.
+#[pin_data]
 pub(crate) struct ArchState {
     ctl: KVec<PerCpuCtl>,
-    #[pin]
-    nb: Opaque<ffi::notifier_block>,
-    registered: AtomicBool,
 }
 
 impl ArchState {
     /// Allocates per-CPU state. Process context.
     pub(crate) fn new() -> impl PinInit<Self, Error> {
-        // SAFETY: `nr_cpu_ids` is set at boot and never changes afterwards.
-        let ncpus = unsafe { ffi::nr_cpu_ids } as usize;
+        let ncpus = cpu::nr_cpu_ids();
         let ctl = (|| -> Result<KVec<PerCpuCtl>> {
             let mut v = KVec::with_capacity(ncpus, GFP_KERNEL)?;
             for _ in 0..ncpus {
@@ -220,64 +216,15 @@ impl ArchState {
             }
             Ok(v)
         })();
-        try_pin_init!(Self {
-            ctl: ctl?,
-            nb <- Opaque::ffi_init(|nb: *mut ffi::notifier_block| {
-                // SAFETY: `nb` is valid for writes during initialisation.
-                unsafe {
-                    nb.write(ffi::notifier_block {
-                        notifier_call: Some(die_notify),
-                        next: core::ptr::null_mut(),
-                        priority: NOTIFIER_PRIORITY,
-                    })
-                };
-            }),
-            registered: AtomicBool::new(false),
-        }? Error)
-    }
-
-    /// Hooks the die chain. Called once the core is at its final address.
-    pub(crate) fn start(&self) -> Result {
-        // SAFETY: `nb` is pinned inside the core, which unregisters it in
-        // `stop` before it is freed.
-        let ret = unsafe { ffi::register_die_notifier(self.nb.get()) };
-        if ret != 0 {
-            return Err(Error::from_errno(ret));
-        }
-        self.registered.store(true, Ordering::Release);
-        Ok(())
-    }
-
-    /// Unhooks the die chain; returns when no CPU runs the notifier. Called
-    /// after every probe has been disarmed. Process context.
-    pub(crate) fn stop(&self) {
-        if self.registered.swap(false, Ordering::AcqRel) {
-            // SAFETY: registered by `start`; unregistering waits for a grace
-            // period, after which no CPU is inside `die_notify`.
-            unsafe { ffi::unregister_die_notifier(self.nb.get()) };
-        }
+        try_pin_init!(Self { ctl: ctl? }? Error)
     }
 
     /// This CPU's control block. Interrupts (or preemption) must be off so
     /// that the CPU cannot change while the block is used; any nesting on
     /// the CPU (NMI, exceptions) uses it through the same shared reference.
     pub(super) fn this_cpu(&self) -> Option<&Ctl> {
-        // SAFETY: no preconditions; the caller keeps the CPU (see above).
-        let cpu = unsafe { ffi::rkp_smp_processor_id() } as usize;
-        self.ctl.get(cpu).map(|c| &c.0)
-    }
-}
-
-// SAFETY: the notifier block is only written before registration; the die
-// chain, not Rust code, uses it afterwards.
-unsafe impl Sync for ArchState {}
-// SAFETY: as for `Sync`; the state is not tied to a thread.
-unsafe impl Send for ArchState {}
-
-#[pinned_drop]
-impl PinnedDrop for ArchState {
-    fn drop(self: Pin<&mut Self>) {
-        self.stop();
+        // The caller keeps the CPU (see above).
+        self.ctl.get(cpu::raw_smp_processor_id()).map(|c| &c.0)
     }
 }
 
@@ -288,8 +235,7 @@ impl PinnedDrop for ArchState {
 /// return came from inside a probe handler), it must not run handlers.
 /// Any context.
 pub(crate) fn run_busy(core: &Core, f: impl FnOnce(bool)) {
-    // SAFETY: no preconditions; restored below.
-    let flags = unsafe { ffi::rkp_local_irq_save() };
+    let irqs = IrqGuard::new();
     let ctl = core.arch.this_cpu();
     let free = ctl.is_some_and(|c| c.depth() == 0 && c.push(core::ptr::null(), Status::Busy, 0));
     f(free);
@@ -299,55 +245,28 @@ pub(crate) fn run_busy(core: &Core, f: impl FnOnce(bool)) {
             c.pop();
         }
     }
-    // SAFETY: the flags saved above.
-    unsafe { ffi::rkp_local_irq_restore(flags) };
+    drop(irqs);
 }
 
-/// The die notifier: int3 and faults. Exception context.
-///
-/// # Safety
-///
-/// Called by the die chain with the `notifier_block` of an `ArchState` and,
-/// for the events handled, a `struct die_args`.
-unsafe extern "C" fn die_notify(
-    nb: *mut ffi::notifier_block,
-    val: c_ulong,
-    data: *mut c_void,
-) -> c_int {
-    let event = val as u64;
-    if !matches!(
-        event,
-        die_val::DIE_INT3 | die_val::DIE_GPF | die_val::DIE_TRAP
-    ) {
-        return NOTIFY_DONE;
-    }
-    // SAFETY: `nb` is the `nb` field of a live `ArchState` (it is unregistered
-    // before the state is freed), which is the `arch` field of a `Core`.
-    let core = unsafe {
-        let state = kernel::container_of!(nb, ArchState, nb);
-        &*kernel::container_of!(state, Core, arch)
-    };
-    // SAFETY: the die chain passes `struct die_args` for these events.
-    let args = unsafe { &*data.cast::<DieArgs>() };
-    if args.regs.is_null() {
-        return NOTIFY_DONE;
-    }
-    // SAFETY: the exception's saved registers, ours to change until return.
-    let regs = unsafe { &mut *args.regs };
+/// The handler of the die notifier (the kernel's
+/// `kprobe_exceptions_notify()`): int3 and faults. Exception context,
+/// NMI-like: may not sleep, allocate or take locks.
+pub(crate) fn die_notify(core: &Core, event: DieEvent<'_>) -> Notify {
+    let regs = event.regs;
     // SAFETY: every member of the `cs` union holds the selector in its low
     // bits; reading the 16-bit one is always valid.
     if unsafe { regs.__bindgen_anon_1.cs } & 3 != 0 {
         // User mode: never one of ours.
-        return NOTIFY_DONE;
+        return Notify::Done;
     }
-    let handled = match event {
-        die_val::DIE_INT3 => int3(core, regs),
-        _ => fault(core, regs, args.trapnr),
+    let handled = match event.die {
+        Die::Int3 => int3(core, regs),
+        Die::Gpf | Die::Trap => fault(core, regs, event.trapnr),
     };
     if handled {
-        NOTIFY_STOP
+        Notify::Stop
     } else {
-        NOTIFY_DONE
+        Notify::Done
     }
 }
 

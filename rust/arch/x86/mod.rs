@@ -13,7 +13,7 @@ mod rethook;
 
 pub(crate) use ftrace::{ftrace_arm, ftrace_disarm, FTRACE_PROBES};
 pub(crate) use insn::{adjust_addr, arm, disarm, prepare, release, text_unchanged, ArchInsn};
-pub(crate) use kprobes::{run_busy, ArchState};
+pub(crate) use kprobes::{die_notify, run_busy, ArchState, DIE_NOTIFIER_PRIORITY};
 pub(crate) use rethook::{
     rethook_fixup_return, rethook_hijack, rethook_prepare, rethook_stub, RETHOOK_STUB_SIZE,
 };

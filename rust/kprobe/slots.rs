@@ -1,33 +1,33 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Out-of-line instruction slots.
+//! Out-of-line instruction slots (the kernel's `kprobe_insn_cache`).
 //!
 //! A probed instruction is copied into a slot in an executable page, where
 //! it runs followed by an int3 (or by a jump back, when boosted).
-//! Pages come from `execmem_alloc(EXECMEM_KPROBES)`, which places them within
-//! ±2 GiB of kernel and module text so that RIP-relative operands and rel32
-//! jumps can reach back, and are made read-only and executable at once; slot
-//! contents are then written with `text_poke()` like any other text.
+//! Pages are `ExecPages` (within ±2 GiB of kernel and module text, so that
+//! RIP-relative operands and rel32 jumps can reach back), filled with int3;
+//! slot contents are then written with `text_poke()` like any other text.
 //!
 //! A slot is freed only after every CPU has left it: the probe core frees it
 //! after the synchronisation of unregistration, never from a probe hit.
 //!
 //! Lock order: the cache's mutex is taken before `text_mutex`.
 
-use crate::{ffi::runtime::Runtime, text::TextGuard};
-use kernel::{ffi::c_ulong, new_mutex, prelude::*, sync::Mutex};
+use crate::{
+    ffi::runtime::Runtime,
+    kernel_ext::{execmem::ExecPages, text::TextGuard},
+};
+use kernel::{new_mutex, page::PAGE_SIZE, prelude::*, sync::Mutex};
 
 /// Size of a slot: two copies of the longest x86 instruction (15 bytes), one
 /// followed by an int3, one by a rel32 jump back (5 bytes), rounded up to
 /// keep slots 16-byte aligned.
 pub(crate) const SLOT_SIZE: usize = 48;
-const PAGE_SIZE: usize = 4096;
 const SLOTS_PER_PAGE: usize = PAGE_SIZE / SLOT_SIZE;
 
 /// One executable page and which of its slots are in use.
-#[derive(Clone, Copy)]
 struct SlotPage {
-    base: usize,
+    page: ExecPages,
     used: [bool; SLOTS_PER_PAGE],
     nused: usize,
 }
@@ -40,7 +40,9 @@ pub(crate) struct Slot {
 }
 
 /// The slot allocator.
-#[pin_data(PinnedDrop)]
+///
+/// Its pages are freed when it drops.
+#[pin_data]
 pub(crate) struct SlotCache {
     #[pin]
     pages: Mutex<KVec<SlotPage>>,
@@ -67,20 +69,18 @@ impl SlotCache {
         let (page, index) = match found {
             Some(f) => f,
             None => {
-                let base = self.new_page()?;
+                // Filled with int3: a stray jump into an unused slot traps.
                 let page = SlotPage {
-                    base,
+                    page: ExecPages::new(&self.rt, 1, |_, _| Ok(()))?,
                     used: [false; SLOTS_PER_PAGE],
                     nused: 0,
                 };
-                if let Err(e) = pages.push(page, GFP_KERNEL) {
-                    self.free_page(base);
-                    return Err(e.into());
-                }
+                // A failed push drops (frees) the page.
+                pages.push(page, GFP_KERNEL)?;
                 (pages.last_mut().ok_or(ENOMEM)?, 0)
             }
         };
-        let addr = page.base + index * SLOT_SIZE;
+        let addr = page.page.addr() + index * SLOT_SIZE;
         if let Some(u) = page.used.get_mut(index) {
             *u = true;
         }
@@ -114,7 +114,7 @@ impl SlotCache {
         let mut pages = self.pages.lock();
         let Some(pos) = pages
             .iter()
-            .position(|p| p.base <= slot.addr && slot.addr < p.base + PAGE_SIZE)
+            .position(|p| p.page.range().contains(&slot.addr))
         else {
             pr_err!("freeing a slot that is not ours: {:#x}\n", slot.addr);
             return;
@@ -122,7 +122,7 @@ impl SlotCache {
         let Some(page) = pages.get_mut(pos) else {
             return;
         };
-        let index = (slot.addr - page.base) / SLOT_SIZE;
+        let index = (slot.addr - page.page.addr()) / SLOT_SIZE;
         if let Some(used) = page.used.get_mut(index) {
             if *used {
                 *used = false;
@@ -130,47 +130,8 @@ impl SlotCache {
             }
         }
         if page.nused == 0 {
-            let base = page.base;
-            crate::vec::swap_remove(&mut pages, pos);
-            self.free_page(base);
-        }
-    }
-
-    /// Allocates an executable page filled with int3. May sleep.
-    fn new_page(&self) -> Result<usize> {
-        // SAFETY: `execmem_alloc` may be called in process context with any
-        // type and size.
-        let page = unsafe { self.rt.execmem_alloc_kprobes(PAGE_SIZE) };
-        if page.is_null() {
-            return Err(ENOMEM);
-        }
-        // Filled while still writable: a stray jump into an unused slot traps.
-        // SAFETY: `page` is a fresh, writable allocation of `PAGE_SIZE` bytes.
-        unsafe { core::ptr::write_bytes(page.cast::<u8>(), 0xcc, PAGE_SIZE) };
-        // SAFETY: `page` is a page-aligned execmem allocation of one page.
-        let ret = unsafe { self.rt.set_memory_rox(page as c_ulong, 1) };
-        if ret != 0 {
-            // SAFETY: allocated above and never published.
-            unsafe { self.rt.execmem_free(page) };
-            return Err(Error::from_errno(ret));
-        }
-        Ok(page as usize)
-    }
-
-    /// Frees a page that has no slot in use.
-    fn free_page(&self, base: usize) {
-        // SAFETY: `base` came from `execmem_alloc` and no slot of it is in use,
-        // so no CPU can execute in it.
-        unsafe { self.rt.execmem_free(base as *mut _) };
-    }
-}
-
-#[pinned_drop]
-impl PinnedDrop for SlotCache {
-    fn drop(self: Pin<&mut Self>) {
-        let pages = self.pages.lock();
-        for page in pages.iter() {
-            self.free_page(page.base);
+            // Dropping the page frees it.
+            drop(crate::kernel_ext::vec::swap_remove(&mut pages, pos));
         }
     }
 }

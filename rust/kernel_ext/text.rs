@@ -14,49 +14,46 @@
 //! and never the other way round; nothing that holds it sleeps on anything of
 //! rkprobes.
 
-use crate::ffi;
-use crate::ffi::runtime::Runtime;
+use crate::{
+    ffi::runtime::Runtime,
+    kernel_ext::{
+        mutex::{KernelMutex, KernelMutexGuard},
+        nofault,
+    },
+};
 use kernel::prelude::*;
 
 /// Reads `buf.len()` bytes of kernel memory at `addr`, without faulting.
 ///
 /// Fails with `EFAULT` when the memory cannot be read. Any context.
 pub(crate) fn read(addr: usize, buf: &mut [u8]) -> Result {
-    // SAFETY: `buf` is valid for writes of its length; `copy_from_kernel_nofault`
-    // checks the source and returns an error instead of faulting.
-    let ret = unsafe {
-        ffi::copy_from_kernel_nofault(buf.as_mut_ptr().cast(), addr as *const _, buf.len())
-    };
-    if ret == 0 {
-        Ok(())
-    } else {
-        Err(EFAULT)
-    }
+    nofault::read_kernel(addr, buf)
 }
 
-/// `text_mutex`, held.
+/// `text_mutex`, held: text may be patched.
 ///
-/// Like the kernel crate's lock guards it is `!Send` (a mutex is released by
-/// the task that took it) and must be used.
+/// Process context. Like the kernel crate's lock guards it is `!Send` (a
+/// mutex is released by the task that took it) and must be used.
 ///
 /// # Invariants
 ///
-/// The current task holds `rt.text_mutex` until the guard drops.
+/// `_held` holds `rt`'s `text_mutex` until the guard drops.
 #[must_use = "text_mutex is released when the guard is dropped"]
 pub(crate) struct TextGuard<'a> {
     rt: &'a Runtime,
-    _not_send: core::marker::PhantomData<*mut ()>,
+    _held: KernelMutexGuard,
 }
 
 impl<'a> TextGuard<'a> {
     /// Takes `text_mutex`. Process context, may sleep.
     pub(crate) fn lock(rt: &'a Runtime) -> Self {
-        // SAFETY: `text_mutex` is the kernel's (the invariant of `Runtime`).
-        unsafe { ffi::mutex_lock(rt.text_mutex()) };
-        // INVARIANT: locked just above.
+        // SAFETY: `text_mutex` is the kernel's, a static of vmlinux (the
+        // invariant of `Runtime`).
+        let text_mutex = unsafe { KernelMutex::from_raw(rt.text_mutex()) };
+        // INVARIANT: the guard holds the mutex.
         Self {
             rt,
-            _not_send: core::marker::PhantomData,
+            _held: text_mutex.lock(),
         }
     }
 
@@ -85,11 +82,12 @@ impl<'a> TextGuard<'a> {
         // where `text_mutex` is held.
         unsafe { self.rt.text_poke_sync() };
     }
-}
 
-impl Drop for TextGuard<'_> {
-    fn drop(&mut self) {
-        // SAFETY: held since `lock` (type invariant).
-        unsafe { ffi::mutex_unlock(self.rt.text_mutex()) };
+    /// Whether the alternatives patcher owns the byte at `addr`
+    /// (`alternatives_text_reserved()`, which wants `text_mutex`).
+    pub(crate) fn alternatives_reserved(&self, addr: usize) -> bool {
+        let p = addr as *mut core::ffi::c_void;
+        // SAFETY: `text_mutex` is held (type invariant).
+        unsafe { self.rt.alternatives_text_reserved(p, p) != 0 }
     }
 }

@@ -12,7 +12,7 @@
 use crate::ffi;
 use core::{fmt, marker::PhantomData};
 use kernel::{
-    error::from_err_ptr,
+    error::{from_err_ptr, from_result},
     ffi::{c_int, c_void},
     prelude::*,
     str::CStr,
@@ -229,26 +229,24 @@ impl<T: Store> ShowFops<T> {
         count: usize,
         _ppos: *mut ffi::loff_t,
     ) -> isize {
-        let mut kbuf = [0u8; 256];
-        let Some(dst) = kbuf.get_mut(..count).filter(|_| count <= T::MAX_WRITE) else {
-            return EINVAL.to_errno() as isize;
-        };
-        let reader = kernel::uaccess::UserSlice::new(buf as usize, count).reader();
-        let mut reader = reader;
-        if let Err(e) = reader.read_slice(dst) {
-            return e.to_errno() as isize;
-        }
-        // SAFETY: `single_open` made `private_data` the `seq_file`, whose
-        // `private` is the `&T` given to `create_rw_file`.
-        let data = unsafe {
-            &*(*(*file).private_data.cast::<ffi::seq_file>())
-                .private
-                .cast::<T::Data>()
-        };
-        match T::store(data, dst) {
-            Ok(()) => count as isize,
-            Err(e) => e.to_errno() as isize,
-        }
+        from_result(|| {
+            let mut kbuf = [0u8; 256];
+            let dst = kbuf
+                .get_mut(..count)
+                .filter(|_| count <= T::MAX_WRITE)
+                .ok_or(EINVAL)?;
+            let mut reader = kernel::uaccess::UserSlice::new(buf as usize, count).reader();
+            reader.read_slice(dst)?;
+            // SAFETY: `single_open` made `private_data` the `seq_file`, whose
+            // `private` is the `&T` given to `create_rw_file`.
+            let data = unsafe {
+                &*(*(*file).private_data.cast::<ffi::seq_file>())
+                    .private
+                    .cast::<T::Data>()
+            };
+            T::store(data, dst)?;
+            Ok(count as isize)
+        })
     }
 }
 
@@ -270,15 +268,15 @@ impl<T: StoreLarge> ShowFops<T> {
         let (mode, flags) = unsafe { ((*file).f_mode, (*file).f_flags) };
         // `FMODE_WRITE` of include/linux/fs.h (a macro bindgen cannot see).
         const FMODE_WRITE: u32 = 1 << 1;
-        if mode & FMODE_WRITE != 0 && flags & ffi::O_TRUNC != 0 {
-            // SAFETY: `i_private` is the `&T::Data` given at creation.
-            let data = unsafe { &*(*inode).i_private.cast::<T::Data>() };
-            if let Err(e) = T::truncate(data) {
-                return e.to_errno();
+        from_result(|| {
+            if mode & FMODE_WRITE != 0 && flags & ffi::O_TRUNC != 0 {
+                // SAFETY: `i_private` is the `&T::Data` given at creation.
+                let data = unsafe { &*(*inode).i_private.cast::<T::Data>() };
+                T::truncate(data)?;
             }
-        }
-        // SAFETY: the caller's contract.
-        unsafe { Self::open(inode, file) }
+            // SAFETY: the caller's contract.
+            Ok(unsafe { Self::open(inode, file) })
+        })
     }
 
     /// `write`: copies the user's bytes into a buffer of their size and
@@ -293,28 +291,23 @@ impl<T: StoreLarge> ShowFops<T> {
         count: usize,
         _ppos: *mut ffi::loff_t,
     ) -> isize {
-        if count > <T as StoreLarge>::MAX_WRITE {
-            return EINVAL.to_errno() as isize;
-        }
-        // Large writes need not be physically contiguous.
-        let Ok(mut kbuf) = KVVec::from_elem(0u8, count, GFP_KERNEL) else {
-            return ENOMEM.to_errno() as isize;
-        };
-        let mut reader = kernel::uaccess::UserSlice::new(buf as usize, count).reader();
-        if let Err(e) = reader.read_slice(&mut kbuf) {
-            return e.to_errno() as isize;
-        }
-        // SAFETY: `single_open` made `private_data` the `seq_file`, whose
-        // `private` is the `&T::Data` given at creation.
-        let data = unsafe {
-            &*(*(*file).private_data.cast::<ffi::seq_file>())
-                .private
-                .cast::<T::Data>()
-        };
-        match <T as StoreLarge>::store(data, &kbuf) {
-            Ok(n) => n as isize,
-            Err(e) => e.to_errno() as isize,
-        }
+        from_result(|| {
+            if count > <T as StoreLarge>::MAX_WRITE {
+                return Err(EINVAL);
+            }
+            // Large writes need not be physically contiguous.
+            let mut kbuf = KVVec::from_elem(0u8, count, GFP_KERNEL).map_err(|_| ENOMEM)?;
+            let mut reader = kernel::uaccess::UserSlice::new(buf as usize, count).reader();
+            reader.read_slice(&mut kbuf)?;
+            // SAFETY: `single_open` made `private_data` the `seq_file`, whose
+            // `private` is the `&T::Data` given at creation.
+            let data = unsafe {
+                &*(*(*file).private_data.cast::<ffi::seq_file>())
+                    .private
+                    .cast::<T::Data>()
+            };
+            Ok(<T as StoreLarge>::store(data, &kbuf)? as isize)
+        })
     }
 }
 
@@ -341,9 +334,9 @@ impl<T: Show> ShowFops<T> {
         let data = unsafe { &*(*m).private.cast::<T::Data>() };
         // INVARIANT: `m` is live for the duration of this callback.
         let mut out = SeqFile { m };
-        match T::show(data, &mut out) {
-            Ok(()) => 0,
-            Err(e) => e.to_errno(),
-        }
+        from_result(|| {
+            T::show(data, &mut out)?;
+            Ok(0)
+        })
     }
 }

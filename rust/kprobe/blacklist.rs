@@ -21,10 +21,14 @@
 //! Lock order: `kprobe_mutex` (the kernel's) is taken alone, in process context.
 
 use crate::{
-    debugfs::{SeqFile, Show},
     ffi::{
         self,
         kallsyms::{Kallsyms, SymbolBuf},
+    },
+    kernel_ext::{
+        debugfs::{SeqFile, Show},
+        module::this_module_text,
+        mutex::KernelMutex,
     },
 };
 use core::fmt::Write;
@@ -54,7 +58,7 @@ const MAX_NATIVE_ENTRIES: usize = 1 << 20;
 /// changed with `mutex` held and entries are freed only after removal.
 struct NativeList {
     head: *mut ffi::list_head,
-    mutex: *mut ffi::mutex,
+    mutex: KernelMutex,
 }
 
 /// A half-open address range `[start, end)`.
@@ -167,7 +171,8 @@ impl Blacklist {
             // INVARIANT: both were confirmed by `Kallsyms::lookup`.
             (Some(head), Some(mutex)) => Some(NativeList {
                 head: head as *mut _,
-                mutex: mutex as *mut _,
+                // SAFETY: `kprobe_mutex` is a static mutex of vmlinux.
+                mutex: unsafe { KernelMutex::from_raw(mutex as *mut _) },
             }),
             _ => None,
         };
@@ -181,15 +186,10 @@ impl Blacklist {
         } else {
             KVec::new()
         };
-        // SAFETY: `__this_module` is this module's `struct module`, live while
-        // the module is; its text memory does not move.
-        let text = unsafe {
-            (*core::ptr::addr_of!(ffi::__this_module)).mem[ffi::mod_mem_type_MOD_TEXT as usize]
-        };
-        let start = text.base as usize;
+        let text = this_module_text().ok_or(EINVAL)?;
         let own_text = Range {
-            start,
-            end: start.checked_add(text.size as usize).ok_or(EINVAL)?,
+            start: text.start,
+            end: text.end,
         };
         Ok(Self {
             native,
@@ -202,12 +202,10 @@ impl Blacklist {
     /// holds the kernel's `kprobe_mutex` while walking its list.
     pub(crate) fn for_each(&self, mut f: impl FnMut(Range) -> Result) -> Result {
         if let Some(native) = &self.native {
-            // SAFETY: by the invariant of `NativeList`, `mutex` is the kernel's
-            // `kprobe_mutex`; it is taken here in process context, alone.
-            unsafe { ffi::mutex_lock(native.mutex) };
+            // Taken here in process context, alone.
+            let held = native.mutex.lock();
             let ret = native.walk(&mut f);
-            // SAFETY: locked above by this thread.
-            unsafe { ffi::mutex_unlock(native.mutex) };
+            drop(held);
             ret?;
         }
         for &r in self.synth.iter() {

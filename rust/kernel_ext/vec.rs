@@ -5,17 +5,13 @@
 use kernel::prelude::*;
 
 /// Removes element `i` by moving the last element into its place; returns it.
-///
-/// Only for `Copy` elements, so that shortening the vector drops nothing.
-pub(crate) fn swap_remove<T: Copy>(v: &mut KVec<T>, i: usize) -> Option<T> {
+pub(crate) fn swap_remove<T>(v: &mut KVec<T>, i: usize) -> Option<T> {
     let last = v.len().checked_sub(1)?;
-    let slice = v.as_mut_slice();
-    let item = *slice.get(i)?;
-    slice.swap(i, last);
-    // SAFETY: `last < len`, and the element past the new length is a `Copy`
-    // value that needs no drop.
-    unsafe { v.set_len(last) };
-    Some(item)
+    if i > last {
+        return None;
+    }
+    v.as_mut_slice().swap(i, last);
+    take(v, last)
 }
 
 /// Removes every element for which `drop_it` is true, keeping the order of

@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The CPU and context the code runs on.
+
+use crate::ffi;
+
+/// The number of CPU ids (`nr_cpu_ids`): every CPU id is below it. Any
+/// context.
+pub(crate) fn nr_cpu_ids() -> usize {
+    // SAFETY: `nr_cpu_ids` is set at boot, before modules load, and never
+    // changes afterwards.
+    unsafe { ffi::nr_cpu_ids as usize }
+}
+
+/// The number of possible CPUs (`num_possible_cpus()`). Any context.
+pub(crate) fn num_possible_cpus() -> usize {
+    // SAFETY: no preconditions.
+    unsafe { ffi::rkp_num_possible_cpus() as usize }
+}
+
+/// The id of the CPU this runs on (`raw_smp_processor_id()`). Any context;
+/// the answer stays true only while the caller cannot migrate (interrupts
+/// or preemption off).
+#[inline]
+pub(crate) fn raw_smp_processor_id() -> usize {
+    // SAFETY: no preconditions.
+    unsafe { ffi::rkp_smp_processor_id() as usize }
+}
+
+/// The NMI nesting of the current context (`in_nmi()`), as bits of the
+/// preempt count: 0 outside NMI. Any context, NMI included.
+#[inline]
+pub(crate) fn in_nmi() -> u32 {
+    // SAFETY: reads this CPU's preempt count; no preconditions.
+    unsafe { ffi::rkp_in_nmi() }
+}

@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Layer 2: small safe abstractions over `crate::ffi`, in the style of the
+//! kernel crate, kept here until they can move to it (as Nova's
+//! `nova-core` stages its own).
+//!
+//! Each type states its invariants, undoes what it did when dropped, and
+//! says in which context it may be used: process context (may sleep),
+//! atomic context (may not sleep), or exception/NMI-like context (the probe
+//! hit path: may not sleep, allocate, or take a lock the interrupted code
+//! could hold). Where the 6.12 kernel crate already has something
+//! (`Ktime`, `PAGE_SIZE`, `from_result`, `static_assert!`, `Mutex`), rkprobes
+//! uses it instead.
+
+pub(crate) mod cpu;
+pub(crate) mod debugfs;
+pub(crate) mod delay;
+pub(crate) mod errno;
+pub(crate) mod execmem;
+pub(crate) mod module;
+pub(crate) mod mutex;
+pub(crate) mod nofault;
+pub(crate) mod notifier;
+pub(crate) mod security;
+pub(crate) mod str;
+pub(crate) mod sync;
+pub(crate) mod text;
+pub(crate) mod vec;

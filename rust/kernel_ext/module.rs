@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Kernel modules: a module seen during a notification, a reference that
+//! keeps one loaded, and rkprobes' own.
+
+use crate::{
+    ffi::{self, runtime::Runtime},
+    kernel_ext::sync::PreemptGuard,
+};
+use core::ops::{Deref, Range};
+use kernel::{ffi::c_ulong, types::Opaque};
+
+/// A `struct module`, borrowed for as long as something keeps it alive (a
+/// module notification, or a [`ModuleRef`]).
+#[repr(transparent)]
+pub(crate) struct Module(Opaque<ffi::module>);
+
+impl Module {
+    /// The module at `ptr`.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` is a live `struct module` that stays alive for `'a`.
+    pub(crate) unsafe fn from_raw<'a>(ptr: *mut ffi::module) -> &'a Self {
+        // SAFETY: `Module` is a transparent wrapper of `struct module`; the
+        // caller keeps it alive for `'a`.
+        unsafe { &*ptr.cast::<Self>() }
+    }
+
+    /// The C structure, only to be compared or passed to C.
+    pub(crate) fn as_ptr(&self) -> *mut ffi::module {
+        self.0.get()
+    }
+
+    /// The module's name, without its NUL.
+    pub(crate) fn name(&self) -> &[u8] {
+        // SAFETY: a live module (invariant of the borrow); its name is a
+        // fixed array written before the module is visible.
+        let name = unsafe { &(*self.0.get()).name };
+        // SAFETY: `c_char` and `u8` have the same layout.
+        let bytes = unsafe { core::slice::from_raw_parts(name.as_ptr().cast::<u8>(), name.len()) };
+        let len = bytes.iter().position(|&c| c == 0).unwrap_or(bytes.len());
+        bytes.get(..len).unwrap_or(&[])
+    }
+
+    /// The address range of the module's init text (only compared: it may
+    /// be freed already).
+    pub(crate) fn init_text(&self) -> Range<usize> {
+        // SAFETY: a live module; its memory layout is read, not its text.
+        let m = unsafe { &(*self.0.get()).mem[ffi::mod_mem_type_MOD_INIT_TEXT as usize] };
+        let start = m.base as usize;
+        start..start.saturating_add(m.size as usize)
+    }
+
+    /// The address range of the module's own `.noinstr.text`.
+    pub(crate) fn noinstr_text(&self) -> Range<usize> {
+        // SAFETY: as in `init_text`.
+        let (start, size) = unsafe {
+            let m = &*self.0.get();
+            (m.noinstr_text_start as usize, m.noinstr_text_size as usize)
+        };
+        start..start.saturating_add(size)
+    }
+
+    /// Whether the module is still coming (`MODULE_STATE_COMING`: its init
+    /// has not finished).
+    pub(crate) fn is_coming(&self) -> bool {
+        // SAFETY: as in `init_text`.
+        unsafe { (*self.0.get()).state == ffi::module_state_MODULE_STATE_COMING }
+    }
+}
+
+/// A reference on a module (`try_module_get()`), which keeps it from
+/// unloading until dropped (`module_put()`). Process context.
+///
+/// # Invariants
+///
+/// `module` is a live module on which this value holds one reference.
+pub(crate) struct ModuleRef {
+    module: *mut ffi::module,
+}
+
+impl ModuleRef {
+    /// A reference on the module whose text contains `addr`; `None` when no
+    /// module's does, or the module is going. Process context.
+    pub(crate) fn of_text_address(rt: &Runtime, addr: usize) -> Option<Self> {
+        let _preempt = PreemptGuard::new();
+        // SAFETY: `__module_text_address` wants preemption disabled, which
+        // the guard provides; the module found is pinned with a reference
+        // before preemption is enabled again.
+        let module = unsafe { rt.module_text_address(addr as c_ulong) };
+        // SAFETY: a live module (preemption holds off its freeing).
+        if module.is_null() || !unsafe { ffi::try_module_get(module) } {
+            return None;
+        }
+        // INVARIANT: the reference was taken just above.
+        Some(Self { module })
+    }
+}
+
+impl Deref for ModuleRef {
+    type Target = Module;
+
+    fn deref(&self) -> &Module {
+        // SAFETY: the reference keeps the module alive (type invariant).
+        unsafe { Module::from_raw(self.module) }
+    }
+}
+
+impl Drop for ModuleRef {
+    fn drop(&mut self) {
+        // SAFETY: the reference taken in `of_text_address` (type invariant).
+        unsafe { ffi::module_put(self.module) };
+    }
+}
+
+/// The address range of rkprobes' own text; `None` if it wraps around.
+pub(crate) fn this_module_text() -> Option<Range<usize>> {
+    // SAFETY: `__this_module` is this module's `struct module`, live while
+    // the module is; its text memory does not move.
+    let text = unsafe {
+        (*core::ptr::addr_of!(ffi::__this_module)).mem[ffi::mod_mem_type_MOD_TEXT as usize]
+    };
+    let start = text.base as usize;
+    Some(start..start.checked_add(text.size as usize)?)
+}
+
+/// Takes a reference on rkprobes itself (`__module_get(THIS_MODULE)`),
+/// which keeps it loaded until [`put_self`] gives it back. Any context.
+pub(crate) fn get_self() {
+    // SAFETY: rkprobes is running, so it is live; no other precondition.
+    unsafe { ffi::rkp_module_get_self() };
+}
+
+/// Gives back a reference that [`get_self`] took. Any context, NMI
+/// included.
+///
+/// # Safety
+///
+/// The caller owns a reference from [`get_self`] and gives it up.
+pub(crate) unsafe fn put_self() {
+    // SAFETY: the caller's contract.
+    unsafe { ffi::rkp_module_put_self() };
+}

@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Preemption, interrupts and RCU.
+
+use crate::ffi::{self, runtime::Runtime};
+use core::marker::PhantomData;
+use kernel::ffi::c_ulong;
+
+/// Preemption disabled (`preempt_disable()`) until the guard drops; on a
+/// preemptible kernel also an RCU read-side critical section.
+///
+/// Any context; while it lives the code may not sleep.
+///
+/// # Invariants
+///
+/// This guard disabled preemption once on this CPU, and enables it once
+/// when dropped. It is `!Send`: it must drop on the CPU that made it.
+#[must_use = "preemption is enabled again when the guard is dropped"]
+pub(crate) struct PreemptGuard {
+    _not_send: PhantomData<*mut ()>,
+}
+
+impl PreemptGuard {
+    /// Disables preemption.
+    pub(crate) fn new() -> Self {
+        // SAFETY: no preconditions; undone in `drop`.
+        unsafe { ffi::rkp_preempt_disable() };
+        // INVARIANT: disabled just above.
+        Self {
+            _not_send: PhantomData,
+        }
+    }
+}
+
+impl Drop for PreemptGuard {
+    fn drop(&mut self) {
+        // SAFETY: disabled by `new` on this CPU (type invariant).
+        unsafe { ffi::rkp_preempt_enable() };
+    }
+}
+
+/// Local interrupts disabled (`local_irq_save()`) until the guard drops,
+/// which restores the saved state (`local_irq_restore()`).
+///
+/// Any context, NMI included; while it lives the code may not sleep.
+///
+/// # Invariants
+///
+/// `flags` are the flags `local_irq_save()` returned on this CPU when the
+/// guard was made; it is `!Send`.
+#[must_use = "interrupts are restored when the guard is dropped"]
+pub(crate) struct IrqGuard {
+    flags: c_ulong,
+    _not_send: PhantomData<*mut ()>,
+}
+
+impl IrqGuard {
+    /// Disables local interrupts, saving their state.
+    #[inline]
+    pub(crate) fn new() -> Self {
+        // SAFETY: no preconditions; undone in `drop`.
+        let flags = unsafe { ffi::rkp_local_irq_save() };
+        // INVARIANT: saved just above.
+        Self {
+            flags,
+            _not_send: PhantomData,
+        }
+    }
+}
+
+impl Drop for IrqGuard {
+    #[inline]
+    fn drop(&mut self) {
+        // SAFETY: the flags saved by `new` on this CPU (type invariant).
+        unsafe { ffi::rkp_local_irq_restore(self.flags) };
+    }
+}
+
+/// Waits for an RCU grace period (`synchronize_rcu()`): every CPU that was
+/// in a read-side critical section (preemption or interrupts off included)
+/// has left it. Process context, may sleep.
+pub(crate) fn synchronize_rcu() {
+    // SAFETY: no precondition beyond process context, the caller's
+    // (documented) contract.
+    unsafe { ffi::synchronize_rcu() };
+}
+
+/// Waits until every queued RCU callback has run (`rcu_barrier()`).
+/// Process context, may sleep.
+pub(crate) fn rcu_barrier() {
+    // SAFETY: as for `synchronize_rcu`.
+    unsafe { ffi::rcu_barrier() };
+}
+
+/// Waits for a Tasks RCU grace period (`synchronize_rcu_tasks()`): no task
+/// is still preempted where it was when this was called (in a boosted slot,
+/// in the trampoline). Does nothing on a kernel without Tasks RCU (which
+/// is why boosting needs it). Process context, may sleep.
+pub(crate) fn synchronize_rcu_tasks(rt: &Runtime) {
+    // SAFETY: process context, the caller's (documented) contract.
+    unsafe { rt.synchronize_rcu_tasks() };
+}
