@@ -48,7 +48,7 @@ KTESTS = RKP_TESTS=$(TESTS)
 KLLVM = $(if $(filter y,$(shell sed -n 's/^CONFIG_CC_IS_CLANG=//p' $(KDIR)/.config 2>/dev/null)),LLVM=1)
 
 .PHONY: all modules setup kernel demo check host-test clippy fmt fmt-check \
-	guest-test runner-selftest bench insn-long clean kernel-nokprobes kernel-debug \
+	guest-test runner-selftest bench insn-long clean kernel-nokprobes kernel-debug layers \
 	check-all probe-events-long
 
 all: modules
@@ -114,6 +114,10 @@ fmt:
 fmt-check:
 	/usr/bin/rustfmt --check --edition 2021 --config-path $(KSRC)/.rustfmt.toml \
 		$$(git ls-files -co --exclude-standard '*.rs')
+
+# No raw FFI (kernel::bindings, extern blocks) outside rust/ffi/.
+layers:
+	tools/testing/layers
 
 guest-test: modules
 	tools/testing/vm/run --kdir $(KDIR) --tests tools/testing/guest
