@@ -19,6 +19,7 @@
 
 use crate::{
     abi::{RkpKretprobe, RkpKretprobeInstance},
+    arch,
     ffi::{
         self,
         kallsyms::{Kallsyms, SymbolBuf},
@@ -71,6 +72,10 @@ const KRETPROBE_HEADER: usize = 24;
 const ERROR_LOG_MAX: usize = 8;
 /// Largest record rkprobes reserves: dynamic data beyond it is cut.
 const MAX_RECORD: usize = 4000;
+
+/// The register arguments of a function, saved at entry for `$argN` at
+/// return: a kretprobe instance's data.
+type EntryArgs = [u64; arch::NR_REG_ARGUMENTS];
 
 /// One argument, resolved for the hit path.
 #[derive(Clone, Copy)]
@@ -808,7 +813,7 @@ impl Events {
             entry_handler: Some(entry_handler),
             maxactive: def.maxactive as c_int,
             nmissed: 0,
-            data_size: core::mem::size_of::<[u64; 6]>(),
+            data_size: core::mem::size_of::<EntryArgs>(),
             rkp_private: core::ptr::null_mut(),
         };
         if def.is_return {
@@ -1264,7 +1269,7 @@ impl ByteWrite for VecWriter<'_> {
 /// probe.
 struct HitEnv<'a> {
     regs: &'a ffi::pt_regs,
-    entry: Option<&'a [u64; 6]>,
+    entry: Option<&'a EntryArgs>,
     /// `TASK_SIZE` of the task the hit is in.
     task_size: u64,
 }
@@ -1305,17 +1310,7 @@ impl FetchEnv for HitEnv<'_> {
     }
 
     fn argument(&self, n: u32) -> u64 {
-        let r = self.regs;
-        match n {
-            0 => r.di as u64,
-            1 => r.si as u64,
-            2 => r.dx as u64,
-            3 => r.cx as u64,
-            4 => r.r8 as u64,
-            5 => r.r9 as u64,
-            // Beyond six, on the stack above the return address.
-            _ => self.stack_word(u64::from(n) - 5),
-        }
+        arch::regs_get_kernel_argument(self.regs, n, |k| self.stack_word(k))
     }
 
     fn entry_argument(&self, n: u32) -> u64 {
@@ -1426,7 +1421,7 @@ struct FillCtx<'a> {
 /// Records a hit of `probe` into every trace instance that enabled its
 /// event. Probe-hit context: interrupts off, may not sleep, allocate or
 /// take locks.
-fn record(probe: &Probe, regs: *mut ffi::pt_regs, entry: Option<&[u64; 6]>, a0: usize, a1: usize) {
+fn record(probe: &Probe, regs: *mut ffi::pt_regs, entry: Option<&EntryArgs>, a0: usize, a1: usize) {
     // SAFETY: the probe's event owns it and outlives its registration.
     let ev = unsafe { &*probe.event };
     if ev.tev.is_null() || !ev.enabled.load(Ordering::Acquire) {
@@ -1516,18 +1511,13 @@ unsafe extern "C" fn entry_handler(
     let (r, data) = unsafe {
         (
             &*regs,
-            core::ptr::addr_of_mut!((*ri).data).cast::<[u64; 6]>(),
+            core::ptr::addr_of_mut!((*ri).data).cast::<EntryArgs>(),
         )
     };
-    let args = [
-        r.di as u64,
-        r.si as u64,
-        r.dx as u64,
-        r.cx as u64,
-        r.r8 as u64,
-        r.r9 as u64,
-    ];
-    // SAFETY: the instance's data area has room for six words, 8-aligned.
+    // The register arguments (an entry argument beyond them reads as 0).
+    let args: EntryArgs =
+        core::array::from_fn(|i| arch::regs_get_kernel_argument(r, i as u32, |_| 0));
+    // SAFETY: the instance's data area has room for `EntryArgs`, 8-aligned.
     unsafe { data.write(args) };
     0
 }
@@ -1545,7 +1535,7 @@ unsafe extern "C" fn ret_handler(ri: *mut RkpKretprobeInstance, regs: *mut ffi::
         (
             (*ri).rp,
             (*ri).ret_addr,
-            &*core::ptr::addr_of!((*ri).data).cast::<[u64; 6]>(),
+            &*core::ptr::addr_of!((*ri).data).cast::<EntryArgs>(),
         )
     };
     // SAFETY: as above.

@@ -188,7 +188,8 @@ EXPORT_SYMBOL_GPL(rkp_stack_trace_save);
  * Probes at ftrace call sites go through ftrace: one ftrace_ops, filtered
  * to the probed sites. The callback only adapts ftrace's calling convention
  * (registers, recursion protection, interrupts off for rkprobes' per-CPU
- * state) and calls rkp_ftrace_hit() in rust/arch/x86/ftrace.rs.
+ * state) and calls rkp_ftrace_hit() in rust/kprobe/mod.rs, which hands
+ * the hit to rust/arch/x86/ftrace.rs.
  */
 static notrace void rkp_ftrace_func(unsigned long ip, unsigned long parent_ip,
 				    struct ftrace_ops *op,

@@ -51,8 +51,10 @@ void rkp_tev_record(void *ev, struct pt_regs *regs, unsigned long a0,
 /* Implemented in Rust (rust/kprobe/kretprobe.rs). */
 void rkp_kretprobe_gc(void);
 
-/* Implemented in Rust (rust/arch/x86/ftrace.rs). */
+/* Implemented in Rust (rust/kprobe/mod.rs). */
 void rkp_ftrace_hit(unsigned long ip, struct pt_regs *regs);
+
+/* rust/ffi/glue.c, for rust/arch/x86/ftrace.rs. */
 int rkp_ftrace_filter_ip(unsigned long ip, int remove, int reset);
 int rkp_ftrace_register(void);
 void rkp_ftrace_unregister(void);

@@ -369,7 +369,7 @@ pub(crate) struct Core {
     blacklist: Blacklist,
     /// The architecture's hit-path state: per-CPU blocks.
     #[pin]
-    pub(crate) arch: arch::ArchState,
+    arch: arch::ArchState,
     /// Return probes' pools.
     #[pin]
     kretprobes: kretprobe::Kretprobes,
@@ -400,6 +400,22 @@ impl Handler<ModuleChain> for Core {
             ModuleState::Coming => {}
         }
         Notify::Done
+    }
+}
+
+/// Called by the ftrace callback in `ffi/glue.c` for a hit at the ftrace
+/// call site `ip`, with interrupts off and ftrace's recursion protection
+/// held; the architecture handles it (`arch::ftrace_hit`).
+///
+/// # Safety
+///
+/// `regs` are the registers ftrace saved for this call, writable (IPMODIFY).
+#[cfg(CONFIG_DYNAMIC_FTRACE_WITH_REGS)]
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rkp_ftrace_hit(ip: usize, regs: *mut ffi::pt_regs) {
+    if let Ok(core) = Core::get() {
+        // SAFETY: the caller's contract.
+        unsafe { arch::ftrace_hit(core, ip, regs) };
     }
 }
 
@@ -452,6 +468,11 @@ impl Core {
         // SAFETY: `CORE` is set only while the pinned core is alive, and client
         // modules, the only callers, keep rkprobes loaded while they call in.
         Ok(unsafe { &*p })
+    }
+
+    /// The architecture's state, for the architecture's hit path.
+    pub(crate) fn arch(&self) -> &arch::ArchState {
+        &self.arch
     }
 
     /// The symbol lookups.

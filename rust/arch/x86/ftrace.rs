@@ -82,18 +82,16 @@ pub(crate) fn ftrace_arm(_addr: usize, _first: bool) -> Result {
 #[cfg(not(CONFIG_DYNAMIC_FTRACE_WITH_REGS))]
 pub(crate) fn ftrace_disarm(_addr: usize, _last: bool) {}
 
-/// Called by the ftrace callback in `glue.c` for a hit at the call site `ip`,
-/// with interrupts off and ftrace's recursion protection held.
+/// A hit at the ftrace call site `ip` (the kernel's
+/// `kprobe_ftrace_handler()`), handed over by the probe core from the ftrace
+/// callback in `glue.c`: interrupts off, ftrace's recursion protection held;
+/// may not sleep, allocate or take locks.
 ///
 /// # Safety
 ///
 /// `regs` are the registers ftrace saved for this call, writable (IPMODIFY).
 #[cfg(CONFIG_DYNAMIC_FTRACE_WITH_REGS)]
-#[no_mangle]
-pub(crate) unsafe extern "C" fn rkp_ftrace_hit(ip: usize, regs: *mut ffi::pt_regs) {
-    let Ok(core) = Core::get() else {
-        return;
-    };
+pub(crate) unsafe fn ftrace_hit(core: &Core, ip: usize, regs: *mut ffi::pt_regs) {
     let Some(point) = core.lookup(ip) else {
         return;
     };
@@ -102,7 +100,7 @@ pub(crate) unsafe extern "C" fn rkp_ftrace_hit(ip: usize, regs: *mut ffi::pt_reg
         return;
     }
     // Interrupts are off (glue.c): the CPU stays.
-    let Some(ctl) = core.arch.this_cpu() else {
+    let Some(ctl) = core.arch().this_cpu() else {
         return;
     };
     if ctl.depth() > 0 {

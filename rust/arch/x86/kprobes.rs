@@ -236,7 +236,7 @@ impl ArchState {
 /// Any context.
 pub(crate) fn run_busy(core: &Core, f: impl FnOnce(bool)) {
     let irqs = IrqGuard::new();
-    let ctl = core.arch.this_cpu();
+    let ctl = core.arch().this_cpu();
     let free = ctl.is_some_and(|c| c.depth() == 0 && c.push(core::ptr::null(), Status::Busy, 0));
     f(free);
     if free {
@@ -281,7 +281,7 @@ fn step_range(point: &Point) -> Option<(usize, usize)> {
 /// int3 context.
 fn int3(core: &Core, regs: &mut ffi::pt_regs) -> bool {
     let addr = regs.ip.wrapping_sub(1);
-    let Some(ctl) = core.arch.this_cpu() else {
+    let Some(ctl) = core.arch().this_cpu() else {
         return false;
     };
     if let Some(top) = ctl.top() {
@@ -472,7 +472,7 @@ fn emulate(insn: &ArchInsn, addr: usize, regs: &mut ffi::pt_regs) {
 /// instruction really is, as the kernel's `kprobe_fault_handler()` does.
 /// Exception context.
 fn fault(core: &Core, regs: &mut ffi::pt_regs, trapnr: c_int) -> bool {
-    let Some(ctl) = core.arch.this_cpu() else {
+    let Some(ctl) = core.arch().this_cpu() else {
         return false;
     };
     let Some(frame) = ctl.top() else {

@@ -11,9 +11,12 @@ mod kprobes;
 mod regs;
 mod rethook;
 
+#[cfg(CONFIG_DYNAMIC_FTRACE_WITH_REGS)]
+pub(crate) use ftrace::ftrace_hit;
 pub(crate) use ftrace::{ftrace_arm, ftrace_disarm, FTRACE_PROBES};
 pub(crate) use insn::{adjust_addr, arm, disarm, prepare, release, text_unchanged, ArchInsn};
 pub(crate) use kprobes::{die_notify, run_busy, ArchState, DIE_NOTIFIER_PRIORITY};
+pub(crate) use regs::{regs_get_kernel_argument, NR_REG_ARGUMENTS};
 pub(crate) use rethook::{
     rethook_fixup_return, rethook_hijack, rethook_prepare, rethook_stub, RETHOOK_STUB_SIZE,
 };

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Access to `struct pt_regs` by x86 register number.
+//! Access to `struct pt_regs`: by x86 register number, and the kernel's
+//! function arguments.
 
 use crate::ffi::pt_regs;
 
@@ -24,6 +25,33 @@ pub(super) fn gpr(regs: &pt_regs, n: u8) -> u64 {
         13 => regs.r13,
         14 => regs.r14,
         _ => regs.r15,
+    };
+    v as u64
+}
+
+/// How many arguments the kernel's calling convention passes in registers
+/// (`NR_REG_ARGUMENTS`).
+pub(crate) const NR_REG_ARGUMENTS: usize = 6;
+
+/// Argument `n` (0-based) of a function at its entry, as the kernel's
+/// `regs_get_kernel_argument()`: `rdi`, `rsi`, `rdx`, `rcx`, `r8`, `r9`,
+/// then the stack words above the return address, which `stack_nth(k)`
+/// reads (the `k`-th word from the stack pointer, as the kernel's
+/// `regs_get_kernel_stack_nth()`; the caller chooses how to read it). Any
+/// context.
+pub(crate) fn regs_get_kernel_argument(
+    regs: &pt_regs,
+    n: u32,
+    stack_nth: impl FnOnce(u64) -> u64,
+) -> u64 {
+    let v = match n {
+        0 => regs.di,
+        1 => regs.si,
+        2 => regs.dx,
+        3 => regs.cx,
+        4 => regs.r8,
+        5 => regs.r9,
+        _ => return stack_nth(u64::from(n) - (NR_REG_ARGUMENTS as u64 - 1)),
     };
     v as u64
 }
