@@ -18,16 +18,17 @@
 //!    where no abstraction fits yet.
 //! 4. `pure`: the pure logic shared with the host test crate.
 //!
-//! `abi` is the C ABI's structures, shared with client crates.
+//! `abi` (in `ffi/abi.rs`) is the C ABI's structures, shared with client
+//! crates.
 //! The module's lifetime owns the debugfs tree under
 //! `/sys/kernel/debug/rkprobes/`.
 
 use kernel::{c_str, prelude::*};
 
-pub mod abi;
 mod arch;
 mod events;
 mod ffi;
+pub use ffi::abi;
 mod kernel_ext;
 mod kprobe;
 pub mod pure;

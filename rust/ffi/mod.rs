@@ -14,6 +14,7 @@
 //! outside this folder names `kernel::bindings` or declares an `extern`
 //! block (`tools/testing/layers`, a stage of `make check`).
 
+pub mod abi;
 mod exported;
 mod glue;
 pub(crate) mod kallsyms;

@@ -259,12 +259,12 @@ pub(crate) unsafe extern "C" fn rkp_stack_trace_save(
 }
 
 /// The layout of `include/rkprobes.h` as the C compiler sees it, generated
-/// at build time from `rust/abi_layout.c` (see `rust/Kbuild`).
+/// at build time from `rust/ffi/abi_layout.c` (see `rust/Kbuild`).
 mod c_layout {
-    include!("../abi_offsets.rs");
+    include!("../ffi/abi_offsets.rs");
 }
 
-/// The Rust definitions of `rust/abi.rs`, shared with every Rust client,
+/// The Rust definitions of `rust/ffi/abi.rs`, shared with every Rust client,
 /// checked field by field against the C header: the header is the contract,
 /// and a field added, moved or resized on one side only fails the build.
 mod layout_checks {

@@ -27,8 +27,8 @@ use crate::{
         Core,
     },
     pure::insn::{
-        adjust_probe_offset, copy_insn, ControlFlow, IfModifier, IndirectOperand, Insn, LoopKind,
-        MAX_INSN_SIZE,
+        adjust_probe_offset, copy_insn, is_boundary, ControlFlow, IfModifier, IndirectOperand,
+        Insn, LoopKind, MAX_INSN_SIZE,
     },
 };
 use kernel::prelude::*;
@@ -184,12 +184,9 @@ pub(super) fn classify(insn: &Insn, addr: u64) -> Result<Op> {
 /// needs neither. Process context, may sleep.
 pub(crate) fn prepare(core: &Core, addr: usize, func: usize, ftrace: bool) -> Result<ArchInsn> {
     // Is `addr` an instruction boundary? Decode from the function's start.
-    let mut a = func;
-    while a < addr {
-        let insn = insn_at(core, a)?;
-        a = a.checked_add(insn.length()).ok_or_else(eilseq)?;
-    }
-    if a != addr {
+    if !is_boundary(func as u64, addr as u64, |a| {
+        insn_at(core, a as usize).map(|i| i.length())
+    })? {
         return Err(eilseq());
     }
     let insn = insn_at(core, addr)?;

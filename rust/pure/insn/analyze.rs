@@ -155,6 +155,29 @@ fn jump_target(cf: ControlFlow, with_call: bool) -> Option<u64> {
     }
 }
 
+/// Is `addr` the start of an instruction of the code that starts at `start`
+/// (`can_probe()`'s walk)? `length_at(a)` is the length of the instruction
+/// at `a`, which callers read however their code is held (a buffer here,
+/// kernel text with probed bytes restored in the module): `Ok(false)` when
+/// the walk steps over `addr` (or before `start`), the first error of
+/// `length_at` otherwise.
+pub fn is_boundary<E>(
+    start: u64,
+    addr: u64,
+    mut length_at: impl FnMut(u64) -> Result<usize, E>,
+) -> Result<bool, E> {
+    let mut a = start;
+    while a < addr {
+        // An instruction is 1 to 15 bytes long: the walk ends.
+        let len = length_at(a)?.max(1) as u64;
+        let Some(next) = a.checked_add(len) else {
+            return Ok(false);
+        };
+        a = next;
+    }
+    Ok(a == addr)
+}
+
 impl<'a> FuncCode<'a> {
     /// The function whose bytes are `code`, starting at address `start`.
     pub const fn new(code: &'a [u8], start: u64) -> Self {
@@ -192,13 +215,7 @@ impl<'a> FuncCode<'a> {
     /// error when an instruction before it does not decode.
     pub fn is_boundary(&self, addr: u64) -> Result<bool, AnalyzeError> {
         self.offset_of(addr).ok_or(AnalyzeError::OutsideFunction)?;
-        for item in self.insns() {
-            let (a, _) = item?;
-            if a >= addr {
-                return Ok(a == addr);
-            }
-        }
-        Ok(false)
+        is_boundary(self.start, addr, |a| self.insn_at(a).map(|i| i.length()))
     }
 
     /// Decodes the instruction at `addr` (which should be a boundary).

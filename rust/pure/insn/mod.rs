@@ -27,7 +27,9 @@ pub mod inat;
 pub mod relocate;
 mod tables;
 
-pub use analyze::{AnalyzeError, FuncCode, IndirectJumpCheck, InsnIter, OptimizeRefusal};
+pub use analyze::{
+    is_boundary, AnalyzeError, FuncCode, IndirectJumpCheck, InsnIter, OptimizeRefusal,
+};
 pub use classify::{
     adjust_probe_offset, is_endbr, ControlFlow, IfModifier, IndirectOperand, LoopKind, OpcodeMap,
     Refusal, UdKind,

@@ -21,8 +21,8 @@ use ktap::Ktap;
 
 use rkprobes::{
     abi::{RkpKprobe, RkpKretprobe, RkpKretprobeInstance},
-    kretprobe_find_ret_addr, read_kernel, stack_trace, Kretprobe, KretprobeHandler, Regs, RetInfo,
-    Target,
+    kretprobe_find_ret_addr, raw, read_kernel, stack_trace, Kretprobe, KretprobeHandler, Regs,
+    RetInfo, Target,
 };
 
 module! {
@@ -86,10 +86,6 @@ fn addr_of(f: extern "C" fn(u32) -> u32) -> usize {
 
 extern "C" {
     fn stack_trace_save(store: *mut usize, size: u32, skipnr: u32) -> u32;
-    fn rkp_register_kretprobes(rps: *mut *mut RkpKretprobe, num: i32) -> i32;
-    fn rkp_unregister_kretprobes(rps: *mut *mut RkpKretprobe, num: i32);
-    #[link_name = "rkp_register_kretprobe"]
-    fn rkp_register_kretprobe_raw(rp: *mut RkpKretprobe) -> i32;
 }
 
 /// Whether interrupts are off on this CPU.
@@ -268,25 +264,13 @@ fn errno_of(r: Result) -> i32 {
 
 /// A raw kretprobe for the C ABI cases.
 fn raw_kretprobe(addr: usize, sym: *const u8, offset: u32) -> RkpKretprobe {
-    RkpKretprobe {
-        kp: RkpKprobe {
-            addr: addr as *mut _,
-            symbol_name: sym.cast(),
-            offset,
-            pre_handler: None,
-            post_handler: None,
-            fault_handler: None,
-            flags: 0,
-            nmissed: 0,
-            rkp_private: core::ptr::null_mut(),
-        },
-        handler: Some(count_return),
-        entry_handler: None,
-        maxactive: 0,
-        nmissed: 0,
-        data_size: 0,
-        rkp_private: core::ptr::null_mut(),
-    }
+    RkpKretprobe::new(
+        RkpKprobe::new(addr as *mut _, sym.cast(), offset, 0),
+        Some(count_return),
+        None,
+        0,
+        0,
+    )
 }
 
 static RAW_RETURNS: AtomicU32 = AtomicU32::new(0);
@@ -591,13 +575,13 @@ fn run(t: &mut Ktap) -> Result {
     let mut b = raw_kretprobe(addr_of(rkp_kret_target2), core::ptr::null(), 0);
     let mut list = [core::ptr::addr_of_mut!(a), core::ptr::addr_of_mut!(b)];
     // SAFETY: two valid kretprobes that outlive their registration.
-    let r = unsafe { rkp_register_kretprobes(list.as_mut_ptr(), 2) };
+    let r = unsafe { raw::rkp_register_kretprobes(list.as_mut_ptr(), 2) };
     t.check_eq(r, 0, "batch: register 2 kretprobes");
     let _ = call(rkp_kret_target, 1);
     let _ = call(rkp_kret_target2, 1);
     t.check_eq(RAW_RETURNS.load(Ordering::Relaxed), 2, "batch: both fire");
     // SAFETY: registered above.
-    unsafe { rkp_unregister_kretprobes(list.as_mut_ptr(), 2) };
+    unsafe { raw::rkp_unregister_kretprobes(list.as_mut_ptr(), 2) };
     let _ = call(rkp_kret_target, 1);
     t.check_eq(
         RAW_RETURNS.load(Ordering::Relaxed),
@@ -608,7 +592,7 @@ fn run(t: &mut Ktap) -> Result {
     let mut bad = raw_kretprobe(addr_of(rkp_kret_target2) + 1, core::ptr::null(), 0);
     let mut list = [core::ptr::addr_of_mut!(good), core::ptr::addr_of_mut!(bad)];
     // SAFETY: as above.
-    let r = unsafe { rkp_register_kretprobes(list.as_mut_ptr(), 2) };
+    let r = unsafe { raw::rkp_register_kretprobes(list.as_mut_ptr(), 2) };
     t.check_eq(
         r,
         EINVAL.to_errno(),
@@ -629,39 +613,39 @@ fn run(t: &mut Ktap) -> Result {
     let mut r = raw_kretprobe(addr_of(rkp_kret_target), core::ptr::null(), 0);
     r.data_size = 4097;
     // SAFETY: a valid kretprobe; registration must refuse it.
-    let e = unsafe { rkp_register_kretprobe_raw(&mut r) };
+    let e = unsafe { raw::rkp_register_kretprobe(&mut r) };
     t.check_eq(e, E2BIG.to_errno(), "data_size 4097: E2BIG");
     let mut r = raw_kretprobe(addr_of(rkp_kret_target), core::ptr::null(), 0);
     r.maxactive = 4097;
     // SAFETY: as above.
-    let e = unsafe { rkp_register_kretprobe_raw(&mut r) };
+    let e = unsafe { raw::rkp_register_kretprobe(&mut r) };
     t.check_eq(e, E2BIG.to_errno(), "maxactive 4097: E2BIG");
     let mut r = raw_kretprobe(0, c_str!("rkp_kret_target").as_char_ptr().cast(), 1);
     // SAFETY: as above.
-    let e = unsafe { rkp_register_kretprobe_raw(&mut r) };
+    let e = unsafe { raw::rkp_register_kretprobe(&mut r) };
     t.check_eq(e, EINVAL.to_errno(), "offset past the entry: EINVAL");
     let mut r = raw_kretprobe(0, c_str!("rkp_no_such_symbol").as_char_ptr().cast(), 0);
     // SAFETY: as above.
-    let e = unsafe { rkp_register_kretprobe_raw(&mut r) };
+    let e = unsafe { raw::rkp_register_kretprobe(&mut r) };
     t.check_eq(e, ENOENT.to_errno(), "unknown symbol: ENOENT");
     // notify_die: on the int3 path with or without the kernel's kprobes (where
     // do_int3 may be inlined into the noinstr exc_int3).
     let mut r = raw_kretprobe(0, c_str!("notify_die").as_char_ptr().cast(), 0);
     // SAFETY: as above.
-    let e = unsafe { rkp_register_kretprobe_raw(&mut r) };
+    let e = unsafe { raw::rkp_register_kretprobe(&mut r) };
     t.check_eq(e, EINVAL.to_errno(), "blacklisted notify_die: EINVAL");
     let mut r = raw_kretprobe(0, c_str!("vfs_read").as_char_ptr().cast(), 0);
     r.maxactive = 4096;
     // SAFETY: as above; unregistered below.
-    let e = unsafe { rkp_register_kretprobe_raw(&mut r) };
+    let e = unsafe { raw::rkp_register_kretprobe(&mut r) };
     t.check_eq(e, 0, "maxactive 4096 on vfs_read (a kernel function)");
     // SAFETY: as above.
-    let again = unsafe { rkp_register_kretprobe_raw(&mut r) };
+    let again = unsafe { raw::rkp_register_kretprobe(&mut r) };
     t.check_eq(again, EINVAL.to_errno(), "double registration: EINVAL");
     if e == 0 {
         let mut list = [core::ptr::addr_of_mut!(r)];
         // SAFETY: registered above.
-        unsafe { rkp_unregister_kretprobes(list.as_mut_ptr(), 1) };
+        unsafe { raw::rkp_unregister_kretprobes(list.as_mut_ptr(), 1) };
     }
     Ok(())
 }

@@ -345,15 +345,10 @@ fn run(t: &mut Ktap) -> Result {
     );
     // SAFETY: the raw probe of a registered `Kprobe`, registered again
     // through the C ABI, which must refuse it.
-    let again = unsafe { rkp_register_raw(kprobe_raw(&p)) };
+    let again = unsafe { rkprobes::raw::rkp_register_kprobe(kprobe_raw(&p)) };
     t.check_eq(again, EINVAL.to_errno(), "double registration: EINVAL");
     drop(p);
     Ok(())
-}
-
-extern "C" {
-    #[link_name = "rkp_register_kprobe"]
-    fn rkp_register_raw(p: *mut RkpKprobe) -> i32;
 }
 
 /// The raw probe inside a `Kprobe`, for the double-registration check.

@@ -3,8 +3,8 @@
  * The layout of the C ABI as the C compiler sees include/rkprobes.h, for the
  * Rust side to check against at compile time. Never linked: Kbuild compiles
  * it to assembly (as the kernel's asm-offsets.c) and turns the DEFINE()
- * markers into rust/abi_offsets.rs, which rust/kprobe/abi.rs includes and
- * compares, with static_assert!, to the sizes and offsets of rust/abi.rs.
+ * markers into rust/ffi/abi_offsets.rs, which rust/kprobe/abi.rs includes and
+ * compares, with static_assert!, to the sizes and offsets of rust/ffi/abi.rs.
  * The header is the contract; a field added, moved or resized on one side
  * only fails the build.
  */

@@ -86,6 +86,56 @@ pub struct RkpKretprobeInstance {
     pub data: [u64; 0],
 }
 
+impl RkpKprobe {
+    /// A probe at `addr`, or at `symbol_name` (NUL-terminated, or null) plus
+    /// `offset`, with `flags` (`RKP_FLAG_DISABLED` or 0) and no handlers:
+    /// every field of the C struct, rkprobes' own ones zeroed, as a C client
+    /// initializes it with a designated initializer.
+    pub const fn new(
+        addr: *mut c_void,
+        symbol_name: *const c_char,
+        offset: c_uint,
+        flags: c_uint,
+    ) -> Self {
+        RkpKprobe {
+            addr,
+            symbol_name,
+            offset,
+            pre_handler: None,
+            post_handler: None,
+            fault_handler: None,
+            flags,
+            nmissed: 0,
+            rkp_private: core::ptr::null_mut(),
+        }
+    }
+}
+
+impl RkpKretprobe {
+    /// A kretprobe on `kp` (a probe from [`RkpKprobe::new`] without
+    /// handlers: rkprobes installs its own), with the return handler
+    /// `handler`, the entry handler `entry_handler`, `maxactive` instances
+    /// (0 for the default) and `data_size` bytes of data per instance;
+    /// rkprobes' own fields zeroed.
+    pub const fn new(
+        kp: RkpKprobe,
+        handler: Option<KretprobeHandler>,
+        entry_handler: Option<KretprobeHandler>,
+        maxactive: c_int,
+        data_size: usize,
+    ) -> Self {
+        RkpKretprobe {
+            kp,
+            handler,
+            entry_handler,
+            maxactive,
+            nmissed: 0,
+            data_size,
+            rkp_private: core::ptr::null_mut(),
+        }
+    }
+}
+
 /// `RKP_KRETPROBE_MAXACTIVE_MAX`.
 pub const KRETPROBE_MAXACTIVE_MAX: usize = 4096;
 /// `RKP_KRETPROBE_MAX_DATA_SIZE`, the kernel's `KRETPROBE_MAX_DATA_SIZE`.
