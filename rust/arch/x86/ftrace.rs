@@ -6,7 +6,7 @@
 //! with a 5-byte call site that ftrace rewrites at will; an int3 there would
 //! break it. As the kernel's kprobes do (`KPROBES_ON_FTRACE`), rkprobes asks
 //! ftrace to call it at such a site instead: one `ftrace_ops` with
-//! `SAVE_REGS | IPMODIFY`, filtered to the probed sites (`rust/glue.c`). On a
+//! `SAVE_REGS | IPMODIFY`, filtered to the probed sites (`rust/ffi/glue.c`). On a
 //! hit the handlers see `ip` as after an int3 at the site, then, for the
 //! post-handlers, as after the 5-byte NOP; a pre-handler that moves `ip`
 //! (returns non-zero) makes ftrace return there.
