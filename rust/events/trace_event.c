@@ -10,7 +10,7 @@
  * trace instances that enable it. Those structures are C with unions and
  * bitfields, and the ring buffer calls are inline helpers, so this file
  * builds them and adapts the callbacks; what to record and how to print it
- * is Rust's (rust/events/mod.rs).
+ * is Rust's (rust/events/hit.rs, rust/events/output.rs).
  *
  * The event is TRACE_EVENT_FL_DYNAMIC: an open tracefs file of it holds a
  * reference on the call, which rkp_tev_destroy() checks (-EBUSY) before

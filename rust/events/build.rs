@@ -1,0 +1,267 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A parsed probe command made into the structures that serve it: a
+//! [`Probe`] with its fetch programs resolved (symbols looked up, immediate
+//! strings copied), a new [`Event`], and the event's trace event, registered
+//! with the tracing core through `trace_event.c` with the fields and print
+//! format of its arguments.
+//!
+//! Process context, may sleep and allocate; called by the control file's
+//! commands with `Events::inner` held.
+
+use super::{
+    empty_kprobe,
+    env::{cstring, KernelEnv},
+    hit::{entry_handler, kprobe_handler, ret_handler},
+    output::VecWriter,
+    Arg, EntryArgs, Event, Events, Probe, KPROBE_HEADER, KRETPROBE_HEADER,
+};
+use crate::{
+    abi::RkpKretprobe,
+    ffi::{rkp_tev_create, RkpField},
+    kernel_ext::module,
+    pure::probe_events::{
+        fetch::FetchInsn,
+        parse::split_symbol_offset,
+        print::{write_print_fmt, Fmt},
+        ByteWrite, Errno, ParseError, ProbeDef, ProbeLocation, FETCH_INSN_MAX,
+    },
+};
+use core::{
+    fmt::Write as _,
+    sync::atomic::{AtomicBool, AtomicU64},
+};
+use kernel::{
+    ffi::{c_int, c_void},
+    prelude::*,
+};
+
+impl Events {
+    /// Builds a probe from a parsed command: its programs resolved.
+    pub(super) fn new_probe(
+        &self,
+        line: &[u8],
+        def: &ProbeDef<'_>,
+        on_entry: bool,
+    ) -> core::result::Result<Pin<KBox<Probe>>, ParseError> {
+        let nomem = ParseError::silent(Errno::ENOMEM);
+        let mut cmd = KVec::new();
+        cmd.extend_from_slice(line, GFP_KERNEL).map_err(|_| nomem)?;
+        let mut args = KVec::with_capacity(def.nr_args, GFP_KERNEL).map_err(|_| nomem)?;
+        let mut data: KVec<KVec<u8>> = KVec::new();
+        for a in def.args() {
+            let a = a.map_err(|_| ParseError::silent(Errno::EINVAL))?;
+            let mut code = [FetchInsn::End; FETCH_INSN_MAX];
+            let mut pending_symbol: Option<u64> = None;
+            for (slot, insn) in code.iter_mut().zip(a.program.insns()) {
+                let resolved = match *insn {
+                    FetchInsn::Data(text) => {
+                        let mut s =
+                            KVec::with_capacity(text.len() + 1, GFP_KERNEL).map_err(|_| nomem)?;
+                        s.extend_from_slice(text, GFP_KERNEL).map_err(|_| nomem)?;
+                        s.push(0, GFP_KERNEL).map_err(|_| nomem)?;
+                        let addr = s.as_ptr() as u64;
+                        data.push(s, GFP_KERNEL).map_err(|_| nomem)?;
+                        FetchInsn::Data(addr)
+                    }
+                    FetchInsn::Symbol(text) => {
+                        let (sym, off) = split_symbol_offset(text)
+                            .map_err(|_| ParseError::registration(Errno::ENOENT))?;
+                        let env = KernelEnv {
+                            core: self.core(),
+                            ksyms: self.core().ksyms(),
+                        };
+                        let base = env
+                            .lookup(sym)
+                            .map_err(|_| nomem)?
+                            .ok_or(ParseError::registration(Errno::ENOENT))?;
+                        pending_symbol = Some((base as u64).wrapping_add(off as u64));
+                        FetchInsn::Symbol(0)
+                    }
+                    FetchInsn::Imm(v) => FetchInsn::Imm(pending_symbol.take().unwrap_or(v)),
+                    other => other.map(|_| 0),
+                };
+                *slot = resolved;
+            }
+            args.push(
+                Arg {
+                    code,
+                    offset: a.offset,
+                    dynamic: a.ty.base.is_string(),
+                },
+                GFP_KERNEL,
+            )
+            .map_err(|_| nomem)?;
+        }
+        let (mut kp, symbol) = (
+            empty_kprobe(),
+            match def.location {
+                ProbeLocation::Symbol { symbol, .. } => Some(cstring(&[symbol]).ok_or(nomem)?),
+                ProbeLocation::Address(_) => None,
+            },
+        );
+        match def.location {
+            ProbeLocation::Symbol { offset, .. } => kp.offset = offset,
+            ProbeLocation::Address(a) => kp.addr = a as usize as *mut c_void,
+        }
+        if let Some(s) = &symbol {
+            kp.symbol_name = s.as_char_ptr();
+        }
+        let mut rp = RkpKretprobe {
+            kp: empty_kprobe(),
+            handler: Some(ret_handler),
+            entry_handler: Some(entry_handler),
+            maxactive: def.maxactive as c_int,
+            nmissed: 0,
+            data_size: core::mem::size_of::<EntryArgs>(),
+            rkp_private: core::ptr::null_mut(),
+        };
+        if def.is_return {
+            rp.kp = kp;
+            kp = empty_kprobe();
+        } else {
+            kp.pre_handler = Some(kprobe_handler);
+        }
+        let module = match def.location.module() {
+            Some(m) => {
+                let mut v = KVec::new();
+                v.extend_from_slice(m, GFP_KERNEL).map_err(|_| nomem)?;
+                Some(v)
+            }
+            None => None,
+        };
+        KBox::pin(
+            Probe {
+                kp,
+                rp,
+                is_return: def.is_return,
+                cmd,
+                on_entry,
+                symbol,
+                module,
+                args,
+                data,
+                event: core::ptr::null(),
+                nhit: AtomicU64::new(0),
+            },
+            GFP_KERNEL,
+        )
+        .map_err(|_| nomem)
+    }
+
+    /// A new, unregistered event for `def`.
+    pub(super) fn new_event(
+        &self,
+        def: &ProbeDef<'_>,
+        line: &[u8],
+        on_entry: bool,
+    ) -> core::result::Result<Pin<KBox<Event>>, ParseError> {
+        let nomem = ParseError::silent(Errno::ENOMEM);
+        let mut layout_cmd = KVec::new();
+        layout_cmd
+            .extend_from_slice(line, GFP_KERNEL)
+            .map_err(|_| nomem)?;
+        let group = cstring(&[def.group]).ok_or(nomem)?;
+        let name = cstring(&[def.event.as_bytes()]).ok_or(nomem)?;
+        KBox::pin(
+            Event {
+                group,
+                name,
+                is_return: def.is_return,
+                tev: core::ptr::null_mut(),
+                // Room for the first probe, taken before it is registered.
+                probes: KVec::with_capacity(1, GFP_KERNEL).map_err(|_| nomem)?,
+                layout_cmd,
+                layout_on_entry: on_entry,
+                fixed_size: def.size,
+                enabled: AtomicBool::new(false),
+            },
+            GFP_KERNEL,
+        )
+        .map_err(|_| nomem)
+    }
+
+    /// Registers the trace event of a new event (whose first probe is
+    /// registered).
+    pub(super) fn register_event(
+        &self,
+        ev: &mut Pin<KBox<Event>>,
+    ) -> core::result::Result<(), ParseError> {
+        let nomem = ParseError::silent(Errno::ENOMEM);
+        let def = ev.layout().ok_or(nomem)?;
+        let hdr = if def.is_return {
+            KRETPROBE_HEADER
+        } else {
+            KPROBE_HEADER
+        };
+        let mut print_fmt = KVec::new();
+        write_print_fmt(&mut VecWriter(&mut print_fmt), &def).map_err(|_| nomem)?;
+        print_fmt.push(0, GFP_KERNEL).map_err(|_| nomem)?;
+        // Field types and names, NUL-terminated, kept until the C side has
+        // copied them.
+        let mut texts: KVec<KVec<u8>> = KVec::new();
+        let mut fields: KVec<RkpField> = KVec::new();
+        for a in def.args() {
+            let a = a.map_err(|_| nomem)?;
+            let base = a.ty.base;
+            let ty: &str = base.format_type();
+            let mut t = KVec::new();
+            let mut w = VecWriter(&mut t);
+            let _ = w.write_bytes(ty.as_bytes());
+            if a.ty.count > 0 {
+                let _ = core::write!(Fmt(&mut w), "[{}]", a.ty.count);
+            }
+            t.push(0, GFP_KERNEL).map_err(|_| nomem)?;
+            let mut n = KVec::new();
+            n.extend_from_slice(a.name.as_bytes(), GFP_KERNEL)
+                .map_err(|_| nomem)?;
+            n.push(0, GFP_KERNEL).map_err(|_| nomem)?;
+            fields
+                .push(
+                    RkpField {
+                        ty: t.as_ptr().cast(),
+                        name: n.as_ptr().cast(),
+                        offset: (hdr as u32 + a.offset) as c_int,
+                        size: a.ty.record_size() as c_int,
+                        is_signed: c_int::from(base.is_signed()),
+                    },
+                    GFP_KERNEL,
+                )
+                .map_err(|_| nomem)?;
+            texts.push(t, GFP_KERNEL).map_err(|_| nomem)?;
+            texts.push(n, GFP_KERNEL).map_err(|_| nomem)?;
+        }
+        let owner = core::ptr::from_ref::<Event>(ev).cast_mut().cast::<c_void>();
+        // SAFETY: the strings and fields are valid for the call, which copies
+        // them; `owner` is the pinned event, which destroys the trace event
+        // before it is freed.
+        let tev = unsafe {
+            rkp_tev_create(
+                self.event_mutex.as_ptr(),
+                self.ftrace_events,
+                ev.group.as_char_ptr(),
+                ev.name.as_char_ptr(),
+                print_fmt.as_ptr().cast(),
+                c_int::from(def.is_return),
+                fields.as_ptr(),
+                fields.len() as c_int,
+                owner,
+            )
+        };
+        if let Err(e) = kernel::error::from_err_ptr(tev) {
+            let errno = Errno(-e.to_errno());
+            return Err(if errno == Errno::EEXIST {
+                ParseError::event_exists()
+            } else {
+                ParseError::registration(errno)
+            });
+        }
+        // SAFETY: `tev` is not structurally pinned.
+        unsafe { ev.as_mut().get_unchecked_mut() }.tev = tev;
+        // An event's trace event calls into rkprobes (and an open tracefs
+        // file of it keeps it): rkprobes stays loaded while events exist.
+        // Dropped when the event is destroyed.
+        module::get_self();
+        Ok(())
+    }
+}

@@ -1,0 +1,403 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The control file's commands: what a write to `kprobe_events` does (`p`
+//! and `r` add a probe, to a new event or to an existing one; `-:` removes
+//! probes and events; a truncating open removes them all), the error log of
+//! rejected commands, and the registration of the probes that wait for a
+//! module when it comes.
+//!
+//! Process context, may sleep; every entry point here takes
+//! `Events::inner` and holds it to the end.
+
+use super::{
+    env::{cstring, KernelEnv},
+    output::VecWriter,
+    Event, Events, Inner, LoggedError,
+};
+use crate::{
+    abi::RkpKretprobe,
+    ffi::rkp_tev_name_in_use,
+    kernel_ext::{security, vec},
+    kprobe::abi::RkpKprobe,
+    pure::probe_events::{
+        parse_command, write_error_log, Command, DeleteCmd, Errno, FuncEntry, ParseError, ProbeDef,
+        ProbeEnv, ProbeLocation, WriteLines,
+    },
+};
+use kernel::{prelude::*, time::Ktime};
+
+/// Entries the error log keeps, as the kernel's `TRACING_LOG_ERRS_MAX`.
+const ERROR_LOG_MAX: usize = 8;
+
+impl Events {
+    /// Logs a rejected command, keeping the last `ERROR_LOG_MAX`.
+    fn log_error(&self, inner: &mut Inner, line: &[u8], err: &ParseError) {
+        if err.log.is_none() {
+            return;
+        }
+        let mut text = KVec::new();
+        let env = KernelEnv {
+            core: self.core(),
+            ksyms: self.core().ksyms(),
+        };
+        let mut w = VecWriter(&mut text);
+        if write_error_log(&mut w, "trace_kprobe", line, err, &env).is_err() {
+            return;
+        }
+        if inner.errors.len() >= ERROR_LOG_MAX && !inner.errors.is_empty() {
+            let _ = vec::take(&mut inner.errors, 0);
+        }
+        let ts_ns = Ktime::ktime_get().to_ns() as u64;
+        let _ = inner.errors.push(LoggedError { ts_ns, text }, GFP_KERNEL);
+    }
+
+    /// A module comes: registers the probes waiting for it, and registers
+    /// again those of its earlier load ([GONE]), as the kernel's
+    /// `trace_kprobe_module_callback()`. Process context, may sleep.
+    pub(super) fn module_coming(&self, name: &[u8]) {
+        let mut inner = self.inner.lock();
+        for ev in inner.events.iter_mut() {
+            let enabled = {
+                let _em = self.event_mutex.lock();
+                ev.is_enabled()
+            };
+            let ev_name = ev.name.as_char_ptr();
+            // SAFETY: `probes` is not structurally pinned; the list itself
+            // does not change here.
+            let evm = unsafe { ev.as_mut().get_unchecked_mut() };
+            for p in evm.probes.iter_mut() {
+                if p.module.as_deref() != Some(name) {
+                    continue;
+                }
+                let is_return = p.is_return;
+                let kp = p.as_mut().raw_kp();
+                if p.registered() {
+                    // SAFETY: a registered probe.
+                    if unsafe { RkpKprobe::flags(kp) } & crate::abi::flags::GONE == 0 {
+                        continue;
+                    }
+                    self.unregister_raw(is_return, kp);
+                }
+                // SAFETY: the probe's own structure: its address in the
+                // module's old text is forgotten, and it is registered
+                // disabled, as at creation.
+                unsafe {
+                    (*kp).addr = core::ptr::null_mut();
+                    (*kp).flags = crate::abi::flags::DISABLED;
+                }
+                // As the kernel's `__register_trace_kprobe()`, called for
+                // a coming module too.
+                let r = if let Err(e) = kprobes_locked_down() {
+                    Err(e)
+                } else if is_return {
+                    self.core()
+                        .kretprobes()
+                        .register(self.core(), &[kp.cast::<RkpKretprobe>()])
+                } else {
+                    self.core().register_many(&[kp])
+                };
+                match r {
+                    Ok(()) if enabled => {
+                        let _em = self.event_mutex.lock();
+                        let _ = self.core().set_enabled(kp, true);
+                    }
+                    Ok(()) => {}
+                    Err(e) => pr_warn!(
+                        "probe of {} not registered on module load: {}\n",
+                        // SAFETY: the event's name, which lives as long as it.
+                        unsafe { kernel::str::CStr::from_char_ptr(ev_name) }
+                            .to_str()
+                            .unwrap_or("?"),
+                        e.to_errno()
+                    ),
+                }
+            }
+        }
+    }
+
+    /// Runs the commands of one write. Process context, may sleep.
+    pub(super) fn write(&self, input: &[u8]) -> Result<usize> {
+        let mut inner = self.inner.lock();
+        let env = KernelEnv {
+            core: self.core(),
+            ksyms: self.core().ksyms(),
+        };
+        let mut lines = WriteLines::new(input);
+        for line in lines.by_ref() {
+            let line = match line {
+                Ok(l) => l,
+                Err(e) => return Err(Error::from_errno(-e.errno.0)),
+            };
+            let r = match parse_command(line, &env) {
+                Ok(Command::Empty) => Ok(()),
+                Ok(Command::Probe(def)) => self.create(&mut inner, &env, line, &def),
+                Ok(Command::Delete(d)) => self.delete(&mut inner, &env, &d),
+                Err(e) => Err(e),
+            };
+            if let Err(e) = r {
+                self.log_error(&mut inner, line, &e);
+                return Err(Error::from_errno(-e.errno.0));
+            }
+        }
+        Ok(lines.consumed())
+    }
+
+    /// Removes every event (a truncating open); `EBUSY`, and nothing
+    /// removed, when one is enabled. An event whose tracefs file is open
+    /// also fails with `EBUSY`, after the events before it went (as with
+    /// the kernel's).
+    pub(super) fn clear(&self) -> Result {
+        let mut inner = self.inner.lock();
+        if inner.events.iter().any(|e| e.is_enabled()) {
+            return Err(EBUSY);
+        }
+        let all = core::mem::replace(&mut inner.events, KVec::new());
+        let (busy, err) = self.destroy_many(all);
+        inner.events = busy;
+        match err {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// A `p`/`r` command: a new event, or a probe appended to one.
+    fn create(
+        &self,
+        inner: &mut Inner,
+        env: &KernelEnv<'_>,
+        line: &[u8],
+        def: &ProbeDef<'_>,
+    ) -> core::result::Result<(), ParseError> {
+        let nomem = ParseError::silent(Errno::ENOMEM);
+        let existing = inner.events.iter().position(|e| {
+            e.group.as_bytes() == def.group && e.name.as_bytes() == def.event.as_bytes()
+        });
+        if let Some(i) = existing {
+            let ev = inner.events.get(i).ok_or(nomem)?;
+            if ev.is_return != def.is_return {
+                return Err(ParseError::diff_probe_type());
+            }
+            if let Some(first) = ev.probes.first().and_then(|p| p.def()) {
+                if let Some(n) = first.compare_arg_types(def) {
+                    return Err(ParseError::diff_arg_type(n));
+                }
+                if ev
+                    .probes
+                    .iter()
+                    .any(|p| p.def().is_some_and(|d| d.same_probe(def)))
+                {
+                    return Err(ParseError::same_probe());
+                }
+            }
+        }
+        // Where the kernel's `__register_trace_kprobe()` asks: after the
+        // checks against an existing event (and, for a new one, after its
+        // name was found free), before anything is resolved or registered,
+        // and also for a probe whose module is not loaded yet.
+        if let Err(e) = kprobes_locked_down() {
+            if existing.is_none() && self.name_in_use(def)? {
+                return Err(ParseError::event_exists());
+            }
+            return Err(ParseError::registration(Errno(-e.to_errno())));
+        }
+        let on_entry = match def.location {
+            ProbeLocation::Symbol { symbol, offset } => {
+                env.func_entry(symbol, u64::from(offset)) == FuncEntry::Entry
+            }
+            ProbeLocation::Address(_) => false,
+        };
+        // Room first: nothing registered may be lost to a failed push.
+        inner.events.reserve(1, GFP_KERNEL).map_err(|_| nomem)?;
+        if let Some(i) = existing {
+            let ev = inner.events.get_mut(i).ok_or(nomem)?;
+            // The tracing core reads `probes` under `event_mutex`.
+            let _em = self.event_mutex.lock();
+            // SAFETY: `probes` is not structurally pinned.
+            unsafe { ev.as_mut().get_unchecked_mut() }
+                .probes
+                .reserve(1, GFP_KERNEL)
+                .map_err(|_| nomem)?;
+        }
+        let mut probe = self.new_probe(line, def, on_entry)?;
+        // The event a new probe joins, or a new one.
+        let (ev_ptr, new_event) = match existing {
+            Some(i) => {
+                let ev = inner.events.get(i).ok_or(nomem)?;
+                (core::ptr::from_ref::<Event>(ev), None)
+            }
+            None => {
+                let ev = self.new_event(def, line, on_entry)?;
+                (core::ptr::from_ref::<Event>(&ev), Some(ev))
+            }
+        };
+        // SAFETY: the probe is pinned in its box; only this field changes.
+        unsafe { probe.as_mut().get_unchecked_mut() }.event = ev_ptr;
+        // Registered disabled; enabling the event arms it.
+        let kp = probe.as_mut().raw_kp();
+        let waiting = match def.location.module() {
+            Some(m) => !env
+                .module_loaded(m)
+                .map_err(|_| ParseError::silent(Errno::ENOMEM))?,
+            None => false,
+        };
+        let reg = if waiting {
+            // Registered when the module comes (`module_coming`).
+            Ok(())
+        } else if def.is_return {
+            // `kp` is the first field of the probe's kretprobe.
+            self.core()
+                .kretprobes()
+                .register(self.core(), &[kp.cast::<RkpKretprobe>()])
+        } else {
+            self.core().register_many(&[kp])
+        };
+        if let Err(e) = reg {
+            return Err(ParseError::registration(Errno(-e.to_errno())));
+        }
+        match new_event {
+            Some(mut ev) => {
+                // Not yet known to the tracing core: nothing else reads it.
+                // SAFETY: `probes` is not structurally pinned.
+                let evm = unsafe { ev.as_mut().get_unchecked_mut() };
+                // Cannot fail: `new_event` made room.
+                let _ = evm.probes.push(probe, GFP_KERNEL);
+                if let Err(e) = self.register_event(&mut ev) {
+                    self.unregister_probes(&mut ev);
+                    return Err(e);
+                }
+                // Cannot fail: reserved above.
+                let _ = inner.events.push(ev, GFP_KERNEL);
+            }
+            None => {
+                let i = existing.ok_or(nomem)?;
+                let ev = inner.events.get_mut(i).ok_or(nomem)?;
+                // Joining and the enabled state are decided together, under
+                // the mutex the tracing core enables and disables under.
+                let _em = self.event_mutex.lock();
+                if ev.is_enabled() && !waiting {
+                    let _ = self.core().set_enabled(kp, true);
+                }
+                // SAFETY: `probes` is not structurally pinned.
+                let evm = unsafe { ev.as_mut().get_unchecked_mut() };
+                // Cannot fail: reserved above.
+                let _ = evm.probes.push(probe, GFP_KERNEL);
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether the event name of `def` is taken (by an event of the kernel's
+    /// or of rkprobes'). Process context.
+    fn name_in_use(&self, def: &ProbeDef<'_>) -> core::result::Result<bool, ParseError> {
+        let nomem = ParseError::silent(Errno::ENOMEM);
+        let group = cstring(&[def.group]).ok_or(nomem)?;
+        let name = cstring(&[def.event.as_bytes()]).ok_or(nomem)?;
+        // SAFETY: `event_mutex` and `ftrace_events` are the kernel's (found
+        // at load); the names are NUL-terminated and outlive the call.
+        Ok(unsafe {
+            rkp_tev_name_in_use(
+                self.event_mutex.as_ptr(),
+                self.ftrace_events,
+                group.as_char_ptr(),
+                name.as_char_ptr(),
+            )
+        } != 0)
+    }
+
+    /// A `-:` command.
+    fn delete(
+        &self,
+        inner: &mut Inner,
+        env: &KernelEnv<'_>,
+        d: &DeleteCmd<'_>,
+    ) -> core::result::Result<(), ParseError> {
+        let matching = |e: &Pin<KBox<Event>>| {
+            d.group.map_or(true, |g| g == e.group.as_bytes())
+                && e.probes
+                    .iter()
+                    .any(|p| p.def().is_some_and(|def| d.matches(&def, env)))
+        };
+        if !inner.events.iter().any(matching) {
+            return Err(ParseError::silent(Errno(2)));
+        }
+        if inner
+            .events
+            .iter()
+            .filter(|e| matching(e))
+            .any(|e| e.is_enabled())
+        {
+            return Err(ParseError::silent(Errno(16)));
+        }
+        let mut gone: KVec<Pin<KBox<Event>>> = KVec::with_capacity(inner.events.len(), GFP_KERNEL)
+            .map_err(|_| ParseError::silent(Errno::ENOMEM))?;
+        let mut i = 0;
+        while i < inner.events.len() {
+            let Some(ev) = inner.events.get_mut(i) else {
+                break;
+            };
+            if !matching(ev) {
+                i += 1;
+                continue;
+            }
+            let all = ev
+                .probes
+                .iter()
+                .all(|p| p.def().is_some_and(|def| d.matches(&def, env)));
+            if !all {
+                // Some probes of a multiprobe event: those go, the event
+                // stays.
+                // SAFETY: `probes` is not structurally pinned.
+                let evm = unsafe { ev.as_mut().get_unchecked_mut() };
+                let mut j = 0;
+                while j < evm.probes.len() {
+                    let hit = evm
+                        .probes
+                        .get(j)
+                        .and_then(|p| p.def())
+                        .is_some_and(|def| d.matches(&def, env));
+                    if !hit {
+                        j += 1;
+                        continue;
+                    }
+                    let taken = {
+                        // The tracing core reads `probes` under this mutex.
+                        let _em = self.event_mutex.lock();
+                        vec::take(&mut evm.probes, j)
+                    };
+                    if let Some(mut p) = taken {
+                        let is_return = p.is_return;
+                        let kp = p.as_mut().raw_kp();
+                        self.unregister_raw(is_return, kp);
+                    }
+                }
+                i += 1;
+                continue;
+            }
+            let Some(ev) = vec::take(&mut inner.events, i) else {
+                break;
+            };
+            if let Err(e) = gone.push(ev, GFP_KERNEL) {
+                // The event was dropped with the failed push: cannot happen
+                // with the room reserved below.
+                let _ = e;
+                return Err(ParseError::silent(Errno::ENOMEM));
+            }
+        }
+        let (busy, err) = self.destroy_many(gone);
+        for ev in busy {
+            // Back in the list (at its end); nothing else was lost.
+            let _ = inner.events.push(ev, GFP_KERNEL);
+        }
+        match err {
+            Some(e) => Err(ParseError::silent(Errno(-e.to_errno()))),
+            None => Ok(()),
+        }
+    }
+}
+
+/// `security_locked_down(LOCKDOWN_KPROBES)`: `EPERM` while the kernel's
+/// lockdown forbids new kprobes (confidentiality), as the kernel's
+/// kprobe_events asks before registering each probe. Process context.
+fn kprobes_locked_down() -> Result {
+    security::locked_down_kprobes()
+}

@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Events and probes taken down: a probe unregistered from the probe core,
+//! an event's trace event removed from the tracing core (refused with
+//! `EBUSY` while a tracefs file of it is open) and freed after the grace
+//! periods that let hits still inside it finish, and the trace buffers
+//! reset so that a later event given a removed one's id never shows its
+//! records.
+//!
+//! Process context, may sleep (grace periods, the kernel's `event_mutex`);
+//! called with `Events::inner` held, or at unload.
+
+use super::{Event, Events};
+use crate::{
+    abi::RkpKretprobe,
+    ffi::{rkp_tev_free, rkp_tev_remove},
+    kernel_ext::{module, mutex::KernelMutexGuard, sync::synchronize_rcu},
+    kprobe::abi::RkpKprobe,
+};
+use kernel::prelude::*;
+
+impl Events {
+    /// Unregisters one probe structure.
+    pub(super) fn unregister_raw(&self, is_return: bool, kp: *mut RkpKprobe) {
+        if is_return {
+            // `kp` is the first field of the kretprobe.
+            self.core()
+                .kretprobes()
+                .unregister(self.core(), &[kp.cast::<RkpKretprobe>()]);
+        } else {
+            self.core().unregister_many(&[kp]);
+        }
+    }
+
+    /// Unregisters every probe of `ev`, one at a time (for errors and
+    /// allocation failures; `destroy_many` batches).
+    pub(super) fn unregister_probes(&self, ev: &mut Pin<KBox<Event>>) {
+        // SAFETY: `probes` is not structurally pinned.
+        let evm = unsafe { ev.as_mut().get_unchecked_mut() };
+        for p in evm.probes.iter_mut() {
+            let is_return = p.is_return;
+            let kp = p.as_mut().raw_kp();
+            self.unregister_raw(is_return, kp);
+        }
+    }
+
+    /// Removes the trace events and the probes of `evs`, with a few grace
+    /// periods for the whole batch; gives back, with the error, the events
+    /// whose trace event is in use (`EBUSY`). Writer.
+    pub(super) fn destroy_many(
+        &self,
+        evs: KVec<Pin<KBox<Event>>>,
+    ) -> (KVec<Pin<KBox<Event>>>, Option<Error>) {
+        let n = evs.len();
+        let (Ok(mut removed), Ok(mut busy)) = (
+            KVec::<Pin<KBox<Event>>>::with_capacity(n, GFP_KERNEL),
+            KVec::<Pin<KBox<Event>>>::with_capacity(n, GFP_KERNEL),
+        ) else {
+            // Without memory for the batch, one at a time.
+            let mut back = KVec::new();
+            let mut err = None;
+            for ev in evs {
+                if let Err((ev, e)) = self.destroy(ev) {
+                    err = Some(e);
+                    let _ = back.push(ev, GFP_KERNEL);
+                }
+            }
+            return (back, err);
+        };
+        // Hits that saw an instance's link before the events were disabled
+        // may still be committing into its file.
+        synchronize_rcu();
+        let mut err = None;
+        {
+            let em = self.event_mutex.lock();
+            for ev in evs {
+                let r = if ev.tev.is_null() {
+                    0
+                } else {
+                    // SAFETY: a trace event made by `register_event`; the
+                    // mutex is held.
+                    unsafe { rkp_tev_remove(self.event_mutex.as_ptr(), ev.tev) }
+                };
+                // Cannot fail: room for all of them.
+                if r == 0 {
+                    let _ = removed.push(ev, GFP_KERNEL);
+                } else {
+                    err = Some(Error::from_errno(r));
+                    let _ = busy.push(ev, GFP_KERNEL);
+                }
+            }
+            self.reset_buffers(&em);
+        }
+        // A hit may still read the removed events' C side.
+        synchronize_rcu();
+        let mut kps: KVec<*mut RkpKprobe> = KVec::new();
+        let mut rps: KVec<*mut RkpKretprobe> = KVec::new();
+        let mut batched = true;
+        for ev in removed.iter_mut() {
+            if !ev.tev.is_null() {
+                // SAFETY: removed from the tracing core, past a grace period.
+                unsafe { rkp_tev_free(ev.tev) };
+                // SAFETY: `tev` is not structurally pinned.
+                unsafe { ev.as_mut().get_unchecked_mut() }.tev = core::ptr::null_mut();
+                // SAFETY: the reference `register_event` took.
+                unsafe { module::put_self() };
+            }
+            // SAFETY: `probes` is not structurally pinned.
+            let evm = unsafe { ev.as_mut().get_unchecked_mut() };
+            for p in evm.probes.iter_mut() {
+                let is_return = p.is_return;
+                let kp = p.as_mut().raw_kp();
+                let pushed = if is_return {
+                    rps.push(kp.cast(), GFP_KERNEL).is_ok()
+                } else {
+                    kps.push(kp, GFP_KERNEL).is_ok()
+                };
+                if !pushed {
+                    batched = false;
+                }
+            }
+        }
+        if batched {
+            self.core().unregister_many(&kps);
+            self.core().kretprobes().unregister(self.core(), &rps);
+        } else {
+            for ev in removed.iter_mut() {
+                self.unregister_probes(ev);
+            }
+        }
+        drop(removed);
+        (busy, err)
+    }
+
+    /// Removes the trace event and the probes of `ev`; gives it back with
+    /// `EBUSY` when the trace event is in use.
+    fn destroy(
+        &self,
+        mut ev: Pin<KBox<Event>>,
+    ) -> core::result::Result<(), (Pin<KBox<Event>>, Error)> {
+        if !ev.tev.is_null() {
+            // See `destroy_many`.
+            synchronize_rcu();
+            let r = {
+                let em = self.event_mutex.lock();
+                // SAFETY: a trace event made by `register_event`; the mutex
+                // is held.
+                let r = unsafe { rkp_tev_remove(self.event_mutex.as_ptr(), ev.tev) };
+                self.reset_buffers(&em);
+                r
+            };
+            if r != 0 {
+                return Err((ev, Error::from_errno(r)));
+            }
+            synchronize_rcu();
+            // SAFETY: removed and past a grace period.
+            unsafe { rkp_tev_free(ev.tev) };
+            // SAFETY: `tev` is not structurally pinned.
+            unsafe { ev.as_mut().get_unchecked_mut() }.tev = core::ptr::null_mut();
+            // SAFETY: the reference `register_event` took.
+            unsafe { module::put_self() };
+        }
+        self.unregister_probes(&mut ev);
+        Ok(())
+    }
+
+    /// Empties the buffers of the trace instances that had an event just
+    /// removed enabled (the tracing core marks them), as the kernel's
+    /// `dyn_event_release()` does before it lets go of `event_mutex`: a
+    /// later event may get a removed one's id, and must not be shown its
+    /// records. Process context.
+    fn reset_buffers(&self, _held: &KernelMutexGuard) {
+        // SAFETY: the kernel's `tracing_reset_all_online_cpus()`, found and
+        // confirmed at load; process context, called with `event_mutex` held
+        // as the kernel calls it.
+        unsafe { self.core().runtime().tracing_reset_all_online_cpus() };
+    }
+}

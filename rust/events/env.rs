@@ -1,0 +1,231 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The environment the parser needs: what `pure::probe_events` asks the
+//! kernel about a command (is a symbol there and unique, is a module loaded,
+//! is a location a function's entry, where are the fields `%pd`/`%pD`
+//! dereference), answered from kallsyms, the module list and the probe core
+//! ([`KernelEnv`]), or replayed from the answers a stored command was
+//! accepted with ([`replay`]).
+//!
+//! Process context: the lookups may sleep and allocate, and the symbol
+//! iterators take the kernel's `module_mutex`. Nothing here runs in a probe
+//! hit.
+
+use super::empty_kprobe;
+use crate::{
+    ffi::{
+        self,
+        kallsyms::{Kallsyms, SymbolBuf},
+    },
+    kernel_ext::sync::PreemptGuard,
+    kprobe::Core,
+    pure::probe_events::{
+        parse_command, Command, DentryOffsets, FuncEntry, ProbeDef, ProbeEnv, SymbolCheck,
+    },
+};
+use kernel::{
+    ffi::{c_char, c_int, c_ulong, c_void},
+    prelude::*,
+    str::CString,
+};
+
+/// The kernel state the parser asks about.
+pub(super) struct KernelEnv<'a> {
+    pub(super) core: &'a Core,
+    pub(super) ksyms: &'a Kallsyms,
+}
+
+impl KernelEnv<'_> {
+    /// Whether the module `name` is loaded; `ENOMEM` without memory to ask.
+    pub(super) fn module_loaded(&self, name: &[u8]) -> Result<bool> {
+        let rt = self.core.runtime();
+        if !rt.has_find_module() {
+            return Ok(true);
+        }
+        let cname = cstring(&[name]).ok_or(ENOMEM)?;
+        let _preempt = PreemptGuard::new();
+        // SAFETY: `find_module` with preemption disabled; the result is
+        // only compared with null.
+        Ok(unsafe { rt.find_module(cname.as_char_ptr()) }.is_some_and(|m| !m.is_null()))
+    }
+
+    /// Looks `name` (`SYM` or `MOD:SYM`) up; `ENOMEM` without memory to.
+    pub(super) fn lookup(&self, name: &[u8]) -> Result<Option<usize>> {
+        self.lookup_parts(None, name)
+    }
+
+    /// Looks `MOD:SYM` up, or `SYM` without a module.
+    fn lookup_parts(&self, module: Option<&[u8]>, symbol: &[u8]) -> Result<Option<usize>> {
+        let cname = match module {
+            Some(m) => cstring(&[m, b":", symbol]),
+            None => cstring(&[symbol]),
+        }
+        .ok_or(ENOMEM)?;
+        let mut buf = SymbolBuf::new()?;
+        Ok(self.ksyms.lookup(&mut buf, &cname))
+    }
+}
+
+/// The concatenation of `parts` as a C string, byte for byte: names in
+/// commands are bytes (Latin-1 letters are letters to the kernel), not
+/// UTF-8, and the tracing core must get the very bytes the listing shows.
+/// `None` without memory or with a NUL inside.
+pub(super) fn cstring(parts: &[&[u8]]) -> Option<CString> {
+    let len = parts.iter().map(|p| p.len()).sum::<usize>();
+    let mut v = KVec::with_capacity(len + 1, GFP_KERNEL).ok()?;
+    for p in parts {
+        v.extend_from_slice(p, GFP_KERNEL).ok()?;
+    }
+    v.push(0, GFP_KERNEL).ok()?;
+    let c = kernel::str::CStr::from_bytes_with_nul(&v).ok()?;
+    CString::try_from(c).ok()
+}
+
+/// The offsets `%pd`/`%pD` dereference, from this kernel's own layout.
+fn kernel_dentry_offsets() -> DentryOffsets {
+    DentryOffsets {
+        dentry_name: (core::mem::offset_of!(ffi::dentry, d_name)
+            + core::mem::offset_of!(ffi::qstr, name)) as u64,
+        file_dentry: (core::mem::offset_of!(ffi::file, f_path)
+            + core::mem::offset_of!(ffi::path, dentry)) as u64,
+    }
+}
+
+impl ProbeEnv for KernelEnv<'_> {
+    fn dentry_offsets(&self) -> DentryOffsets {
+        kernel_dentry_offsets()
+    }
+
+    fn check_symbol(&self, module: Option<&[u8]>, symbol: &[u8]) -> SymbolCheck {
+        if let Some(m) = module {
+            match self.module_loaded(m) {
+                // Accepted; registered when the module comes.
+                Ok(false) => return SymbolCheck::ModuleNotLoaded,
+                Ok(true) => {}
+                Err(_) => return SymbolCheck::NoMemory,
+            }
+        }
+        // The kernel's `number_of_same_symbols()`: vmlinux (without `MOD:`)
+        // and the modules' symbols of that name.
+        let rt = self.core.runtime();
+        if !rt.has_symbol_iterators() {
+            // Without the iterators, a symbol found is taken as unique.
+            return match self.lookup_parts(module, symbol) {
+                Ok(Some(_)) => SymbolCheck::Unique,
+                Ok(None) => SymbolCheck::NotFound,
+                Err(_) => SymbolCheck::NoMemory,
+            };
+        }
+        let (Some(sym), Some(modname)) = (cstring(&[symbol]), cstring(&[module.unwrap_or(b"")]))
+        else {
+            return SymbolCheck::NoMemory;
+        };
+        let mut ctx = CountCtx {
+            count: 0,
+            name: sym.as_bytes(),
+        };
+        let data = core::ptr::from_mut(&mut ctx).cast::<c_void>();
+        // SAFETY: the iterators call the callbacks with `data` during the
+        // call only; `sym`, `modname` and `ctx` outlive it. Process context.
+        unsafe {
+            if module.is_none() {
+                rt.kallsyms_on_each_match_symbol(Some(count_symbols), sym.as_char_ptr(), data);
+            }
+            let m = if module.is_some() {
+                modname.as_char_ptr()
+            } else {
+                core::ptr::null()
+            };
+            rt.module_kallsyms_on_each_symbol(m, Some(count_mod_symbols), data);
+        }
+        match ctx.count {
+            0 => SymbolCheck::NotFound,
+            1 => SymbolCheck::Unique,
+            _ => SymbolCheck::NotUnique,
+        }
+    }
+
+    fn func_entry(&self, symbol: &[u8], offset: u64) -> FuncEntry {
+        let Some(cname) = cstring(&[symbol]) else {
+            return FuncEntry::NoMemory;
+        };
+        let mut kp = empty_kprobe();
+        kp.symbol_name = cname.as_char_ptr();
+        kp.offset = offset as u32;
+        // SAFETY: a valid probe structure that lives across the call.
+        match unsafe { self.core.check_func_entry(&mut kp) } {
+            Ok(()) => FuncEntry::Entry,
+            Err(e) if e == EINVAL => FuncEntry::NotEntry,
+            Err(e) if e == ENOMEM => FuncEntry::NoMemory,
+            Err(_) => FuncEntry::Unknown,
+        }
+    }
+}
+
+/// The count of `number_of_same_symbols()`.
+struct CountCtx<'a> {
+    count: u32,
+    name: &'a [u8],
+}
+
+/// Counts a vmlinux symbol of the name. Process context.
+///
+/// # Safety
+///
+/// `data` is a `CountCtx`.
+unsafe extern "C" fn count_symbols(data: *mut c_void, _addr: c_ulong) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe { (*data.cast::<CountCtx<'_>>()).count += 1 };
+    0
+}
+
+/// Counts a module symbol if it has the name. Process context.
+///
+/// # Safety
+///
+/// `data` is a `CountCtx`; `name` a NUL-terminated string.
+unsafe extern "C" fn count_mod_symbols(
+    data: *mut c_void,
+    name: *const c_char,
+    _addr: c_ulong,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    let ctx = unsafe { &mut *data.cast::<CountCtx<'_>>() };
+    // SAFETY: as above.
+    if unsafe { kernel::str::CStr::from_char_ptr(name) }.as_bytes() == ctx.name {
+        ctx.count += 1;
+    }
+    0
+}
+
+/// A parser environment that repeats the answers given when the command
+/// was accepted: for re-parsing a stored command.
+struct Replay {
+    on_entry: bool,
+}
+
+impl ProbeEnv for Replay {
+    fn dentry_offsets(&self) -> DentryOffsets {
+        kernel_dentry_offsets()
+    }
+
+    fn check_symbol(&self, _module: Option<&[u8]>, _symbol: &[u8]) -> SymbolCheck {
+        SymbolCheck::Unique
+    }
+
+    fn func_entry(&self, _symbol: &[u8], _offset: u64) -> FuncEntry {
+        if self.on_entry {
+            FuncEntry::Entry
+        } else {
+            FuncEntry::NotEntry
+        }
+    }
+}
+
+/// A stored command, parsed again with the answers it was accepted with.
+pub(super) fn replay(cmd: &[u8], on_entry: bool) -> Option<ProbeDef<'_>> {
+    match parse_command(cmd, &Replay { on_entry }) {
+        Ok(Command::Probe(d)) => Some(d),
+        _ => None,
+    }
+}

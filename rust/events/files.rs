@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The debugfs files of the interface: `kprobe_events` (the control file:
+//! its writes are the commands, its listing every probe), `error_log` (the
+//! last rejected commands) and `kprobe_profile` (hits and misses per probe).
+//!
+//! Process context, may sleep: the reads take `Events::inner`, the writes
+//! go to the control file's commands.
+
+use super::{env::KernelEnv, Events};
+use crate::{
+    kernel_ext::debugfs::{SeqFile, Show, StoreLarge},
+    pure::probe_events::{error::write_error_timestamp, write_listing},
+};
+use core::{fmt::Write as _, sync::atomic::Ordering};
+use kernel::prelude::*;
+
+/// `/sys/kernel/debug/rkprobes/kprobe_events`.
+pub(crate) struct KprobeEventsFile;
+
+impl Show for KprobeEventsFile {
+    type Data = Events;
+
+    /// Every probe in the kernel's listing form.
+    fn show(events: &Events, out: &mut SeqFile) -> Result {
+        let inner = events.inner.lock();
+        let env = KernelEnv {
+            core: events.core(),
+            ksyms: events.core().ksyms(),
+        };
+        for ev in inner.events.iter() {
+            for p in ev.probes.iter() {
+                if let Some(def) = p.def() {
+                    let _ = write_listing(&mut *out, &def, &env);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl StoreLarge for KprobeEventsFile {
+    fn store(events: &Events, input: &[u8]) -> Result<usize> {
+        events.write(input)
+    }
+
+    fn truncate(events: &Events) -> Result {
+        events.clear()
+    }
+}
+
+/// `/sys/kernel/debug/rkprobes/error_log`.
+pub(crate) struct ErrorLogFile;
+
+impl Show for ErrorLogFile {
+    type Data = Events;
+
+    fn show(events: &Events, out: &mut SeqFile) -> Result {
+        let inner = events.inner.lock();
+        for e in inner.errors.iter() {
+            let _ = write_error_timestamp(&mut *out, e.ts_ns);
+            out.write_raw(&e.text);
+        }
+        Ok(())
+    }
+}
+
+/// `/sys/kernel/debug/rkprobes/kprobe_profile`: hits and misses per event.
+pub(crate) struct ProfileFile;
+
+impl Show for ProfileFile {
+    type Data = Events;
+
+    fn show(events: &Events, out: &mut SeqFile) -> Result {
+        let inner = events.inner.lock();
+        // One line per probe, as the kernel's (probes of one event share
+        // its name).
+        for ev in inner.events.iter() {
+            for p in ev.probes.iter() {
+                let missed = if p.is_return {
+                    p.rp.nmissed as u64 + p.rp.kp.nmissed as u64
+                } else {
+                    p.kp.nmissed as u64
+                };
+                // `seq_printf("  %-44s %15lu %15lu\n")`, with the name's
+                // bytes as they are.
+                let name = ev.name.as_bytes();
+                out.write_raw(b"  ");
+                out.write_raw(name);
+                for _ in name.len()..44 {
+                    out.write_raw(b" ");
+                }
+                let _ = writeln!(
+                    out,
+                    " {:>15} {:>15}",
+                    p.nhit.load(Ordering::Relaxed),
+                    missed
+                );
+            }
+        }
+        Ok(())
+    }
+}

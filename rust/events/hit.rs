@@ -1,0 +1,315 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The hit path: what runs when a probe of an event hits. The probe core
+//! calls the handlers here (a kprobe's pre-handler, a kretprobe's entry and
+//! return handlers); they fetch the arguments from the registers, the stack
+//! and memory ([`HitEnv`], the fetch programs' environment) and record them
+//! into the ring buffer of every trace instance that enabled the event.
+//!
+//! Probe-hit context (int3, or the kretprobe trampoline): interrupts off;
+//! nothing here may sleep, allocate or take a lock, and memory is only read
+//! through the non-faulting accessors. rkprobes' whole text is blacklisted,
+//! so probing this code cannot recurse.
+
+use super::{Arg, EntryArgs, Probe, KPROBE_HEADER, KRETPROBE_HEADER, MAX_RECORD};
+use crate::{
+    abi::RkpKretprobeInstance,
+    arch,
+    ffi::{self, rkp_current_comm, rkp_tev_record, rkp_tev_symstr, rkp_tev_task_size},
+    kernel_ext::nofault,
+    kprobe::abi::RkpKprobe,
+    pure::probe_events::{
+        exec::{data_size, store_args, ArgSource, FetchEnv},
+        fetch::{FetchInsn, Register},
+        Errno,
+    },
+};
+use core::sync::atomic::Ordering;
+use kernel::ffi::{c_int, c_uint, c_ulong, c_void};
+
+/// The registers of a hit, and the arguments saved at entry of a return
+/// probe.
+struct HitEnv<'a> {
+    regs: &'a ffi::pt_regs,
+    entry: Option<&'a EntryArgs>,
+    /// `TASK_SIZE` of the task the hit is in.
+    task_size: u64,
+}
+
+impl HitEnv<'_> {
+    fn stack_word(&self, n: u64) -> u64 {
+        let addr = (self.regs.sp as u64).wrapping_add(n.wrapping_mul(8));
+        let mut w = [0u8; 8];
+        if self.read_kernel(addr, &mut w) {
+            u64::from_ne_bytes(w)
+        } else {
+            0
+        }
+    }
+}
+
+impl FetchEnv for HitEnv<'_> {
+    fn register(&self, r: Register) -> u64 {
+        let off = usize::from(r.pt_regs_offset());
+        let base = core::ptr::from_ref(self.regs).cast::<u8>();
+        if off + 8 > core::mem::size_of::<ffi::pt_regs>() {
+            return 0;
+        }
+        // SAFETY: an in-bounds, 8-byte aligned word of the live registers.
+        unsafe { base.add(off).cast::<u64>().read() }
+    }
+
+    fn stack_nth(&self, n: u32) -> u64 {
+        self.stack_word(u64::from(n))
+    }
+
+    fn stack_pointer(&self) -> u64 {
+        self.regs.sp as u64
+    }
+
+    fn return_value(&self) -> u64 {
+        self.regs.ax as u64
+    }
+
+    fn argument(&self, n: u32) -> u64 {
+        arch::regs_get_kernel_argument(self.regs, n, |k| self.stack_word(k))
+    }
+
+    fn entry_argument(&self, n: u32) -> u64 {
+        self.entry
+            .and_then(|e| e.get(n as usize).copied())
+            .unwrap_or(0)
+    }
+
+    fn comm_address(&self) -> u64 {
+        // SAFETY: no preconditions.
+        unsafe { rkp_current_comm() as u64 }
+    }
+
+    fn read_kernel(&self, addr: u64, buf: &mut [u8]) -> bool {
+        nofault::read_kernel(addr as usize, buf).is_ok()
+    }
+
+    fn read_user(&self, addr: u64, buf: &mut [u8]) -> bool {
+        nofault::read_user(addr as usize, buf).is_ok()
+    }
+
+    fn strncpy_kernel(&self, addr: u64, buf: &mut [u8]) -> core::result::Result<usize, Errno> {
+        // `strncpy_from_kernel_nofault()` is not exported: byte by byte.
+        strncpy_with(buf, |i, b| self.read_kernel(addr.wrapping_add(i), b))
+    }
+
+    fn strncpy_user(&self, addr: u64, buf: &mut [u8]) -> core::result::Result<usize, Errno> {
+        // `strncpy_from_user_nofault()` is not exported either.
+        strncpy_with(buf, |i, b| self.read_user(addr.wrapping_add(i), b))
+    }
+
+    fn strnlen_user(&self, addr: u64, max: usize) -> core::result::Result<usize, Errno> {
+        for i in 0..max {
+            let mut c = [0u8; 1];
+            if !self.read_user(addr.wrapping_add(i as u64), &mut c) {
+                return Err(Errno(14));
+            }
+            if c[0] == 0 {
+                return Ok(i + 1);
+            }
+        }
+        Ok(max)
+    }
+
+    fn symbol_string(&self, addr: u64, room: &mut [u8]) -> usize {
+        // The C side formats into a buffer of the kernel's `KSYM_SYMBOL_LEN`
+        // (bindgen cannot give that constant: it is a `sizeof` expression)
+        // and copies at most `len` bytes.
+        let len = c_uint::try_from(room.len()).unwrap_or(c_uint::MAX);
+        // SAFETY: `room` is valid for writes of `len` bytes; any address
+        // may be symbolised.
+        let n = unsafe { rkp_tev_symstr(addr as c_ulong, room.as_mut_ptr().cast(), len) };
+        n as usize
+    }
+
+    fn task_size(&self) -> u64 {
+        self.task_size
+    }
+}
+
+impl ArgSource for Arg {
+    fn code(&self) -> &[FetchInsn<u64>] {
+        &self.code
+    }
+
+    fn offset(&self) -> u32 {
+        self.offset
+    }
+
+    fn dynamic(&self) -> bool {
+        self.dynamic
+    }
+}
+
+/// The kernel's `strncpy_from_*_nofault()` contract over a one-byte reader:
+/// the length copied including the NUL, the string cut and NUL-terminated
+/// at the end of `buf`; `-EFAULT` when a byte cannot be read.
+fn strncpy_with(
+    buf: &mut [u8],
+    mut read: impl FnMut(u64, &mut [u8]) -> bool,
+) -> core::result::Result<usize, Errno> {
+    let n = buf.len();
+    for (i, slot) in buf.iter_mut().enumerate() {
+        let mut c = [0u8; 1];
+        if !read(i as u64, &mut c) {
+            return Err(Errno(14));
+        }
+        *slot = c[0];
+        if c[0] == 0 {
+            return Ok(i + 1);
+        }
+    }
+    if let Some(last) = buf.last_mut() {
+        *last = 0;
+    }
+    Ok(n)
+}
+
+/// What `rkp_event_fill` needs during one record.
+struct FillCtx<'a> {
+    probe: &'a Probe,
+    env: &'a HitEnv<'a>,
+    hdr: usize,
+    fixed: usize,
+    dsize: usize,
+}
+
+/// Records a hit of `probe` into every trace instance that enabled its
+/// event. Probe-hit context: interrupts off, may not sleep, allocate or
+/// take locks.
+fn record(probe: &Probe, regs: *mut ffi::pt_regs, entry: Option<&EntryArgs>, a0: usize, a1: usize) {
+    // SAFETY: the probe's event owns it and outlives its registration.
+    let ev = unsafe { &*probe.event };
+    if ev.tev.is_null() || !ev.enabled.load(Ordering::Acquire) {
+        return;
+    }
+    probe.nhit.fetch_add(1, Ordering::Relaxed);
+    let env = HitEnv {
+        // SAFETY: the hit's registers, live for the handler.
+        regs: unsafe { &*regs },
+        entry,
+        // SAFETY: no preconditions.
+        task_size: unsafe { rkp_tev_task_size() } as u64,
+    };
+    let hdr = if ev.is_return {
+        KRETPROBE_HEADER
+    } else {
+        KPROBE_HEADER
+    };
+    let fixed = ev.fixed_size as usize;
+    let dsize = data_size(&probe.args, &env).min(MAX_RECORD.saturating_sub(hdr + fixed));
+    let mut ctx = FillCtx {
+        probe,
+        env: &env,
+        hdr,
+        fixed,
+        dsize,
+    };
+    // SAFETY: the event's trace event is registered while it has probes;
+    // `ctx` lives across the call, which calls `rkp_event_fill` with it.
+    unsafe {
+        rkp_tev_record(
+            ev.tev,
+            regs,
+            a0 as c_ulong,
+            a1 as c_ulong,
+            (fixed + dsize) as c_uint,
+            core::ptr::from_mut(&mut ctx).cast(),
+        )
+    };
+}
+
+/// Fills a reserved record: zeroes the fixed fields (a failed fetch leaves
+/// its field as it is) and runs the programs. Probe-hit context.
+///
+/// # Safety
+///
+/// `ctx` is the `FillCtx` given to `rkp_tev_record`, `ent` a record of
+/// `size` bytes.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rkp_event_fill(ctx: *mut c_void, ent: *mut c_void, size: c_uint) {
+    // SAFETY: the caller's contract.
+    let ctx = unsafe { &*ctx.cast::<FillCtx<'_>>() };
+    // SAFETY: the caller's contract: a reserved record, ours to write.
+    let rec = unsafe { core::slice::from_raw_parts_mut(ent.cast::<u8>(), size as usize) };
+    if let Some(f) = rec.get_mut(ctx.hdr..ctx.hdr + ctx.fixed) {
+        f.fill(0);
+    }
+    store_args(&ctx.probe.args, ctx.env, rec, ctx.hdr, ctx.fixed, ctx.dsize);
+}
+
+/// The pre-handler of a kprobe event's probe. int3 context.
+///
+/// # Safety
+///
+/// Called by the probe core with the `kp` of a registered `Probe`.
+pub(super) unsafe extern "C" fn kprobe_handler(
+    kp: *mut RkpKprobe,
+    regs: *mut ffi::pt_regs,
+) -> c_int {
+    // SAFETY: `kp` is the first field of a registered `Probe`.
+    let probe = unsafe { &*kernel::container_of!(kp, Probe, kp) };
+    // SAFETY: a registered probe's address is set.
+    let addr = unsafe { (*kp).addr } as usize;
+    record(probe, regs, None, addr, 0);
+    0
+}
+
+/// The entry handler of a kretprobe event's probe: saves the arguments for
+/// `$argN` at return. int3 context.
+///
+/// # Safety
+///
+/// Called by the probe core with an instance of a registered `Probe`'s
+/// kretprobe, whose data holds six words.
+pub(super) unsafe extern "C" fn entry_handler(
+    ri: *mut RkpKretprobeInstance,
+    regs: *mut ffi::pt_regs,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    let (r, data) = unsafe {
+        (
+            &*regs,
+            core::ptr::addr_of_mut!((*ri).data).cast::<EntryArgs>(),
+        )
+    };
+    // The register arguments (an entry argument beyond them reads as 0).
+    let args: EntryArgs =
+        core::array::from_fn(|i| arch::regs_get_kernel_argument(r, i as u32, |_| 0));
+    // SAFETY: the instance's data area has room for `EntryArgs`, 8-aligned.
+    unsafe { data.write(args) };
+    0
+}
+
+/// The return handler of a kretprobe event's probe. Trampoline context,
+/// interrupts off.
+///
+/// # Safety
+///
+/// As for `entry_handler`.
+pub(super) unsafe extern "C" fn ret_handler(
+    ri: *mut RkpKretprobeInstance,
+    regs: *mut ffi::pt_regs,
+) -> c_int {
+    // SAFETY: the instance's kretprobe is the `rp` field of a registered
+    // `Probe`.
+    let (rp, ret, data) = unsafe {
+        (
+            (*ri).rp,
+            (*ri).ret_addr,
+            &*core::ptr::addr_of!((*ri).data).cast::<EntryArgs>(),
+        )
+    };
+    // SAFETY: as above.
+    let probe = unsafe { &*kernel::container_of!(rp, Probe, rp) };
+    // SAFETY: a registered probe's address is set.
+    let func = unsafe { (*rp).kp.addr } as usize;
+    record(probe, regs, Some(data), func, ret);
+    0
+}
