@@ -107,15 +107,13 @@ impl Events {
         if let Some(s) = &symbol {
             kp.symbol_name = s.as_char_ptr();
         }
-        let mut rp = RkpKretprobe {
-            kp: empty_kprobe(),
-            handler: Some(ret_handler),
-            entry_handler: Some(entry_handler),
-            maxactive: def.maxactive as c_int,
-            nmissed: 0,
-            data_size: core::mem::size_of::<EntryArgs>(),
-            rkp_private: core::ptr::null_mut(),
-        };
+        let mut rp = RkpKretprobe::new(
+            empty_kprobe(),
+            Some(ret_handler),
+            Some(entry_handler),
+            def.maxactive as c_int,
+            core::mem::size_of::<EntryArgs>(),
+        );
         if def.is_return {
             rp.kp = kp;
             kp = empty_kprobe();

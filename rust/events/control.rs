@@ -318,7 +318,7 @@ impl Events {
                     .any(|p| p.def().is_some_and(|def| d.matches(&def, env)))
         };
         if !inner.events.iter().any(matching) {
-            return Err(ParseError::silent(Errno(2)));
+            return Err(ParseError::silent(Errno::ENOENT));
         }
         if inner
             .events
@@ -326,7 +326,7 @@ impl Events {
             .filter(|e| matching(e))
             .any(|e| e.is_enabled())
         {
-            return Err(ParseError::silent(Errno(16)));
+            return Err(ParseError::silent(Errno::EBUSY));
         }
         let mut gone: KVec<Pin<KBox<Event>>> = KVec::with_capacity(inner.events.len(), GFP_KERNEL)
             .map_err(|_| ParseError::silent(Errno::ENOMEM))?;

@@ -174,17 +174,12 @@ unsafe impl Sync for Events {}
 /// A probe core structure with nothing set: probes are registered
 /// disabled, and enabling their event arms them.
 fn empty_kprobe() -> RkpKprobe {
-    RkpKprobe {
-        addr: core::ptr::null_mut(),
-        symbol_name: core::ptr::null(),
-        offset: 0,
-        pre_handler: None,
-        post_handler: None,
-        fault_handler: None,
-        flags: crate::abi::flags::DISABLED,
-        nmissed: 0,
-        rkp_private: core::ptr::null_mut(),
-    }
+    RkpKprobe::new(
+        core::ptr::null_mut(),
+        core::ptr::null(),
+        0,
+        crate::abi::flags::DISABLED,
+    )
 }
 
 impl Probe {

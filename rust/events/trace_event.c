@@ -13,7 +13,7 @@
  * is Rust's (rust/events/hit.rs, rust/events/output.rs).
  *
  * The event is TRACE_EVENT_FL_DYNAMIC: an open tracefs file of it holds a
- * reference on the call, which rkp_tev_destroy() checks (-EBUSY) before
+ * reference on the call, which rkp_tev_remove() checks (-EBUSY) before
  * removing it, as the kernel's dynamic events do.
  */
 #include <linux/kallsyms.h>
@@ -167,11 +167,6 @@ static int rkp_tev_reg(struct trace_event_call *call, enum trace_reg type, void 
 	}
 }
 
-/*
- * Creates and registers the event GROUP/NAME. event_mutex is the kernel's
- * (not exported; rkprobes finds it at run time). Returns the event or an
- * ERR_PTR. Process context.
- */
 /* find_trace_event_call(), which is static: the caller holds event_mutex. */
 static bool rkp_tev_name_taken(struct list_head *ftrace_events, const char *group,
 			       const char *name)
@@ -206,6 +201,11 @@ static bool rkp_tev_has_dir(struct rkp_tev *tev)
 
 int rkp_tev_remove(struct mutex *event_mutex, void *ev);
 
+/*
+ * Creates and registers the event GROUP/NAME. event_mutex is the kernel's
+ * (not exported; rkprobes finds it at run time). Returns the event or an
+ * ERR_PTR. Process context.
+ */
 void *rkp_tev_create(struct mutex *event_mutex, struct list_head *ftrace_events,
 		     const char *group, const char *name,
 		     const char *print_fmt, int is_return, const struct rkp_field *fields,

@@ -28,7 +28,7 @@ struct pt_regs;
 
 const char *rkp_current_comm(void);
 
-/* Implemented in Rust (rust/events/mod.rs). */
+/* Implemented in Rust (rust/events/enable.rs, output.rs, hit.rs). */
 int rkp_event_set_enabled(void *owner, int on);
 void rkp_event_print_args(void *owner, const void *ent, int size, void *seq);
 void rkp_event_fill(void *ctx, void *ent, unsigned int size);

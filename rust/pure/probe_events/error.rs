@@ -25,6 +25,8 @@ impl Errno {
     pub const E2BIG: Errno = Errno(7);
     /// Out of memory (also the kernel's answer for too long `%pd` expansions).
     pub const ENOMEM: Errno = Errno(12);
+    /// Device or resource busy: an enabled event cannot be deleted.
+    pub const EBUSY: Errno = Errno(16);
     /// The event already exists.
     pub const EEXIST: Errno = Errno(17);
     /// Invalid argument: most parse errors.
