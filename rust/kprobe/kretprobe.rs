@@ -41,7 +41,9 @@
 //! are `register` (whose work `glue.c` runs through [`rkp_kretprobe_gc`],
 //! here).
 //!
-//! Lock order: `Kretprobes::pools`, then the probe core's registration mutex.
+//! Lock order: see the table in `rust/kprobe/mod.rs`. `Kretprobes::pools`
+//! is taken before the core's `Core::reg`, never under it or under
+//! `event_mutex`.
 
 mod pool;
 mod register;

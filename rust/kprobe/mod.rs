@@ -24,11 +24,83 @@
 //! in exception context or the ftrace callback with interrupts off, and may
 //! not sleep, allocate or take locks; the accessors run in any context.
 //!
-//! Lock order: `Core::reg` (the registration mutex), then the kernel's
-//! `kprobe_mutex` (waiting for its optimizer, which takes `text_mutex` in
-//! its own worker) or `text_mutex` (`crate::kernel_ext::text`); the slot cache's mutex
-//! is never taken under `text_mutex`. Nothing on the hit path takes any of
-//! them.
+//! # Lock order
+//!
+//! Every lock that rkprobes takes, and the kernel locks it takes or waits
+//! on, outermost first. A lock is taken only with locks above it held, never
+//! with one below it held. All in the table are sleeping mutexes, taken in
+//! process context only. Nothing on the hit path (int3, #DB and fault
+//! handling, the ftrace callback, the kretprobe pre-handler and trampoline)
+//! takes or waits on any of them: it is lock-free (RCU, atomics and per-CPU
+//! state).
+//!
+//! ```text
+//!  1. Events::inner           rust/events/: kprobe_events writes, its module
+//!                             notifier (module_coming), its debugfs files,
+//!                             unload.
+//!  2. event_mutex (kernel)    rust/events/, under 1, around the tracing core;
+//!                             the tracing core holds it (and, when removing
+//!                             a trace instance, trace_types_lock under it)
+//!                             when it calls rkp_event_set_enabled().
+//!  3. Kretprobes::pools       kretprobe/register.rs: register, unregister,
+//!                             gc (also the reclaim work), drain.
+//!  4. Core::reg               register.rs, gone.rs, debugfs.rs, drop.
+//!  5. Under Core::reg, each alone: no two of these are ever held together.
+//!     a. SlotCache's mutex    slots.rs: alloc and free, from arch::prepare
+//!                             and when a point is freed; under it run only
+//!                             execmem_alloc/free and set_memory_rox.
+//!     b. kprobe_mutex         blacklist.rs, walking kprobe_blacklist; and
+//!        (kernel)             wait_for_kprobe_optimizer(), which also waits
+//!                             for the optimizer worker, which takes
+//!                             kprobe_mutex, cpus_read_lock, text_mutex.
+//!     c. ftrace's locks       ftrace_set_filter_ip() and (un)register_
+//!                             ftrace_function() (arch/x86/ftrace.rs, from
+//!                             Core::set_armed): direct_mutex, regex_lock,
+//!                             ftrace_lock, then text_mutex inside ftrace;
+//!                             unregistering waits for a Tasks Rude RCU grace
+//!                             period (cpus_read_lock, in its kthread).
+//!     d. text_mutex (kernel)  TextGuard: arming and disarming int3 sites
+//!                             (Core::set_armed), writing a slot
+//!                             (SlotCache::write), the alternatives check
+//!                             (arch::prepare). No lock of this table is
+//!                             taken under it.
+//! ```
+//!
+//! The pairs, as the code takes them:
+//!
+//! - 1 -> 2: events' `create`, `delete`, `module_coming` and `destroy*`, and
+//!   `rkp_tev_create()` and `rkp_tev_name_in_use()`, which take it themselves.
+//! - 1 -> 3 -> 4: an event's kretprobe is (un)registered with `inner` held;
+//!   `Kretprobes::register`/`unregister` call `Core::register_many`/
+//!   `unregister_many` with `pools` held. 1 -> 4: an event's kprobe.
+//!   1 -> 5b and 3 -> 5b: `register_many` waits for the kernel's optimizer
+//!   before it takes `Core::reg`.
+//! - 2 -> 4: `Core::set_enabled`, from `rkp_event_set_enabled()` and from
+//!   events' `create` and `module_coming` under `event_mutex`.
+//! - 2 and 3: never nested (`set_enabled` does not touch the pools).
+//! - 4 -> 5a: `arch::prepare` allocates a slot (`new_point`);
+//!   `finish_removal` and `new_point`'s error path free one.
+//! - 4 -> 5b: `Blacklist::contains` in `check_address_safe` and
+//!   `blacklisted_origin`; `wait_for_kprobe_optimizer()` in `set_armed`.
+//!   The kernel's order, `kprobe_mutex` -> `text_mutex`, is its own:
+//!   rkprobes never holds `text_mutex` when it takes or waits on
+//!   `kprobe_mutex`, and takes nothing under `kprobe_mutex`.
+//! - 4 -> 5c: `set_armed` handles ftrace sites after it has dropped its
+//!   `TextGuard`: ftrace takes `text_mutex` itself.
+//! - 4 -> 5d: `set_armed`, and `arch::prepare` (from `new_point`).
+//! - 5a and 5d: never nested. `SlotCache::write` takes `text_mutex` after
+//!   `SlotCache::alloc` has released the cache's mutex.
+//! - `module_mutex`: never taken by the core. The module loader calls module
+//!   notifiers without it (6.12's `kernel/module/main.c`), under the chain's
+//!   read lock: -> 4 (`gone.rs`), -> 1 (events). Events take it under 1
+//!   (`module_kallsyms_on_each_symbol()` while parsing).
+//! - `cpus_read_lock`: never taken by rkprobes; waited on under 4 (5b, 5c),
+//!   so no CPU hotplug callback may take `Core::reg` (rkprobes has none).
+//! - Grace periods: `synchronize_rcu()` and `synchronize_rcu_tasks()` are
+//!   waited for under 4, `synchronize_rcu()` under 3. The kretprobe reclaim
+//!   work takes 3, so it is flushed with no lock held (`Kretprobes::drain`).
+//! - `seq_file`'s lock is outside: the debugfs files take 4 (`list`,
+//!   `enabled`), 5b (`blacklist`) or 1 (events' files) under it.
 
 pub(crate) mod abi;
 pub(crate) mod blacklist;

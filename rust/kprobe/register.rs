@@ -14,7 +14,8 @@
 //! Context: process context, may sleep. The public entry points take
 //! `Core::reg`; the functions that take a `Registry` (or say "Writer") run
 //! with it held. Arming takes `text_mutex` for int3 sites and calls into
-//! ftrace, which takes its own locks and `text_mutex`, for ftrace sites.
+//! ftrace, which takes its own locks and `text_mutex`, for ftrace sites
+//! (see the lock order in `mod.rs`).
 
 use super::{
     abi::{flags, RkpKprobe},

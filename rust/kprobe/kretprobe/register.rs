@@ -10,8 +10,9 @@
 //! waits for the last of them at unload.
 //!
 //! Context: process context, may sleep. Everything here holds
-//! `Kretprobes::pools`, which is taken before `Core::reg`, except `drain`'s
-//! waiting: the reclaim work that it flushes takes `pools` itself.
+//! `Kretprobes::pools`, which is taken before `Core::reg` (the lock table in
+//! `rust/kprobe/mod.rs`), except `drain`'s waiting: the reclaim work that it
+//! flushes takes `pools` itself.
 
 use super::{pool::Pool, pre_handler, Kretprobes, Pools, Ranges};
 use crate::{
