@@ -10,7 +10,7 @@
 //! shares one sync: [`TextGuard::poke`] any number of times, then
 //! [`TextGuard::sync`] once.
 //!
-//! Lock order: `text_mutex` is taken after rkprobes' own registration mutex
+//! Lock order (the table in `rust/kprobe/mod.rs`): `text_mutex` is taken under `Core::reg`
 //! and never the other way round; nothing that holds it sleeps on anything of
 //! rkprobes.
 

@@ -18,7 +18,9 @@
 //! annotates (`pure::nokprobe`, generated from the 6.12 source) that the
 //! running kernel has.
 //!
-//! Lock order: `kprobe_mutex` (the kernel's) is taken alone, in process context.
+//! Lock order (the table in `rust/kprobe/mod.rs`): the kernel's
+//! `kprobe_mutex` is taken in process context, under the core's `Core::reg`
+//! when a probe is registered, and nothing is taken under it.
 
 use crate::{
     ffi::{
@@ -202,7 +204,8 @@ impl Blacklist {
     /// holds the kernel's `kprobe_mutex` while walking its list.
     pub(crate) fn for_each(&self, mut f: impl FnMut(Range) -> Result) -> Result {
         if let Some(native) = &self.native {
-            // Taken here in process context, alone.
+            // Process context; nothing is taken under it (see the lock
+            // table in `rust/kprobe/mod.rs`).
             let held = native.mutex.lock();
             let ret = native.walk(&mut f);
             drop(held);

@@ -11,7 +11,10 @@
 //! A slot is freed only after every CPU has left it: the probe core frees it
 //! after the synchronisation of unregistration, never from a probe hit.
 //!
-//! Lock order: the cache's mutex is taken before `text_mutex`.
+//! Lock order (the table in `rust/kprobe/mod.rs`): the cache's mutex is
+//! taken under the core's `Core::reg`, and never together with `text_mutex`:
+//! [`SlotCache::write`] takes `text_mutex` after [`SlotCache::alloc`] has
+//! released the cache's mutex.
 
 use crate::{
     ffi::runtime::Runtime,

@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Probes of unloaded code: the module notifier (the kernel's
+//! `kprobes_module_callback()` and `kill_kprobe()`).
+//!
+//! As in the kernel, a probe holds no reference on the module it probes.
+//! When a module's text goes, or its init text is about to be freed, the
+//! points in that text are disarmed (the original bytes written back, or the
+//! ftrace filter entry removed), unpublished, and their probes marked
+//! `GONE`; they stay registered, and listed, until their clients unregister
+//! them, which frees them.
+//!
+//! Context: the notifier runs in process context and may sleep; the module
+//! loader calls it without `module_mutex`, under the notifier chain's
+//! read lock. It takes `Core::reg`, and allocates nothing.
+
+use super::{
+    abi::{flags, RkpKprobe},
+    point::Batch,
+    Core,
+};
+use crate::kernel_ext::{
+    module::Module,
+    notifier::{Handler, ModuleChain, ModuleEvent, ModuleState, Notify},
+    sync::synchronize_rcu,
+    vec,
+};
+use kernel::prelude::*;
+
+impl Handler<ModuleChain> for Core {
+    /// A module's text goes (`MODULE_STATE_GOING`), or its init text is about
+    /// to be freed (`MODULE_STATE_LIVE`). Process context.
+    fn notify(&self, event: ModuleEvent<'_>) -> Notify {
+        match event.state {
+            ModuleState::Going => self.kill_module_points(event.module, true),
+            ModuleState::Live => self.kill_module_points(event.module, false),
+            ModuleState::Coming => {}
+        }
+        Notify::Done
+    }
+}
+
+impl Core {
+    /// The module notifier's work: when `module` goes (`going`), or when its
+    /// init text is freed, the points in that text are disarmed, unpublished
+    /// and their probes marked [GONE], as the kernel's `kill_kprobe()` does;
+    /// they stay registered until their clients unregister them. Process
+    /// context, may sleep.
+    fn kill_module_points(&self, module: &Module, going: bool) {
+        // The init text's bounds are only compared.
+        let init = module.init_text();
+        let in_init = |a: usize| init.contains(&a);
+        let module = module.as_ptr();
+        let mut reg = self.reg.lock();
+        // Nothing here allocates: `gone` has room for every point
+        // (`new_point` reserves it), and points are handled one at a time.
+        let mut killed = 0usize;
+        let mut i = 0;
+        while let Some(&point) = reg.points.get(i) {
+            // SAFETY: registered points are live while the mutex is held.
+            let p = unsafe { &*point };
+            if p.module != module || !(going || in_init(p.addr)) {
+                i += 1;
+                continue;
+            }
+            // The text is still there (it is freed after the notification);
+            // restoring it leaves nothing of rkprobes in it, whatever still
+            // runs there.
+            let mut one = Batch::new();
+            one.add(p);
+            let _ = self.set_armed(&mut reg, &one, false, |_| true);
+            drop(one);
+            for kp in p.clients() {
+                // SAFETY: registered clients are valid.
+                unsafe { RkpKprobe::update_flags(kp, flags::GONE, 0) };
+            }
+            // SAFETY: the registration mutex is held; the point is live.
+            unsafe { self.table.remove(p.addr) };
+            vec::swap_remove(&mut reg.points, i);
+            // Cannot fail: `new_point` reserved room for every point.
+            let _ = reg.gone.push(point, GFP_KERNEL);
+            killed += 1;
+        }
+        if killed == 0 {
+            return;
+        }
+        // No CPU is in a handler of, or stepping, the points after this.
+        synchronize_rcu();
+        // SAFETY: the registration mutex is held and a grace period passed.
+        unsafe { self.table.reclaim() };
+        pr_info!("{} probes of unloaded code marked gone\n", killed);
+    }
+}

@@ -1,0 +1,324 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Probe points: one probed address and its client probes (the kernel's
+//! aggregate kprobe), and the running of the clients' handlers.
+//!
+//! A point's client list is in registration order. It is replaced link by
+//! link, never edited in place, and published with release stores, so that
+//! the hit path walks it lock-free; the writer frees what it unlinked only
+//! after a grace period. [`Batch`] chains points through themselves, so that
+//! the writer can arm, disarm or free any number of them without memory.
+//!
+//! Context: the handler-running functions ([`Point::run_pre_handlers`],
+//! [`Point::run_post_handlers`], [`Point::run_fault_handlers`],
+//! [`Point::missed`], [`Point::ran_boosted`]) are the hit path: int3, #DB or
+//! fault context, or the ftrace callback, with interrupts off; they may not
+//! sleep, allocate or take locks. The rest is the writer's: process context
+//! with `Core::reg` held.
+
+use super::abi::{flags, RkpKprobe};
+use crate::{arch, ffi};
+use core::{
+    cell::Cell,
+    sync::atomic::{AtomicBool, AtomicPtr, Ordering},
+};
+use kernel::ffi::c_ulong;
+
+/// A registered probe's entry on its point's client list: the kernel's
+/// aggregate kprobe list, on which a probe is found by `kp->rkp_private`.
+///
+/// # Invariants
+///
+/// `next` is published with release stores, so that the hit path walks the
+/// list lock-free. Unlinking a client only redirects its predecessor's link
+/// and leaves its own `next` alone (the kernel's `list_del_rcu()`): a reader
+/// standing on it walks on, and removal needs no memory. An unlinked client
+/// is freed only after a grace period.
+pub(super) struct Client {
+    pub(super) kp: *mut RkpKprobe,
+    pub(super) point: *mut Point,
+    next: AtomicPtr<Client>,
+    /// Writer only: the next unlinked client waiting for a grace period.
+    pub(super) retired: Cell<*mut Client>,
+}
+
+impl Client {
+    /// The client of `kp`, on no point yet. Writer.
+    pub(super) fn new(kp: *mut RkpKprobe) -> Self {
+        Self {
+            kp,
+            point: core::ptr::null_mut(),
+            next: AtomicPtr::new(core::ptr::null_mut()),
+            retired: Cell::new(core::ptr::null_mut()),
+        }
+    }
+}
+
+/// One probed address and every probe registered there.
+///
+/// # Invariants
+///
+/// `clients` is the head of a list of live `Client`s in registration order,
+/// non-empty while the point is in the table. `module` is the module
+/// containing `addr` (null for vmlinux), only ever compared: as in the
+/// kernel, a probe holds no reference on it, and the module notifier kills
+/// the module's points when it goes (`Core::kill_module_points`). The
+/// `Cell`s are the writer's, used only with the registration mutex held.
+pub(crate) struct Point {
+    /// The probed address.
+    pub(crate) addr: usize,
+    /// The start of the function containing it.
+    pub(super) func: usize,
+    /// The architecture's copy of the instruction and how to run it.
+    pub(crate) arch: arch::ArchInsn,
+    clients: AtomicPtr<Client>,
+    pub(super) armed: AtomicBool,
+    /// A copy ran boosted at some time: a task may be inside the slot.
+    pub(super) was_boosted: AtomicBool,
+    pub(super) module: *mut ffi::module,
+    /// Writer only: the next point of the batch being worked on.
+    batch: Cell<*const Point>,
+    in_batch: Cell<bool>,
+}
+
+// SAFETY: a `Point` is shared between the writer (under `Core::reg`, which
+// alone uses the `Cell`s) and lock-free readers on the hit path, which only
+// read `addr`, `arch` and the published client list, and update counters
+// atomically.
+unsafe impl Sync for Point {}
+// SAFETY: as above; a `Point` is freed by the writer after a grace period.
+unsafe impl Send for Point {}
+
+/// The client probes of a point, walked lock-free.
+pub(super) struct ClientIter<'a> {
+    next: *const Client,
+    _point: core::marker::PhantomData<&'a Point>,
+}
+
+impl Iterator for ClientIter<'_> {
+    type Item = *mut RkpKprobe;
+
+    fn next(&mut self) -> Option<*mut RkpKprobe> {
+        // SAFETY: clients reachable from a point stay live for the walker's
+        // RCU read-side critical section, or the writer's mutex (the type
+        // invariants of `Point` and `Client`).
+        let c = unsafe { self.next.as_ref() }?;
+        self.next = c.next.load(Ordering::Acquire);
+        Some(c.kp)
+    }
+}
+
+impl Point {
+    /// A point at `addr` in the function at `func`, in `module`, with no
+    /// client yet, disarmed. Writer.
+    pub(super) fn new(
+        addr: usize,
+        func: usize,
+        arch: arch::ArchInsn,
+        module: *mut ffi::module,
+    ) -> Self {
+        Self {
+            addr,
+            func,
+            arch,
+            clients: AtomicPtr::new(core::ptr::null_mut()),
+            armed: AtomicBool::new(false),
+            was_boosted: AtomicBool::new(false),
+            module,
+            batch: Cell::new(core::ptr::null()),
+            in_batch: Cell::new(false),
+        }
+    }
+
+    /// The clients. Hit path or writer; the caller is in an RCU read-side
+    /// critical section or holds `Core::reg`.
+    pub(super) fn clients(&self) -> ClientIter<'_> {
+        ClientIter {
+            next: self.clients.load(Ordering::Acquire),
+            _point: core::marker::PhantomData,
+        }
+    }
+
+    /// Runs the pre-handlers of the enabled clients in registration order.
+    /// Returns `None` when one returned non-zero: it changed `regs->ip`, and
+    /// the probed instruction must not run; otherwise whether one of the
+    /// clients whose pre-handler ran (or might have) has a post-handler, so
+    /// that the instruction must not run boosted.
+    ///
+    /// int3 context: interrupts off, may not sleep, allocate or take locks.
+    pub(crate) fn run_pre_handlers(&self, regs: *mut ffi::pt_regs) -> Option<bool> {
+        let mut post = false;
+        for kp in self.clients() {
+            // SAFETY: clients stay valid while registered, and unregistration
+            // waits for a grace period that this handler holds off.
+            let (h, p, f) =
+                unsafe { ((*kp).pre_handler, (*kp).post_handler, RkpKprobe::flags(kp)) };
+            if f & flags::DISABLED != 0 {
+                continue;
+            }
+            post |= p.is_some();
+            if let Some(h) = h {
+                // SAFETY: as above; the handler has the documented contract.
+                if unsafe { h(kp, regs) } != 0 {
+                    return None;
+                }
+            }
+        }
+        Some(post)
+    }
+
+    /// Runs the post-handlers of the enabled clients. int3 context.
+    pub(crate) fn run_post_handlers(&self, regs: *mut ffi::pt_regs, flags: c_ulong) {
+        for kp in self.clients() {
+            // SAFETY: as in `run_pre_handlers`.
+            let (h, f) = unsafe { ((*kp).post_handler, RkpKprobe::flags(kp)) };
+            if let Some(h) = h {
+                if f & flags::DISABLED == 0 {
+                    // SAFETY: as in `run_pre_handlers`.
+                    unsafe { h(kp, regs, flags) };
+                }
+            }
+        }
+    }
+
+    /// Calls the fault handlers until one handles the fault. Exception context.
+    pub(crate) fn run_fault_handlers(&self, regs: *mut ffi::pt_regs, trapnr: i32) -> bool {
+        for kp in self.clients() {
+            // SAFETY: as in `run_pre_handlers`.
+            if let Some(h) = unsafe { (*kp).fault_handler } {
+                // SAFETY: as in `run_pre_handlers`.
+                if unsafe { h(kp, regs, trapnr) } != 0 {
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
+    /// Notes that a copy is about to run boosted. Hit path.
+    pub(crate) fn ran_boosted(&self) {
+        if !self.was_boosted.load(Ordering::Relaxed) {
+            self.was_boosted.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether the point is armed: its int3 is in the text, or ftrace calls
+    /// rkprobes at it. Any context.
+    pub(crate) fn is_armed(&self) -> bool {
+        self.armed.load(Ordering::Relaxed)
+    }
+
+    /// Counts a hit whose handlers could not run. Exception context.
+    pub(crate) fn missed(&self) {
+        for kp in self.clients() {
+            // SAFETY: as in `run_pre_handlers`.
+            unsafe { RkpKprobe::inc_nmissed(kp) };
+        }
+    }
+
+    /// Whether any client is enabled. Writer.
+    pub(super) fn any_enabled(&self) -> bool {
+        self.clients()
+            // SAFETY: registered clients are valid.
+            .any(|kp| unsafe { RkpKprobe::flags(kp) } & flags::DISABLED == 0)
+    }
+
+    /// Whether no client is left: an unpublished point with no client is
+    /// freed. Writer.
+    pub(super) fn is_empty(&self) -> bool {
+        self.clients.load(Ordering::Relaxed).is_null()
+    }
+
+    /// Appends a client, published to the hit path at once. Writer.
+    pub(super) fn append(&self, c: *mut Client) {
+        let mut link = &self.clients;
+        loop {
+            let n = link.load(Ordering::Relaxed);
+            // SAFETY: linked clients are live; only the writer changes links.
+            match unsafe { n.as_ref() } {
+                Some(next) => link = &next.next,
+                None => break,
+            }
+        }
+        // Release: a reader that sees the client sees it initialised.
+        link.store(c, Ordering::Release);
+    }
+
+    /// Unlinks `c`, leaving its own link for readers standing on it (the
+    /// type invariant of `Client`). Writer; allocates nothing, cannot fail.
+    /// Returns whether it was linked.
+    pub(super) fn unlink(&self, c: *mut Client) -> bool {
+        let mut link = &self.clients;
+        loop {
+            let n = link.load(Ordering::Relaxed);
+            if n.is_null() {
+                return false;
+            }
+            // SAFETY: linked clients are live; only the writer changes links.
+            let next = unsafe { &*n };
+            if n == c {
+                link.store(next.next.load(Ordering::Relaxed), Ordering::Release);
+                return true;
+            }
+            link = &next.next;
+        }
+    }
+}
+
+/// Points chained through their own `batch` links, so that arming,
+/// disarming or freeing any number of them needs no memory. Writer: the
+/// registration mutex is held for the batch's whole life.
+pub(super) struct Batch {
+    head: *const Point,
+}
+
+impl Batch {
+    /// An empty batch.
+    pub(super) fn new() -> Self {
+        Self {
+            head: core::ptr::null(),
+        }
+    }
+
+    /// Adds `p` unless it is already in the batch.
+    pub(super) fn add(&mut self, p: &Point) {
+        if !p.in_batch.replace(true) {
+            p.batch.set(self.head);
+            self.head = p;
+        }
+    }
+
+    /// The points, most recently added first.
+    pub(super) fn iter(&self) -> impl Iterator<Item = &Point> + '_ {
+        let mut next = self.head;
+        core::iter::from_fn(move || {
+            // SAFETY: batched points are live while the batch exists (the
+            // registration mutex is held, and they are freed only after
+            // `take`).
+            let p = unsafe { next.as_ref() }?;
+            next = p.batch.get();
+            Some(p)
+        })
+    }
+
+    /// Ends the batch; returns its points, most recently added first.
+    pub(super) fn take(mut self) -> impl Iterator<Item = *mut Point> {
+        let mut next = core::mem::replace(&mut self.head, core::ptr::null());
+        core::iter::from_fn(move || {
+            // SAFETY: as in `iter`; each point is read before the caller may
+            // free it.
+            let p = unsafe { next.as_ref() }?;
+            next = p.batch.replace(core::ptr::null());
+            p.in_batch.set(false);
+            Some(core::ptr::from_ref(p).cast_mut())
+        })
+    }
+}
+
+impl Drop for Batch {
+    fn drop(&mut self) {
+        for p in self.iter() {
+            p.in_batch.set(false);
+        }
+    }
+}

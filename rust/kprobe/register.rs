@@ -1,0 +1,419 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Registration, unregistration and arming: the writer side of the core
+//! (the kernel's `register_kprobes()`, `unregister_kprobes()`,
+//! `enable_kprobe()`/`disable_kprobe()` and `arm_all_kprobes()`).
+//!
+//! A registration adds its probes to new or existing points, unarmed, and
+//! then arms the new points with one text synchronisation; a rejected
+//! registration unpublishes and frees what it added. An unregistration
+//! unlinks its probes, disarms the points left with no enabled client,
+//! unpublishes those left with no client, waits for a grace period and
+//! frees what it took away; it allocates nothing and cannot fail.
+//!
+//! Context: process context, may sleep. The public entry points take
+//! `Core::reg`; the functions that take a `Registry` (or say "Writer") run
+//! with it held. Arming takes `text_mutex` for int3 sites and calls into
+//! ftrace, which takes its own locks and `text_mutex`, for ftrace sites
+//! (see the lock order in `mod.rs`).
+
+use super::{
+    abi::{flags, RkpKprobe},
+    address::Target,
+    point::{Batch, Client, Point},
+    Core, Registry,
+};
+use crate::{
+    arch,
+    kernel_ext::{
+        security,
+        sync::{synchronize_rcu, synchronize_rcu_tasks},
+        text::TextGuard,
+        vec,
+    },
+};
+use core::sync::atomic::Ordering;
+use kernel::prelude::*;
+
+/// What one unregistration takes away: the clients it unlinked and the
+/// points it touched, both chained through themselves.
+pub(super) struct Removal {
+    retired: *mut Client,
+    points: Batch,
+}
+
+impl Removal {
+    /// Nothing taken away yet.
+    pub(super) fn new() -> Self {
+        Self {
+            retired: core::ptr::null_mut(),
+            points: Batch::new(),
+        }
+    }
+}
+
+impl Core {
+    /// Registers `kps`, all or nothing, arming new points with one text
+    /// synchronisation. Process context, may sleep.
+    pub(crate) fn register_many(&self, kps: &[*mut RkpKprobe]) -> Result {
+        // As the kernel's kprobe_events under `LOCKDOWN_KPROBES`, for every
+        // way in: the control file, the C ABI and the Rust API.
+        security::locked_down_kprobes()?;
+        // The kernel's own optimizer restores the text of a removed optprobe
+        // asynchronously: until it has, the bytes rkprobes would copy are the
+        // kernel's jump into a detour buffer that is about to be freed.
+        // SAFETY: process context; it takes only the kernel's kprobe and
+        // text mutexes, never one of rkprobes'.
+        unsafe { self.rt.wait_for_kprobe_optimizer() };
+        let mut reg = self.reg.lock();
+        for (i, &kp) in kps.iter().enumerate() {
+            // SAFETY: the caller passes valid probes.
+            if let Err(e) = unsafe { self.register_one(&mut reg, kp) } {
+                // Never armed: unpublish and free what this call added (every
+                // probe before `i` was registered by it, or it would have
+                // failed there).
+                self.unregister_locked(&mut reg, kps.get(..i).unwrap_or(&[]));
+                return Err(e);
+            }
+        }
+        if let Err(e) = self.arm_points(&mut reg, kps) {
+            // Disarms what was armed, as nothing was registered.
+            self.unregister_locked(&mut reg, kps);
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Adds `kp` to a new or existing point, unarmed. Process context.
+    ///
+    /// # Safety
+    ///
+    /// `kp` is valid and stays allocated until unregistered.
+    unsafe fn register_one(&self, reg: &mut Registry, kp: *mut RkpKprobe) -> Result {
+        if kp.is_null() {
+            return Err(EINVAL);
+        }
+        // SAFETY: the caller's contract.
+        if unsafe { !(*kp).rkp_private.is_null() } {
+            // Already registered (the kernel's -EINVAL for re-registration).
+            return Err(EINVAL);
+        }
+        // SAFETY: the caller's contract.
+        let target = unsafe { self.target(kp) }?;
+        let made = KBox::new(Client::new(kp), GFP_KERNEL)
+            .map_err(Error::from)
+            .and_then(|client| {
+                let point = match self.table.lookup(target.addr) {
+                    Some(point) => core::ptr::from_ref(point).cast_mut(),
+                    None => self.new_point(reg, &target)?,
+                };
+                Ok((point, KBox::into_raw(client)))
+            });
+        // The reference kept the module from going while its text was read.
+        // From now on the module notifier handles its unloading, which waits
+        // for the registration mutex that the caller holds.
+        drop(target.module);
+        let (point, client) = made?;
+        // Only DISABLED is the caller's to set.
+        // SAFETY: the caller's contract; these fields are ours to write now,
+        // and the client is ours until appended.
+        unsafe {
+            RkpKprobe::update_flags(kp, 0, !flags::DISABLED);
+            if target.ftrace {
+                RkpKprobe::update_flags(kp, flags::FTRACE, 0);
+            }
+            (*kp).addr = target.addr as *mut _;
+            (*kp).rkp_private = client.cast();
+            (*client).point = point;
+            (*point).append(client);
+        }
+        Ok(())
+    }
+
+    /// Creates, prepares and publishes a point with no client yet. Writer.
+    fn new_point(&self, reg: &mut Registry, t: &Target) -> Result<*mut Point> {
+        reg.points.reserve(1, GFP_KERNEL)?;
+        // Room in `gone` for every point, so that the module notifier never
+        // allocates.
+        let want = reg.points.len() + 1;
+        reg.gone.reserve(want, GFP_KERNEL)?;
+        let insn = arch::prepare(self, t.addr, t.func, t.ftrace)?;
+        let point = match KBox::new(
+            Point::new(
+                t.addr,
+                t.func,
+                insn,
+                t.module
+                    .as_ref()
+                    .map_or(core::ptr::null_mut(), |m| m.as_ptr()),
+            ),
+            GFP_KERNEL,
+        ) {
+            Ok(p) => KBox::into_raw(p),
+            Err(e) => {
+                // `prepare`'s slot: never published.
+                return Err(e.into());
+            }
+        };
+        // SAFETY: the registration mutex is held; the point lives until
+        // removed and reclaimed.
+        if let Err(e) = unsafe { self.table.insert(t.addr, point) } {
+            // SAFETY: never published.
+            let p = unsafe { KBox::from_raw(point) };
+            arch::release(&self.slots, &p.arch);
+            return Err(e);
+        }
+        // Cannot fail: reserved above.
+        let _ = reg.points.push(point, GFP_KERNEL);
+        Ok(point)
+    }
+
+    /// Arms every point of `kps` that should be and is not. Writer.
+    fn arm_points(&self, reg: &mut Registry, kps: &[*mut RkpKprobe]) -> Result {
+        if !reg.enabled {
+            return Ok(());
+        }
+        let mut batch = Batch::new();
+        for &kp in kps {
+            // SAFETY: a registered probe's `rkp_private` is its client, whose
+            // point is live while the mutex is held.
+            batch.add(unsafe { &*(*(*kp).rkp_private.cast::<Client>()).point });
+        }
+        self.set_armed(reg, &batch, true, Point::any_enabled)
+    }
+
+    /// Arms (`on`) or disarms the points of `batch` that `want` it and are
+    /// in the other state: int3 sites with one text synchronisation for the
+    /// batch, ftrace sites through ftrace (which patches text itself, so not
+    /// under `text_mutex`). Best effort, as the kernel's `arm_all_kprobes()`:
+    /// a point that cannot be armed stays disarmed, and the first error is
+    /// returned. Disarming never fails. Writer.
+    pub(super) fn set_armed(
+        &self,
+        reg: &mut Registry,
+        batch: &Batch,
+        on: bool,
+        want: impl Fn(&Point) -> bool,
+    ) -> Result {
+        let want = &want;
+        let todo = |ftrace: bool| {
+            batch.iter().filter(move |p| {
+                p.arch.is_ftrace() == ftrace && p.armed.load(Ordering::Relaxed) != on && want(p)
+            })
+        };
+        let mut result = Ok(());
+        if todo(false).next().is_some() {
+            if on {
+                // The kernel's optimizer restores the text of a removed
+                // optprobe asynchronously (see `register_many`).
+                // SAFETY: process context; it takes the kernel's kprobe and
+                // text mutexes, never while calling into rkprobes.
+                unsafe { self.rt.wait_for_kprobe_optimizer() };
+            }
+            let guard = TextGuard::lock(&self.rt);
+            for p in todo(false) {
+                // Checked under `text_mutex`, which the kernel's kprobes hold
+                // to arm or optimize: no kernel kprobe appears in between,
+                // and a jump of one on its way out is still in the text.
+                if on
+                    && (self.native_kprobe_before(p.func, p.addr)
+                        || !arch::text_unchanged(self, p.addr, &p.arch))
+                {
+                    result = result.and(Err(EBUSY));
+                    continue;
+                }
+                // SAFETY: the point is published in the table (a hit finds
+                // it) and in the opposite state.
+                unsafe {
+                    if on {
+                        arch::arm(&guard, p.addr, &p.arch)
+                    } else {
+                        arch::disarm(&guard, p.addr, &p.arch)
+                    }
+                };
+                p.armed.store(on, Ordering::Relaxed);
+            }
+            guard.sync();
+        }
+        for p in todo(true) {
+            if !on {
+                // Never fails (see `ftrace_disarm`).
+                arch::ftrace_disarm(p.addr, reg.ftrace_armed == 1);
+                p.armed.store(false, Ordering::Relaxed);
+                reg.ftrace_armed -= 1;
+                continue;
+            }
+            // No text conflict here (both would be ftrace callbacks), but the
+            // same rule as at registration (`check_address_safe`).
+            let r = if self.native_kprobe_before(p.func, p.addr) {
+                Err(EBUSY)
+            } else {
+                arch::ftrace_arm(p.addr, reg.ftrace_armed == 0)
+            };
+            match r {
+                Ok(()) => {
+                    p.armed.store(true, Ordering::Relaxed);
+                    reg.ftrace_armed += 1;
+                }
+                Err(e) => result = result.and(Err(e)),
+            }
+        }
+        result
+    }
+
+    /// Unregisters `kps`; returns when no CPU can be in their handlers or
+    /// slots any more. Never fails, allocates nothing. Process context, may
+    /// sleep.
+    pub(crate) fn unregister_many(&self, kps: &[*mut RkpKprobe]) {
+        let mut reg = self.reg.lock();
+        self.unregister_locked(&mut reg, kps);
+    }
+
+    /// Removes each of `kps` from its point. Writer.
+    fn unregister_locked(&self, reg: &mut Registry, kps: &[*mut RkpKprobe]) {
+        let mut removal = Removal::new();
+        for &kp in kps {
+            self.unlink_client(&mut removal, kp);
+        }
+        self.finish_removal(reg, removal);
+    }
+
+    /// Unlinks `kp` from its point's client list, if it is registered. It is
+    /// no longer registered when this returns; its client and point are
+    /// freed by [`Core::finish_removal`]. Writer; allocates nothing.
+    pub(super) fn unlink_client(&self, removal: &mut Removal, kp: *mut RkpKprobe) {
+        if kp.is_null() {
+            return;
+        }
+        // SAFETY: the caller passes valid probes.
+        let c = unsafe { (*kp).rkp_private }.cast::<Client>();
+        // SAFETY: a registered probe's `rkp_private` is its live client.
+        let Some(client) = (unsafe { c.as_ref() }) else {
+            return;
+        };
+        if client.kp != kp {
+            pr_err!("unregistering a probe that is not registered: {:p}\n", kp);
+            return;
+        }
+        // SAFETY: a registered client's point is live.
+        let p = unsafe { &*client.point };
+        if p.unlink(c) {
+            client.retired.set(removal.retired);
+            removal.retired = c;
+            removal.points.add(p);
+        }
+        // SAFETY: the caller's probe; it is no longer registered.
+        unsafe { (*kp).rkp_private = core::ptr::null_mut() };
+    }
+
+    /// Disarms the points of `removal` left with no enabled client,
+    /// unpublishes those left with no client, waits until no CPU can be in
+    /// what was removed, and frees it. Writer; allocates nothing.
+    pub(super) fn finish_removal(&self, reg: &mut Registry, removal: Removal) {
+        if removal.retired.is_null() {
+            return;
+        }
+        let is_dead = |p: &Point| p.is_empty();
+        // Disarm before unpublishing: a CPU that trapped on an int3 finds its
+        // point until then. Points of unloaded code are disarmed already.
+        let _ = self.set_armed(reg, &removal.points, false, |p| !p.any_enabled());
+        let mut boosted = false;
+        for p in removal.points.iter().filter(|p| is_dead(p)) {
+            let ptr = core::ptr::from_ref(p).cast_mut();
+            boosted |= p.was_boosted.load(Ordering::Relaxed);
+            if let Some(i) = reg.points.iter().position(|&q| q == ptr) {
+                // SAFETY: the registration mutex is held; the point is live.
+                unsafe { self.table.remove(p.addr) };
+                vec::swap_remove(&mut reg.points, i);
+            } else if let Some(i) = reg.gone.iter().position(|&q| q == ptr) {
+                // Unpublished when its code went.
+                vec::swap_remove(&mut reg.gone, i);
+            }
+        }
+        // No CPU can be in a handler, or in a slot with interrupts off, of
+        // what was unlinked or unpublished above after this.
+        synchronize_rcu();
+        // A boosted copy runs with interrupts on: a task may have been
+        // preempted in its slot, and leaves it only when it runs again.
+        if boosted {
+            synchronize_rcu_tasks(&self.rt);
+        }
+        // SAFETY: the registration mutex is held and a grace period passed.
+        unsafe { self.table.reclaim() };
+        let mut c = removal.retired;
+        while !c.is_null() {
+            // SAFETY: unlinked and past a grace period: nothing else reaches
+            // it.
+            let client = unsafe { KBox::from_raw(c) };
+            c = client.retired.get();
+        }
+        for point in removal.points.take() {
+            // SAFETY: the points of a removal are live until freed here.
+            if is_dead(unsafe { &*point }) {
+                // SAFETY: unpublished and unlisted above, past a grace period.
+                let p = unsafe { KBox::from_raw(point) };
+                arch::release(&self.slots, &p.arch);
+            }
+        }
+    }
+
+    /// `rkp_enable_kprobe`/`rkp_disable_kprobe`. A probe that cannot be
+    /// armed stays disabled, as the kernel's `enable_kprobe()` leaves it.
+    /// Process context.
+    pub(crate) fn set_enabled(&self, kp: *mut RkpKprobe, enable: bool) -> Result {
+        let mut reg = self.reg.lock();
+        // SAFETY: the caller passes a valid probe.
+        let c = unsafe { (*kp).rkp_private }.cast::<Client>();
+        // SAFETY: a registered probe's `rkp_private` is its live client.
+        let Some(client) = (unsafe { c.as_ref() }) else {
+            return Err(EINVAL);
+        };
+        // SAFETY: a registered probe.
+        if client.kp != kp || unsafe { RkpKprobe::flags(kp) } & flags::GONE != 0 {
+            return Err(EINVAL);
+        }
+        // SAFETY: a registered client's point is live while the mutex is held.
+        let p = unsafe { &*client.point };
+        let (set, clear) = if enable {
+            (0, flags::DISABLED)
+        } else {
+            (flags::DISABLED, 0)
+        };
+        // SAFETY: a registered probe.
+        unsafe { RkpKprobe::update_flags(kp, set, clear) };
+        if enable {
+            if let Err(e) = self.arm_points(&mut reg, &[kp]) {
+                // SAFETY: a registered probe.
+                unsafe { RkpKprobe::update_flags(kp, flags::DISABLED, 0) };
+                return Err(e);
+            }
+            Ok(())
+        } else {
+            let mut one = Batch::new();
+            one.add(p);
+            self.set_armed(&mut reg, &one, false, |p| !p.any_enabled())
+        }
+    }
+
+    /// Arms or disarms every point (`/sys/kernel/debug/rkprobes/enabled`),
+    /// best effort as the kernel's `arm_all_kprobes()`: the first error is
+    /// returned, and the points that could not be armed stay disarmed.
+    /// Process context.
+    pub(crate) fn set_all_armed(&self, on: bool) -> Result {
+        let mut reg = self.reg.lock();
+        if reg.enabled == on {
+            return Ok(());
+        }
+        reg.enabled = on;
+        let mut all = Batch::new();
+        for &point in reg.points.iter() {
+            // SAFETY: registered points are live while the mutex is held.
+            all.add(unsafe { &*point });
+        }
+        let r = self.set_armed(&mut reg, &all, on, |p| !on || p.any_enabled());
+        if r.is_err() {
+            pr_warn!("probes globally enabled, but some could not be armed\n");
+        }
+        r
+    }
+}
