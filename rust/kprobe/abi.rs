@@ -3,7 +3,7 @@
 //! The C ABI of rkprobes: `include/rkprobes.h`, seen from Rust.
 //!
 //! The exported functions are defined here with `#[no_mangle]` and exported
-//! with `EXPORT_SYMBOL_GPL` in `rust/glue.c`. They find the probe core through
+//! with `EXPORT_SYMBOL_GPL` in `rust/ffi/glue.c`. They find the probe core through
 //! [`super::Core::get`], which is set for exactly the lifetime of the module's
 //! state; client modules depend on rkprobes' symbols, so rkprobes cannot be
 //! unloaded while one is loaded.
@@ -253,8 +253,7 @@ pub(crate) unsafe extern "C" fn rkp_stack_trace_save(
     let buf = unsafe { core::slice::from_raw_parts_mut(store, size as usize) };
     match Core::get() {
         Ok(c) => c.kretprobes().stack_trace(c.runtime(), buf, skipnr) as c_uint,
-        // SAFETY: as above.
-        Err(_) => unsafe { crate::ffi::stack_trace_save(store, size, skipnr) },
+        Err(_) => crate::kernel_ext::task::stack_trace_save(buf, skipnr) as c_uint,
     }
 }
 

@@ -53,6 +53,7 @@ use crate::{
     abi::RkpKretprobe,
     arch,
     ffi::{self, runtime::Runtime},
+    kernel_ext::{reclaim, task},
 };
 use core::sync::atomic::{AtomicI32, AtomicPtr, Ordering};
 use kernel::{
@@ -117,8 +118,7 @@ impl Kretprobes {
     /// the stack address `above`: its return address's stack word and the
     /// real return address. Caller in an RCU read-side critical section.
     fn next_hijacked(&self, above: usize) -> Option<(usize, usize)> {
-        // SAFETY: no preconditions; only compared.
-        let cur = unsafe { ffi::rkp_current_task() };
+        let cur = task::current_id();
         let mut best: Option<(usize, usize)> = None;
         for &(_, _, pool) in self.ranges() {
             // SAFETY: listed pools are live during the caller's section.
@@ -150,9 +150,7 @@ impl Kretprobes {
     /// from the real return address. Returns the number of entries. Caller
     /// in an RCU read-side critical section (preemption off, as handlers).
     pub(crate) fn stack_trace(&self, rt: &Runtime, store: &mut [c_ulong], skip: u32) -> usize {
-        let len = store.len().min(u32::MAX as usize) as u32;
-        // SAFETY: `store` has room for `len` entries.
-        let mut n = unsafe { ffi::stack_trace_save(store.as_mut_ptr(), len, skip) } as usize;
+        let mut n = task::stack_trace_save(store, skip);
         if !rt.has_stack_trace_save_regs() {
             return n;
         }
@@ -200,7 +198,7 @@ impl Kretprobes {
         // harmless; only the current task's is answered.
         unsafe {
             // The reference is only compared, never used.
-            let cur = ffi::rkp_current_task();
+            let cur = task::current_id();
             if pool.task(i).load(Ordering::Acquire) == cur {
                 (*pool.inst(i)).ret_addr
             } else {
@@ -229,8 +227,7 @@ pub(crate) unsafe extern "C" fn pre_handler(kp: *mut RkpKprobe, regs: *mut ffi::
         unsafe { AtomicI32::from_ptr(core::ptr::addr_of_mut!((*rp).nmissed)) }
             .fetch_add(1, Ordering::Relaxed);
         // Perhaps instances are held by exited tasks.
-        // SAFETY: no preconditions; NMI-safe.
-        unsafe { ffi::rkp_kick_gc() };
+        reclaim::kick();
         return 0;
     };
     // SAFETY: `i` is ours now.
@@ -253,8 +250,7 @@ pub(crate) unsafe extern "C" fn pre_handler(kp: *mut RkpKprobe, regs: *mut ffi::
         }
     }
     pool.refs.fetch_add(1, Ordering::Relaxed);
-    // SAFETY: takes a reference on the running task; any context.
-    let task = unsafe { ffi::rkp_get_current_task() };
+    let task = task::get_current_raw();
     // SAFETY: `i` is ours.
     unsafe { pool.task(i) }.store(task, Ordering::Release);
     // SAFETY: `fp` holds the return address of the function being entered.
@@ -332,7 +328,7 @@ pub(crate) unsafe fn trampoline_handler(
     real
 }
 
-/// The reclaim work (`rust/glue.c`). Process context.
+/// The reclaim work (`rust/ffi/glue.c`). Process context.
 #[no_mangle]
 pub(crate) extern "C" fn rkp_kretprobe_gc() {
     if let Ok(core) = Core::get() {

@@ -137,24 +137,15 @@ impl Core {
         // allocates.
         let want = reg.points.len() + 1;
         reg.gone.reserve(want, GFP_KERNEL)?;
+        // The point's memory first: once `prepare` has a slot, nothing may
+        // fail before the point owns it.
+        let room = KBox::<Point>::new_uninit(GFP_KERNEL)?;
         let insn = arch::prepare(self, t.addr, t.func, t.ftrace)?;
-        let point = match KBox::new(
-            Point::new(
-                t.addr,
-                t.func,
-                insn,
-                t.module
-                    .as_ref()
-                    .map_or(core::ptr::null_mut(), |m| m.as_ptr()),
-            ),
-            GFP_KERNEL,
-        ) {
-            Ok(p) => KBox::into_raw(p),
-            Err(e) => {
-                // `prepare`'s slot: never published.
-                return Err(e.into());
-            }
-        };
+        let module = t
+            .module
+            .as_ref()
+            .map_or(core::ptr::null_mut(), |m| m.as_ptr());
+        let point = KBox::into_raw(KBox::write(room, Point::new(t.addr, t.func, insn, module)));
         // SAFETY: the registration mutex is held; the point lives until
         // removed and reclaimed.
         if let Err(e) = unsafe { self.table.insert(t.addr, point) } {

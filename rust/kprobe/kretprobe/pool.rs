@@ -17,7 +17,7 @@ use crate::{
     abi::{RkpKretprobe, RkpKretprobeInstance},
     arch,
     ffi::{self, runtime::Runtime},
-    kernel_ext::{execmem::ExecPages, module},
+    kernel_ext::{execmem::ExecPages, module, reclaim, task},
 };
 use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use kernel::{ffi::c_void, page::PAGE_SIZE, prelude::*, static_assert};
@@ -263,10 +263,10 @@ impl Pool {
     /// context. The pool may be freed as soon as this returns.
     pub(super) fn put_ref(&self) {
         if self.refs.fetch_sub(1, Ordering::AcqRel) == 1 {
-            // SAFETY: no preconditions; NMI-safe.
-            unsafe { ffi::rkp_kick_gc() };
+            reclaim::kick();
             // SAFETY: the reference taken at unregistration for the frames
-            // that were still out (`Kretprobes::unregister`).
+            // that were still out (`Kretprobes::retire`, which unregistration
+            // and a failed registration call).
             unsafe { module::put_self() };
         }
     }
@@ -280,9 +280,10 @@ impl Pool {
         // SAFETY: the caller's contract.
         let task = unsafe { self.task(i) }.swap(core::ptr::null_mut(), Ordering::AcqRel);
         if !task.is_null() {
-            // SAFETY: the reference taken at entry. The task is current (a
-            // return) or dead and reclaimed in process context (`gc`).
-            unsafe { ffi::rkp_put_task(task) };
+            // SAFETY: the reference taken at entry, put once (swapped out).
+            // The task is current (a return) or dead and reclaimed in
+            // process context (`gc`).
+            unsafe { task::put_raw(task) };
         }
         self.push(i);
         self.put_ref();
@@ -297,7 +298,7 @@ impl Pool {
             let slot = unsafe { self.task(i) };
             let t = slot.load(Ordering::Acquire);
             // SAFETY: a non-null task is referenced by the instance.
-            if t.is_null() || unsafe { ffi::rkp_task_is_dead(t) } == 0 {
+            if t.is_null() || !unsafe { task::is_dead(t) } {
                 continue;
             }
             // A dead task never returns through its frames, so nobody else
@@ -312,8 +313,9 @@ impl Pool {
                 )
                 .is_ok()
             {
-                // SAFETY: process context; the instance's reference.
-                unsafe { ffi::rkp_put_task(t) };
+                // SAFETY: process context; the instance's reference, put
+                // once (exchanged out).
+                unsafe { task::put_raw(t) };
                 self.push(i);
                 self.put_ref();
                 n += 1;

@@ -19,7 +19,7 @@ use crate::{
     abi::{RkpKretprobe, KRETPROBE_MAXACTIVE_MAX, KRETPROBE_MAX_DATA_SIZE},
     ffi::{self, runtime::Runtime},
     kernel_ext::{
-        cpu, delay, module,
+        cpu, delay, module, reclaim,
         sync::{synchronize_rcu, synchronize_rcu_tasks},
         vec,
     },
@@ -265,8 +265,7 @@ impl Kretprobes {
                 for p in dead {
                     let _ = pools.list.push(p, GFP_KERNEL);
                 }
-                // SAFETY: no preconditions.
-                unsafe { ffi::rkp_kick_gc_later() };
+                reclaim::kick_later();
                 return pools.list.len();
             };
             // The last returning frame dropped its reference as its last
@@ -286,8 +285,7 @@ impl Kretprobes {
             .count();
         if zombies > 0 {
             // Frames of exited tasks may be all that is left: look again.
-            // SAFETY: no preconditions.
-            unsafe { ffi::rkp_kick_gc_later() };
+            reclaim::kick_later();
         }
         zombies
     }
@@ -323,8 +321,8 @@ impl Kretprobes {
             waited = waited.wrapping_add(1);
             delay::msleep(100);
         }
-        // SAFETY: process context; nothing queues reclaim work any more.
-        unsafe { ffi::rkp_gc_sync() };
+        // Nothing queues reclaim work any more.
+        reclaim::sync();
         // A task that returned through the trampoline may still be in its
         // last instructions, in rkprobes' text, possibly preempted there.
         synchronize_rcu_tasks(rt);
