@@ -11,7 +11,7 @@
 #include <linux/kbuild.h>
 #include <linux/stddef.h>
 
-#include "../include/rkprobes.h"
+#include "../../include/rkprobes.h"
 
 #define RKP_OFFSET(sym, str, mem) DEFINE(sym, offsetof(struct str, mem))
 

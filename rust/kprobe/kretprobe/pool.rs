@@ -16,7 +16,7 @@
 use crate::{
     abi::{RkpKretprobe, RkpKretprobeInstance},
     arch,
-    ffi::{self, runtime::Runtime},
+    ffi::runtime::Runtime,
     kernel_ext::{execmem::ExecPages, module, reclaim, task},
 };
 use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};

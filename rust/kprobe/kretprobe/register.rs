@@ -17,7 +17,7 @@
 use super::{pool::Pool, pre_handler, Kretprobes, Pools, Ranges};
 use crate::{
     abi::{RkpKretprobe, KRETPROBE_MAXACTIVE_MAX, KRETPROBE_MAX_DATA_SIZE},
-    ffi::{self, runtime::Runtime},
+    ffi::runtime::Runtime,
     kernel_ext::{
         cpu, delay, module, reclaim,
         sync::{synchronize_rcu, synchronize_rcu_tasks},
