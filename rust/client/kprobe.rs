@@ -2,7 +2,9 @@
 
 //! [`Kprobe`]: a pinned probe whose handlers implement [`KprobeHandler`].
 //! Its trampolines run in int3 context (or ftrace's, at a function entry),
-//! with interrupts off; the rest in process context.
+//! with interrupts off, or, once the probe is optimized into a jump, in the
+//! context of the probed code with preemption off; the rest in process
+//! context.
 
 use super::{
     abi::RkpKprobe,
@@ -19,10 +21,19 @@ use kernel::{
 };
 
 /// The handlers of a probe. They run in int3 exception context with
-/// interrupts off: they must not sleep, allocate with `GFP_KERNEL`, or take
-/// locks the probed code may hold.
+/// interrupts off, or, when the probe is optimized (a probe without a
+/// post-handler, a few milliseconds after registration, as the kernel's
+/// optprobes), in the context of the probed code with preemption off and
+/// interrupts as that code had them (usually on): they must not sleep,
+/// allocate with `GFP_KERNEL`, or take locks the probed code may hold, and
+/// must not assume that interrupts are off.
 pub trait KprobeHandler: Sync {
-    /// Before the probed instruction.
+    /// Before the probed instruction. In an optimized probe, as in the
+    /// kernel's, a change of `ip` is ignored, whatever the handler returns:
+    /// a handler that changes the execution path (fault injection) must
+    /// keep its probe from being optimized, by setting
+    /// [`KprobeHandler::HAS_POST`] (as the kernel's `fail_function` adds a
+    /// dummy post-handler).
     fn pre(&self, _probe: &ProbeInfo, _regs: &mut Regs) -> Action {
         Action::Continue
     }
@@ -32,7 +43,7 @@ pub trait KprobeHandler: Sync {
     fn post(&self, _probe: &ProbeInfo, _regs: &mut Regs, _flags: u64) {}
 
     /// Whether `post` is implemented: a probe without a post-handler can be
-    /// run more cheaply.
+    /// run more cheaply, and optimized into a jump.
     const HAS_POST: bool = false;
 
     /// A fault (`trapnr`, the x86 trap number) was reported while this CPU
@@ -131,6 +142,14 @@ impl<H: KprobeHandler> Kprobe<H> {
     /// Enables or disables the registered probe. Process context.
     pub fn set_enabled(&self, on: bool) -> Result {
         set_enabled_raw(self.raw.get(), on)
+    }
+
+    /// Whether the probe is optimized (`RKP_FLAG_OPTIMIZED`): hits reach it
+    /// through a jump into a detour buffer instead of an int3.
+    pub fn is_optimized(&self) -> bool {
+        // SAFETY: an aligned word that rkprobes updates atomically.
+        let f = unsafe { core::ptr::read_volatile(core::ptr::addr_of!((*self.raw.get()).flags)) };
+        f & super::abi::flags::OPTIMIZED != 0
     }
 
     /// The `Kprobe` containing `kp`.

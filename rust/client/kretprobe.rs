@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! [`Kretprobe`]: a pinned return probe whose handlers implement
-//! [`KretprobeHandler`]. The entry trampoline runs in int3 context, the
-//! return trampoline in the return trampoline's, both with interrupts off;
-//! the rest in process context.
+//! [`KretprobeHandler`]. The entry trampoline runs in int3 context with
+//! interrupts off (or, once the entry probe is optimized into a jump, in the
+//! function's context with preemption off), the return trampoline in the
+//! return trampoline's with interrupts off; the rest in process context.
 
 use super::{
     abi::{RkpKretprobe, RkpKretprobeInstance},
@@ -14,8 +15,10 @@ use super::{
 use core::marker::PhantomPinned;
 use kernel::{bindings, ffi::c_int, prelude::*, types::Opaque};
 
-/// The handlers of a return probe. Both run with interrupts off: they must
-/// not sleep, allocate with `GFP_KERNEL`, or take locks the probed code may
+/// The handlers of a return probe. `ret` runs with interrupts off; `entry`
+/// with interrupts off, or, once the entry probe is optimized, with
+/// preemption off and interrupts as the function had them. Neither may
+/// sleep, allocate with `GFP_KERNEL`, or take locks the probed code may
 /// hold.
 pub trait KretprobeHandler: Sync {
     /// Per-call data, shared by `entry` and `ret` of one call. It starts as

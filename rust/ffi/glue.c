@@ -9,6 +9,7 @@
 #include <linux/irq_work.h>
 #include <linux/kallsyms.h>
 #include <linux/module.h>
+#include <linux/rculist.h>
 #include <linux/preempt.h>
 #include <linux/sched.h>
 #include <linux/security.h>
@@ -30,10 +31,16 @@ notrace unsigned int rkp_smp_processor_id(void)
 	return raw_smp_processor_id();
 }
 
-/* The NMI nesting level of the current context (in_nmi()). */
-notrace unsigned int rkp_in_nmi(void)
+/*
+ * The interrupt level of the current context: its NMI and hardirq nesting
+ * and whether it serves a softirq, as bits of the preempt count. Code
+ * interrupted by an interrupt, an exception entered as an NMI (int3) or a
+ * softirq sees a different value; an exception that does not change the
+ * context (a #DE, #UD or #GP in the same code) sees the same.
+ */
+notrace unsigned int rkp_irq_level(void)
 {
-	return in_nmi();
+	return preempt_count() & (NMI_MASK | HARDIRQ_MASK | SOFTIRQ_OFFSET);
 }
 
 /*
@@ -158,6 +165,45 @@ void rkp_gc_sync(void)
 	irq_work_sync(&rkp_gc_irq_work);
 	cancel_work_sync(&rkp_gc_work);
 	cancel_delayed_work_sync(&rkp_gc_dwork);
+}
+
+/*
+ * The kernel's kprobe_blacklist is an RCU list (readers walk it under
+ * rcu_read_lock(), writers hold kprobe_mutex): rkprobes adds the regions of
+ * its optimized probes to it (rust/kprobe/blacklist.rs), with the kernel's
+ * list primitives.
+ */
+notrace void rkp_list_add_tail_rcu(struct list_head *new, struct list_head *head)
+{
+	list_add_tail_rcu(new, head);
+}
+
+notrace void rkp_list_del_rcu(struct list_head *entry)
+{
+	list_del_rcu(entry);
+}
+
+/*
+ * The jump optimizer (rust/kprobe/optimize.rs) runs as a delayed work, as
+ * the kernel's kprobe_optimizer: registrations close together are
+ * optimized in one batch.
+ */
+static void rkp_opt_workfn(struct work_struct *work)
+{
+	rkp_optimizer_work();
+}
+static DECLARE_DELAYED_WORK(rkp_opt_dwork, rkp_opt_workfn);
+
+/* Queues the optimizer in delay jiffies, unless it is queued already. */
+void rkp_kick_optimizer(unsigned long delay)
+{
+	schedule_delayed_work(&rkp_opt_dwork, delay);
+}
+
+/* Cancels a queued optimizer and waits for a running one. Process context. */
+void rkp_optimizer_cancel(void)
+{
+	cancel_delayed_work_sync(&rkp_opt_dwork);
 }
 
 /*

@@ -7,7 +7,7 @@
 #define RKPROBES_GLUE_H
 
 unsigned int rkp_smp_processor_id(void);
-unsigned int rkp_in_nmi(void);
+unsigned int rkp_irq_level(void);
 int rkp_locked_down_kprobes(void);
 void rkp_preempt_disable(void);
 void rkp_preempt_enable(void);
@@ -23,6 +23,11 @@ void rkp_module_put_self(void);
 void rkp_kick_gc(void);
 void rkp_kick_gc_later(void);
 void rkp_gc_sync(void);
+struct list_head;
+void rkp_list_add_tail_rcu(struct list_head *new, struct list_head *head);
+void rkp_list_del_rcu(struct list_head *entry);
+void rkp_kick_optimizer(unsigned long delay);
+void rkp_optimizer_cancel(void);
 
 struct pt_regs;
 
@@ -50,6 +55,9 @@ void rkp_tev_record(void *ev, struct pt_regs *regs, unsigned long a0,
 
 /* Implemented in Rust (rust/kprobe/kretprobe.rs). */
 void rkp_kretprobe_gc(void);
+
+/* Implemented in Rust (rust/kprobe/optimize.rs). */
+void rkp_optimizer_work(void);
 
 /* Implemented in Rust (rust/kprobe/mod.rs). */
 void rkp_ftrace_hit(unsigned long ip, struct pt_regs *regs);

@@ -31,9 +31,9 @@ extern "C" {
     /// `raw_smp_processor_id()`.
     pub(crate) fn rkp_smp_processor_id() -> c_uint;
 
-    /// `in_nmi()`: the NMI nesting of the current context, as bits of the
-    /// preempt count. Any context.
-    pub(crate) fn rkp_in_nmi() -> c_uint;
+    /// The interrupt level of the current context: NMI and hardirq nesting
+    /// and softirq service, as bits of the preempt count. Any context.
+    pub(crate) fn rkp_irq_level() -> c_uint;
 
     /// `security_locked_down(LOCKDOWN_KPROBES)`: 0, or the errno (`-EPERM`)
     /// while lockdown forbids new probes. Process context.
@@ -87,9 +87,32 @@ extern "C" {
     /// Waits until no reclaim is queued or running. Process context.
     pub(crate) fn rkp_gc_sync();
 
+    /// `list_add_tail_rcu()`. The caller holds the list's writer lock.
+    pub(crate) fn rkp_list_add_tail_rcu(
+        new: *mut bindings::list_head,
+        head: *mut bindings::list_head,
+    );
+
+    /// `list_del_rcu()`: readers may still stand on `entry` until a grace
+    /// period has passed. The caller holds the list's writer lock.
+    pub(crate) fn rkp_list_del_rcu(entry: *mut bindings::list_head);
+
+    /// Queues the jump optimizer in `delay` jiffies, unless it is queued
+    /// already. Any context but NMI.
+    pub(crate) fn rkp_kick_optimizer(delay: c_ulong);
+
+    /// Cancels a queued optimizer and waits for a running one. Process
+    /// context.
+    pub(crate) fn rkp_optimizer_cancel();
+
     /// The kretprobe return trampoline (`kretprobe_trampoline.S`). Not a
     /// function to call from Rust: only its address is used.
     pub(crate) fn rkp_kretprobe_trampoline();
+
+    /// The register-saving trampoline of optimized probes
+    /// (`optprobe_trampoline.S`), called by the detour buffers. Not a
+    /// function to call from Rust: only its address is used.
+    pub(crate) fn rkp_optprobe_trampoline();
 
     /// Creates and registers a trace event (`trace_event.c`); an `ERR_PTR`
     /// on failure. Process context, takes `event_mutex`.

@@ -41,6 +41,15 @@ pub(crate) struct Runtime {
     text_poke_sync: unsafe extern "C" fn(),
     /// `struct mutex text_mutex`.
     text_mutex: *mut bindings::mutex,
+    /// `void text_poke_queue(void *addr, const void *opcode, size_t len,
+    /// const void *emulate)` and `void text_poke_finish(void)`: the
+    /// kernel's batched live patching of multi-byte instructions (int3
+    /// first, then the tail, then the head, each step synchronised), used
+    /// to write optimized probes' jumps; caller holds `text_mutex`.
+    text_poke_bp: Option<(
+        unsafe extern "C" fn(*mut c_void, *const c_void, usize, *const c_void),
+        unsafe extern "C" fn(),
+    )>,
     /// `void *execmem_alloc(enum execmem_type type, size_t size)`: RW, NX.
     execmem_alloc: unsafe extern "C" fn(c_uint, usize) -> *mut c_void,
     /// `void execmem_free(void *ptr)`.
@@ -147,6 +156,8 @@ impl Runtime {
         let text_poke = find(ksyms, b, c_str!("text_poke"))?;
         let text_poke_sync = find(ksyms, b, c_str!("text_poke_sync"))?;
         let text_mutex = find(ksyms, b, c_str!("text_mutex"))?;
+        let text_poke_queue = ksyms.lookup(b, c_str!("text_poke_queue"));
+        let text_poke_finish = ksyms.lookup(b, c_str!("text_poke_finish"));
         let execmem_alloc = find(ksyms, b, c_str!("execmem_alloc"))?;
         let execmem_free = find(ksyms, b, c_str!("execmem_free"))?;
         let set_memory_rox = find(ksyms, b, c_str!("set_memory_rox"))?;
@@ -174,6 +185,10 @@ impl Runtime {
             // SAFETY: as above.
             text_poke_sync: unsafe { as_fn(text_poke_sync) },
             text_mutex: text_mutex as *mut bindings::mutex,
+            text_poke_bp: text_poke_queue.zip(text_poke_finish).map(|(q, f)| {
+                // SAFETY: as above, for both.
+                unsafe { (as_fn(q), as_fn(f)) }
+            }),
             // SAFETY: as above.
             execmem_alloc: unsafe { as_fn(execmem_alloc) },
             // SAFETY: as above.
@@ -237,6 +252,54 @@ impl Runtime {
     pub(crate) unsafe fn text_poke_sync(&self) {
         // SAFETY: the caller's contract.
         unsafe { (self.text_poke_sync)() };
+    }
+
+    /// Whether the kernel's batched live patching was found
+    /// ([`Runtime::text_poke_queue`]).
+    pub(crate) fn has_text_poke_bp(&self) -> bool {
+        self.text_poke_bp.is_some()
+    }
+
+    /// `text_poke_queue(addr, opcode, len, NULL)`: queues the live patching
+    /// of one instruction, which [`Runtime::text_poke_finish`] (or a full
+    /// queue) carries out; a CPU that meets the patch site meanwhile
+    /// traps into the kernel's `poke_int3_handler()`, which emulates the new
+    /// instruction. Does nothing without it.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds `text_mutex` until the matching
+    /// [`Runtime::text_poke_finish`]; `addr` starts an instruction of kernel
+    /// or module text that may be replaced by `opcode` whole (`len` bytes,
+    /// one instruction the kernel's `text_poke_loc_init()` accepts: a
+    /// `jmp rel32` here), and no CPU can be inside its bytes after the
+    /// first (they are not executed between instructions).
+    pub(crate) unsafe fn text_poke_queue(&self, addr: *mut c_void, opcode: &[u8]) {
+        if let Some((queue, _)) = self.text_poke_bp {
+            // SAFETY: the caller's contract; `opcode` outlives the call,
+            // which copies it.
+            unsafe {
+                queue(
+                    addr,
+                    opcode.as_ptr().cast(),
+                    opcode.len(),
+                    core::ptr::null(),
+                )
+            };
+        }
+    }
+
+    /// `text_poke_finish()`: carries out what [`Runtime::text_poke_queue`]
+    /// queued, with the kernel's three synchronisations.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds `text_mutex`. Process context.
+    pub(crate) unsafe fn text_poke_finish(&self) {
+        if let Some((_, finish)) = self.text_poke_bp {
+            // SAFETY: the caller's contract.
+            unsafe { finish() };
+        }
     }
 
     /// The kernel's `text_mutex`.

@@ -27,10 +27,13 @@ pub(crate) fn raw_smp_processor_id() -> usize {
     unsafe { ffi::rkp_smp_processor_id() as usize }
 }
 
-/// The NMI nesting of the current context (`in_nmi()`), as bits of the
-/// preempt count: 0 outside NMI. Any context, NMI included.
+/// The interrupt level of the current context: its NMI and hardirq nesting
+/// and whether it serves a softirq, as bits of the preempt count. Code and an
+/// exception it raises (#DE, #UD, #GP) share a level; an interrupt, an NMI,
+/// an int3 (entered as an NMI) or a softirq that runs in between is at
+/// another. Any context, NMI included.
 #[inline]
-pub(crate) fn in_nmi() -> u32 {
+pub(crate) fn irq_level() -> u32 {
     // SAFETY: reads this CPU's preempt count; no preconditions.
-    unsafe { ffi::rkp_in_nmi() }
+    unsafe { ffi::rkp_irq_level() }
 }

@@ -21,6 +21,7 @@ pub(crate) mod module;
 pub(crate) mod mutex;
 pub(crate) mod nofault;
 pub(crate) mod notifier;
+pub(crate) mod optwork;
 pub(crate) mod reclaim;
 pub(crate) mod security;
 pub(crate) mod str;

@@ -86,8 +86,44 @@ impl<'a> TextGuard<'a> {
     /// Whether the alternatives patcher owns the byte at `addr`
     /// (`alternatives_text_reserved()`, which wants `text_mutex`).
     pub(crate) fn alternatives_reserved(&self, addr: usize) -> bool {
-        let p = addr as *mut core::ffi::c_void;
+        self.alternatives_reserved_range(addr, addr)
+    }
+
+    /// Whether the alternatives patcher owns any byte of `first..=last`.
+    pub(crate) fn alternatives_reserved_range(&self, first: usize, last: usize) -> bool {
+        let (f, l) = (
+            first as *mut core::ffi::c_void,
+            last as *mut core::ffi::c_void,
+        );
         // SAFETY: `text_mutex` is held (type invariant).
-        unsafe { self.rt.alternatives_text_reserved(p, p) != 0 }
+        unsafe { self.rt.alternatives_text_reserved(f, l) != 0 }
+    }
+
+    /// Queues replacing the instruction at `addr` with `insn`, a `jmp
+    /// rel32`, live, with the kernel's protocol (`text_poke_queue()`): an
+    /// int3 goes over its first byte and every CPU synchronises, then the
+    /// rest is written and every CPU synchronises, then the first byte, and
+    /// every CPU synchronises; meanwhile a CPU that meets the int3 runs the
+    /// new instruction through the kernel's `poke_int3_handler()`. The
+    /// queue is carried out by [`TextGuard::poke_bp_finish`], which the
+    /// caller must call before dropping the guard.
+    ///
+    /// # Safety
+    ///
+    /// `addr..addr + insn.len()` is kernel or module text whose first byte
+    /// starts an instruction, and no CPU can be executing, or return to, any
+    /// of its other bytes.
+    pub(crate) unsafe fn poke_bp_queue(&self, addr: usize, insn: &[u8; 5]) {
+        // SAFETY: `text_mutex` is held (type invariant) until the guard
+        // drops, after `poke_bp_finish` (the caller's contract); the caller
+        // guarantees the rest.
+        unsafe { self.rt.text_poke_queue(addr as *mut _, insn) };
+    }
+
+    /// Carries out what [`TextGuard::poke_bp_queue`] queued (may sleep:
+    /// three synchronisations of every CPU).
+    pub(crate) fn poke_bp_finish(&self) {
+        // SAFETY: `text_mutex` is held (type invariant); process context.
+        unsafe { self.rt.text_poke_finish() };
     }
 }

@@ -14,12 +14,13 @@
 //! [`Core::read_original`] and [`Core::is_ftrace_site`] also run under
 //! `text_mutex`, when a point is armed, and take no lock.
 
-use super::{abi::RkpKprobe, Core};
+use super::{abi::RkpKprobe, point::OptState, Core};
 use crate::{
     arch,
     ffi::kallsyms::SymbolBuf,
     kernel_ext::{module::ModuleRef, sync::PreemptGuard, text},
 };
+use core::sync::atomic::Ordering;
 use kernel::{ffi::c_ulong, prelude::*, str::CStr};
 
 /// Where a probe goes, before it is registered.
@@ -204,16 +205,38 @@ impl Core {
     }
 
     /// Reads the first `buf.len()` original bytes at `addr`, as they were
-    /// before any int3 of rkprobes replaced them. Process context.
+    /// before any int3 or jump of rkprobes replaced them (the kernel's
+    /// `recover_probed_instruction()`). Process context; the jumps are
+    /// stable while `Core::reg` is held.
     pub(crate) fn read_original(&self, addr: usize, buf: &mut [u8]) -> Result {
         text::read(addr, buf)?;
+        let jumps = self.nr_optimized.load(Ordering::Relaxed) > 0;
         for (i, b) in buf.iter_mut().enumerate() {
-            if let Some(p) = addr.checked_add(i).and_then(|a| self.table.lookup(a)) {
+            let Some(a) = addr.checked_add(i) else {
+                continue;
+            };
+            if let Some(p) = self.table.lookup(a) {
                 // An ftrace site is not patched by rkprobes: its bytes are
                 // ftrace's (see `is_ftrace_site`).
                 if !p.arch.is_ftrace() {
                     *b = p.arch.orig_byte();
                 }
+                continue;
+            }
+            // A byte that an optimized probe's jump displacement replaced,
+            // up to four bytes after the probe.
+            if !jumps {
+                continue;
+            }
+            let replaced = (1..5usize).find_map(|k| {
+                let p = self.table.lookup(a.checked_sub(k)?)?;
+                if p.opt_state() != OptState::Optimized {
+                    return None;
+                }
+                p.optinsn.replaced_byte(k)
+            });
+            if let Some(orig) = replaced {
+                *b = orig;
             }
         }
         Ok(())

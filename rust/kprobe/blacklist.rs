@@ -18,9 +18,15 @@
 //! annotates (`pure::nokprobe`, generated from the 6.12 source) that the
 //! running kernel has.
 //!
+//! The kernel's list is also how rkprobes keeps the kernel's kprobes out of
+//! its optimized probes' jumps ([`Blacklist::reserve`]): while a probe is
+//! optimized, its region is an entry of the kernel's list, which the
+//! kernel's `register_kprobe()` refuses (and rkprobes' own walk skips).
+//!
 //! Lock order (the table in `rust/kprobe/mod.rs`): the kernel's
 //! `kprobe_mutex` is taken in process context, under the core's `Core::reg`
-//! when a probe is registered, and nothing is taken under it.
+//! when a probe is registered or (un)optimized, never with `text_mutex`
+//! held, and nothing is taken under it.
 
 use crate::{
     ffi::{
@@ -31,9 +37,10 @@ use crate::{
         debugfs::{SeqFile, Show},
         module::this_module_text,
         mutex::KernelMutex,
+        sync::synchronize_rcu,
     },
 };
-use core::fmt::Write;
+use core::{cell::UnsafeCell, fmt::Write};
 use kernel::{
     c_str, fmt,
     prelude::*,
@@ -57,11 +64,24 @@ const MAX_NATIVE_ENTRIES: usize = 1 << 20;
 ///
 /// `head` is the kernel's `kprobe_blacklist` list head and `mutex` its
 /// `kprobe_mutex`, both confirmed by `sprint_symbol()`; the list is only
-/// changed with `mutex` held and entries are freed only after removal.
+/// changed with `mutex` held and entries are freed only after removal and a
+/// grace period (the kernel walks it under RCU). `ours` holds the entries
+/// rkprobes added ([`Blacklist::reserve`]), and is only used with `mutex`
+/// held.
 struct NativeList {
     head: *mut ffi::list_head,
     mutex: KernelMutex,
+    ours: UnsafeCell<KVec<usize>>,
 }
+
+/// A region of the kernel's `kprobe_blacklist` that rkprobes added for one
+/// of its optimized probes, so that the kernel's kprobes refuse it. Given
+/// back with [`Blacklist::release`].
+///
+/// # Invariants
+///
+/// The entry came from `KBox::into_raw` and is on the kernel's list.
+pub(crate) struct Reservation(*mut NativeEntry);
 
 /// A half-open address range `[start, end)`.
 #[derive(Clone, Copy)]
@@ -175,6 +195,7 @@ impl Blacklist {
                 head: head as *mut _,
                 // SAFETY: `kprobe_mutex` is a static mutex of vmlinux.
                 mutex: unsafe { KernelMutex::from_raw(mutex as *mut _) },
+                ours: UnsafeCell::new(KVec::new()),
             }),
             _ => None,
         };
@@ -217,6 +238,79 @@ impl Blacklist {
         f(self.own_text)
     }
 
+    /// Adds `[start, end)` to the kernel's blacklist, so that the kernel's
+    /// `register_kprobe()` refuses it (rkprobes' own checks skip it);
+    /// `None` on a kernel without kprobes (no kernel kprobe to keep out),
+    /// or without memory. Process context, may sleep; takes `kprobe_mutex`.
+    pub(crate) fn reserve(&self, start: usize, end: usize) -> Option<Reservation> {
+        let native = self.native.as_ref()?;
+        let entry = KBox::new(
+            NativeEntry {
+                list: ffi::list_head {
+                    next: core::ptr::null_mut(),
+                    prev: core::ptr::null_mut(),
+                },
+                start_addr: start,
+                end_addr: end,
+            },
+            GFP_KERNEL,
+        )
+        .ok()?;
+        let held = native.mutex.lock();
+        // SAFETY: `kprobe_mutex` is held (type invariant of `NativeList`).
+        let ours = unsafe { &mut *native.ours.get() };
+        if ours.push(0, GFP_KERNEL).is_err() {
+            return None;
+        }
+        let p = KBox::into_raw(entry);
+        if let Some(last) = ours.last_mut() {
+            *last = p as usize;
+        }
+        // SAFETY: `kprobe_mutex`, the list's writer lock, is held; the entry
+        // is ours and lives until `release` took it off and a grace period
+        // passed.
+        unsafe { ffi::rkp_list_add_tail_rcu(core::ptr::addr_of_mut!((*p).list), native.head) };
+        drop(held);
+        // INVARIANT: allocated with `KBox` and on the list.
+        Some(Reservation(p))
+    }
+
+    /// Takes `rs` off the kernel's blacklist and frees them once no reader
+    /// can stand on them (one `synchronize_rcu()` for all). Process context,
+    /// may sleep; takes `kprobe_mutex`.
+    pub(crate) fn release(&self, rs: impl Iterator<Item = Reservation>) {
+        let Some(native) = self.native.as_ref() else {
+            return;
+        };
+        let mut taken: *mut NativeEntry = core::ptr::null_mut();
+        let held = native.mutex.lock();
+        // SAFETY: `kprobe_mutex` is held (type invariant of `NativeList`).
+        let ours = unsafe { &mut *native.ours.get() };
+        for Reservation(p) in rs {
+            // SAFETY: on the list (type invariant of `Reservation`), whose
+            // writer lock is held.
+            unsafe { ffi::rkp_list_del_rcu(core::ptr::addr_of_mut!((*p).list)) };
+            if let Some(i) = ours.iter().position(|&q| q == p as usize) {
+                crate::kernel_ext::vec::swap_remove(ours, i);
+            }
+            // Chained through `list.prev` for the free below: readers only
+            // follow `next`, which `list_del_rcu()` leaves for them.
+            // SAFETY: ours, off the list.
+            unsafe { (*p).list.prev = taken.cast() };
+            taken = p;
+        }
+        drop(held);
+        if taken.is_null() {
+            return;
+        }
+        synchronize_rcu();
+        while !taken.is_null() {
+            // SAFETY: off the list and past a grace period: only ours.
+            let e = unsafe { KBox::from_raw(taken) };
+            taken = e.list.prev.cast();
+        }
+    }
+
     /// Whether `addr` lies in a blacklisted range. Process context, may sleep.
     pub(crate) fn contains(&self, addr: usize) -> bool {
         let mut found = false;
@@ -242,10 +336,16 @@ impl NativeList {
             // SAFETY: `pos` is a live entry of the list (see above); `list` is
             // the first member of `struct kprobe_blacklist_entry`.
             let entry = unsafe { &*pos.cast::<NativeEntry>() };
-            f(Range {
-                start: entry.start_addr,
-                end: entry.end_addr,
-            })?;
+            // SAFETY: `kprobe_mutex` is held (the caller's).
+            let ours = unsafe { &*self.ours.get() };
+            // rkprobes' own reservations keep the kernel's kprobes out, not
+            // rkprobes'.
+            if !ours.contains(&(pos as usize)) {
+                f(Range {
+                    start: entry.start_addr,
+                    end: entry.end_addr,
+                })?;
+            }
             pos = entry.list.next;
         }
         pr_err!("kprobe_blacklist longer than {MAX_NATIVE_ENTRIES}, giving up\n");

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The core's debugfs files, `/sys/kernel/debug/rkprobes/enabled` and
-//! `list` (the kernel's `kprobes/enabled` and `kprobes/list`).
+//! The core's debugfs files, `/sys/kernel/debug/rkprobes/enabled`, `list`
+//! and `optimization` (the kernel's `kprobes/enabled`, `kprobes/list` and
+//! the `debug.kprobes-optimization` sysctl).
 //!
 //! Context: process context (`seq_file` show and write), may sleep; each
 //! takes `Core::reg`.
@@ -37,6 +38,27 @@ impl Store for EnabledFile {
     fn store(core: &Core, input: &[u8]) -> Result {
         // As the kernel's own file does (y/n/1/0/on/off).
         core.set_all_armed(kstrtobool(input)?)
+    }
+}
+
+/// `/sys/kernel/debug/rkprobes/optimization`: 1 lets the optimizer replace
+/// int3 probes with jumps, 0 unoptimizes every probe at once, as the
+/// kernel's `debug.kprobes-optimization` sysctl.
+pub(crate) struct OptimizationFile;
+
+impl Show for OptimizationFile {
+    type Data = Core;
+
+    fn show(core: &Core, out: &mut SeqFile) -> Result {
+        let _ = writeln!(out, "{}", u8::from(core.optimization()));
+        Ok(())
+    }
+}
+
+impl Store for OptimizationFile {
+    fn store(core: &Core, input: &[u8]) -> Result {
+        core.set_optimization(kstrtobool(input)?);
+        Ok(())
     }
 }
 

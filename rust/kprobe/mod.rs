@@ -14,7 +14,8 @@
 //! - `address`: where a probe goes, and whether it may go there;
 //! - `register`: registration, unregistration, enabling and arming;
 //! - `gone`: the module notifier, which kills the points of unloaded code;
-//! - `debugfs`: the `enabled` and `list` files;
+//! - `optimize`: the jump optimizer (the kernel's `kprobe_optimizer()`);
+//! - `debugfs`: the `enabled`, `list` and `optimization` files;
 //! - `table` (the lock-free address-to-point table), `slots` (out-of-line
 //!   instruction slots), `blacklist`, `kretprobe` (return probes) and `abi`
 //!   (the exported C ABI).
@@ -44,13 +45,17 @@
 //!                             when it calls rkp_event_set_enabled().
 //!  3. Kretprobes::pools       kretprobe/register.rs: register, unregister,
 //!                             gc (also the reclaim work), drain.
-//!  4. Core::reg               register.rs, gone.rs, debugfs.rs, drop.
+//!  4. Core::reg               register.rs, gone.rs, debugfs.rs, drop, and
+//!                             the optimizer's work (optimize.rs).
 //!  5. Under Core::reg, each alone: no two of these are ever held together.
 //!     a. SlotCache's mutex    slots.rs: alloc and free, from arch::prepare
 //!                             and when a point is freed; under it run only
 //!                             execmem_alloc/free and set_memory_rox.
-//!     b. kprobe_mutex         blacklist.rs, walking kprobe_blacklist; and
-//!        (kernel)             wait_for_kprobe_optimizer(), which also waits
+//!     b. kprobe_mutex         blacklist.rs, walking kprobe_blacklist, and
+//!        (kernel)             adding and removing optimized probes'
+//!                             regions there (Blacklist::reserve, release,
+//!                             from optimize.rs); and
+//!                             wait_for_kprobe_optimizer(), which also waits
 //!                             for the optimizer worker, which takes
 //!                             kprobe_mutex, cpus_read_lock, text_mutex.
 //!     c. ftrace's locks       ftrace_set_filter_ip() and (un)register_
@@ -62,8 +67,11 @@
 //!     d. text_mutex (kernel)  TextGuard: arming and disarming int3 sites
 //!                             (Core::set_armed), writing a slot
 //!                             (SlotCache::write), the alternatives check
-//!                             (arch::prepare). No lock of this table is
-//!                             taken under it.
+//!                             (arch::prepare, arch::prepare_optimized),
+//!                             writing and removing optimized probes' jumps
+//!                             (Core::optimize_pass, Core::unoptimize;
+//!                             text_poke_finish() takes nothing more). No
+//!                             lock of this table is taken under it.
 //! ```
 //!
 //! The pairs, as the code takes them:
@@ -88,6 +96,15 @@
 //! - 4 -> 5c: `set_armed` handles ftrace sites after it has dropped its
 //!   `TextGuard`: ftrace takes `text_mutex` itself.
 //! - 4 -> 5d: `set_armed`, and `arch::prepare` (from `new_point`).
+//! - The optimizer's work (`optimize_pass`, run by a delayed work of
+//!   `glue.c`) takes 4, then 5a (`arch::prepare_optimized` allocates and
+//!   writes a detour: the slot cache, then `text_mutex`, never nested) and
+//!   5d; it waits for Tasks RCU under 4 only. It is queued (never waited
+//!   for) under 4, and cancelled with no lock held, at unload
+//!   (`stop_optimizer`). `unoptimize` takes 5d under 4, from `set_armed`,
+//!   `register_one` and the `optimization` file, then, after it, 5b (the
+//!   blacklist reservations); `try_queue` takes 5a, 5d, then 5b, one at a
+//!   time.
 //! - 5a and 5d: never nested. `SlotCache::write` takes `text_mutex` after
 //!   `SlotCache::alloc` has released the cache's mutex.
 //! - `module_mutex`: never taken by the core. The module loader calls module
@@ -100,7 +117,8 @@
 //!   waited for under 4, `synchronize_rcu()` under 3. The kretprobe reclaim
 //!   work takes 3, so it is flushed with no lock held (`Kretprobes::drain`).
 //! - `seq_file`'s lock is outside: the debugfs files take 4 (`list`,
-//!   `enabled`), 5b (`blacklist`) or 1 (events' files) under it.
+//!   `enabled`, `optimization`), 5b (`blacklist`) or 1 (events' files)
+//!   under it.
 
 pub(crate) mod abi;
 pub(crate) mod blacklist;
@@ -111,10 +129,11 @@ pub(crate) mod table;
 mod address;
 mod debugfs;
 mod gone;
+mod optimize;
 mod point;
 mod register;
 
-pub(crate) use debugfs::{EnabledFile, ListFile};
+pub(crate) use debugfs::{EnabledFile, ListFile, OptimizationFile};
 pub(crate) use point::Point;
 
 use crate::{
@@ -125,7 +144,7 @@ use crate::{
 use blacklist::Blacklist;
 use core::{
     pin::Pin,
-    sync::atomic::{AtomicPtr, Ordering},
+    sync::atomic::{AtomicPtr, AtomicUsize, Ordering},
 };
 use kernel::{new_mutex, prelude::*, sync::Mutex};
 use register::Removal;
@@ -144,6 +163,11 @@ struct Registry {
     /// Points armed through ftrace; rkprobes' ftrace_ops is registered while
     /// this is non-zero (an ops with an empty filter would trace everything).
     ftrace_armed: usize,
+    /// Whether probes may be optimized (`/sys/kernel/debug/rkprobes/
+    /// optimization`, the kernel's `debug.kprobes-optimization`).
+    optimize: bool,
+    /// The core is going away: the optimizer is not queued any more.
+    stopping: bool,
 }
 
 // SAFETY: the raw pointers are to points owned by the registry, used only
@@ -158,6 +182,9 @@ pub(crate) struct Core {
     table: Table<Point>,
     #[pin]
     slots: SlotCache,
+    /// How many points have their jump in the text: while none has,
+    /// reading original text needs no search for jumps.
+    nr_optimized: AtomicUsize,
     rt: Runtime,
     ksyms: Kallsyms,
     blacklist: Blacklist,
@@ -212,9 +239,20 @@ impl Core {
         let table = Table::new()?;
         let core = KBox::try_pin_init(
             try_pin_init!(Self {
-                reg <- new_mutex!(Registry { points: KVec::new(), gone: KVec::new(), enabled: true, ftrace_armed: 0 }, "rkprobes_reg"),
+                reg <- new_mutex!(
+                    Registry {
+                        points: KVec::new(),
+                        gone: KVec::new(),
+                        enabled: true,
+                        ftrace_armed: 0,
+                        optimize: true,
+                        stopping: false,
+                    },
+                    "rkprobes_reg"
+                ),
                 table,
                 slots <- SlotCache::new(rt),
+                nr_optimized: AtomicUsize::new(0),
                 rt,
                 ksyms,
                 blacklist,
@@ -292,6 +330,8 @@ impl PinnedDrop for Core {
         CORE.store(core::ptr::null_mut(), Ordering::Release);
         // Returns when no notification runs.
         self.module_nb.unregister();
+        // Returns when no optimizer pass runs, and none is queued again.
+        self.stop_optimizer();
         // Client modules depend on rkprobes, so none is loaded now; probes of
         // the events interface are gone with it. Whatever is left is removed
         // so that the original bytes are back before the module's text goes.

@@ -16,11 +16,14 @@
 //! sleep, allocate or take locks. The rest is the writer's: process context
 //! with `Core::reg` held.
 
-use super::abi::{flags, RkpKprobe};
+use super::{
+    abi::{flags, RkpKprobe},
+    blacklist::Reservation,
+};
 use crate::{arch, ffi};
 use core::{
     cell::Cell,
-    sync::atomic::{AtomicBool, AtomicPtr, Ordering},
+    sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, Ordering},
 };
 use kernel::ffi::c_ulong;
 
@@ -54,6 +57,20 @@ impl Client {
     }
 }
 
+/// Where a point is in jump optimization (`rust/kprobe/optimize.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub(crate) enum OptState {
+    /// An int3 (or ftrace) probe.
+    None = 0,
+    /// Its detour is in use: int3 hits run the region from there while the
+    /// optimizer waits to write the jump.
+    Queued = 1,
+    /// The jump into its detour is in the text (or being taken out: int3
+    /// hits still run the region from the detour until it is).
+    Optimized = 2,
+}
+
 /// One probed address and every probe registered there.
 ///
 /// # Invariants
@@ -68,13 +85,24 @@ pub(crate) struct Point {
     /// The probed address.
     pub(crate) addr: usize,
     /// The start of the function containing it.
-    pub(super) func: usize,
+    pub(crate) func: usize,
     /// The architecture's copy of the instruction and how to run it.
     pub(crate) arch: arch::ArchInsn,
     clients: AtomicPtr<Client>,
     pub(super) armed: AtomicBool,
-    /// A copy ran boosted at some time: a task may be inside the slot.
+    /// A copy ran with interrupts on at some time (boosted, or the region
+    /// from the detour): a task may be preempted inside the slot or the
+    /// detour, so freeing them waits for Tasks RCU.
     pub(super) was_boosted: AtomicBool,
+    /// An [`OptState`]; changed by the writer, read by the hit path.
+    opt: AtomicU8,
+    /// The detour of an optimized probe, once prepared.
+    pub(crate) optinsn: arch::OptInsn,
+    /// Writer only: the optimizer found it can never be optimized.
+    pub(super) opt_refused: Cell<bool>,
+    /// Writer only: while queued or optimized, its region in the kernel's
+    /// kprobe blacklist (see `Blacklist::reserve`).
+    pub(super) reservation: Cell<Option<Reservation>>,
     pub(super) module: *mut ffi::module,
     /// Writer only: the next point of the batch being worked on.
     batch: Cell<*const Point>,
@@ -124,6 +152,10 @@ impl Point {
             clients: AtomicPtr::new(core::ptr::null_mut()),
             armed: AtomicBool::new(false),
             was_boosted: AtomicBool::new(false),
+            opt: AtomicU8::new(OptState::None as u8),
+            optinsn: arch::OptInsn::new(),
+            opt_refused: Cell::new(false),
+            reservation: Cell::new(None),
             module,
             batch: Cell::new(core::ptr::null()),
             in_batch: Cell::new(false),
@@ -200,6 +232,38 @@ impl Point {
         if !self.was_boosted.load(Ordering::Relaxed) {
             self.was_boosted.store(true, Ordering::Relaxed);
         }
+    }
+
+    /// Where the point is in jump optimization. Any context.
+    pub(crate) fn opt_state(&self) -> OptState {
+        match self.opt.load(Ordering::Acquire) {
+            1 => OptState::Queued,
+            2 => OptState::Optimized,
+            _ => OptState::None,
+        }
+    }
+
+    /// Moves the point to `s`. Writer. Release: a hit that sees a detour in
+    /// use sees it written.
+    pub(super) fn set_opt_state(&self, s: OptState) {
+        self.opt.store(s as u8, Ordering::Release);
+    }
+
+    /// Where an int3 hit runs the probed region from, when the point's
+    /// detour is in use (queued, optimized, or being unoptimized). Hit path.
+    pub(crate) fn detour(&self) -> Option<usize> {
+        if self.opt_state() == OptState::None {
+            return None;
+        }
+        self.optinsn.copy()
+    }
+
+    /// Whether any client, enabled or not, has a post-handler: such a point
+    /// is never optimized. Writer.
+    pub(super) fn any_post_handler(&self) -> bool {
+        self.clients()
+            // SAFETY: registered clients are valid.
+            .any(|kp| unsafe { (*kp).post_handler }.is_some())
     }
 
     /// Whether the point is armed: its int3 is in the text, or ftrace calls

@@ -20,7 +20,7 @@
 use super::{
     abi::{flags, RkpKprobe},
     address::Target,
-    point::{Batch, Client, Point},
+    point::{Batch, Client, OptState, Point},
     Core, Registry,
 };
 use crate::{
@@ -104,8 +104,20 @@ impl Core {
             .map_err(Error::from)
             .and_then(|client| {
                 let point = match self.table.lookup(target.addr) {
-                    Some(point) => core::ptr::from_ref(point).cast_mut(),
-                    None => self.new_point(reg, &target)?,
+                    Some(point) => {
+                        // SAFETY: the caller's contract.
+                        if unsafe { (*kp).post_handler }.is_some() {
+                            // An optimized point runs no post-handler.
+                            self.unoptimize_one(point);
+                        }
+                        core::ptr::from_ref(point).cast_mut()
+                    }
+                    None => {
+                        let point = self.new_point(reg, &target)?;
+                        // Its int3 must not go into another point's jump.
+                        self.unoptimize_covering(target.addr);
+                        point
+                    }
                 };
                 Ok((point, KBox::into_raw(client)))
             });
@@ -125,6 +137,9 @@ impl Core {
             (*kp).addr = target.addr as *mut _;
             (*kp).rkp_private = client.cast();
             (*client).point = point;
+            if (*point).opt_state() != OptState::None {
+                RkpKprobe::update_flags(kp, flags::OPTIMIZED, 0);
+            }
             (*point).append(client);
         }
         Ok(())
@@ -170,7 +185,11 @@ impl Core {
             // point is live while the mutex is held.
             batch.add(unsafe { &*(*(*kp).rkp_private.cast::<Client>()).point });
         }
-        self.set_armed(reg, &batch, true, Point::any_enabled)
+        let r = self.set_armed(reg, &batch, true, Point::any_enabled);
+        for p in batch.iter() {
+            self.try_queue(reg, p);
+        }
+        r
     }
 
     /// Arms (`on`) or disarms the points of `batch` that `want` it and are
@@ -193,6 +212,10 @@ impl Core {
             })
         };
         let mut result = Ok(());
+        if !on {
+            // The jump goes first, then the int3 below.
+            self.unoptimize(batch, |p| p.armed.load(Ordering::Relaxed) && want(p));
+        }
         if todo(false).next().is_some() {
             if on {
                 // The kernel's optimizer restores the text of a removed
@@ -341,11 +364,15 @@ impl Core {
         for point in removal.points.take() {
             // SAFETY: the points of a removal are live until freed here.
             if is_dead(unsafe { &*point }) {
-                // SAFETY: unpublished and unlisted above, past a grace period.
+                // SAFETY: unpublished and unlisted above, past a grace period
+                // (and a Tasks RCU one if it ever had its detour in use).
                 let p = unsafe { KBox::from_raw(point) };
                 arch::release(&self.slots, &p.arch);
+                arch::release_optimized(&self.slots, &p.optinsn);
             }
         }
+        // A point that lost a neighbour or a post-handler may be optimized.
+        self.kick_optimizer(reg);
     }
 
     /// `rkp_enable_kprobe`/`rkp_disable_kprobe`. A probe that cannot be
@@ -404,6 +431,9 @@ impl Core {
         let r = self.set_armed(&mut reg, &all, on, |p| !on || p.any_enabled());
         if r.is_err() {
             pr_warn!("probes globally enabled, but some could not be armed\n");
+        }
+        for p in all.iter() {
+            self.try_queue(&reg, p);
         }
         r
     }

@@ -310,7 +310,7 @@ pub(crate) fn text_unchanged(core: &Core, addr: usize, insn: &ArchInsn) -> bool 
 /// they replaced, and any byte of an ftrace call site (which changes
 /// whenever tracing of its function does) as the 5-byte NOP's. Process
 /// context.
-fn read_resting(core: &Core, start: usize, buf: &mut [u8]) -> Result {
+pub(super) fn read_resting(core: &Core, start: usize, buf: &mut [u8]) -> Result {
     core.read_original(start, buf)?;
     // A site that overlaps `buf` starts at most `FTRACE_NOP.len() - 1` bytes
     // before it.

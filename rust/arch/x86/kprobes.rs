@@ -87,9 +87,11 @@ pub(super) struct Frame {
     status: Cell<Status>,
     /// IF of the interrupted code, restored after the copy ran.
     saved_flags: Cell<u64>,
-    /// The NMI nesting of the context that pushed the frame, where its
-    /// handlers run: a fault taken at another level is not theirs.
-    nmi: Cell<u32>,
+    /// The interrupt level (NMI, hardirq, softirq nesting) of the context
+    /// that pushed the frame, where its handlers run: a fault taken at
+    /// another level (in an interrupt or NMI that came in meanwhile) is not
+    /// theirs.
+    level: Cell<u32>,
 }
 
 impl Frame {
@@ -98,7 +100,7 @@ impl Frame {
             point: Cell::new(core::ptr::null()),
             status: Cell::new(Status::Busy),
             saved_flags: Cell::new(0),
-            nmi: Cell::new(0),
+            level: Cell::new(0),
         }
     }
 
@@ -124,12 +126,12 @@ impl Frame {
     }
 
     /// Rewrites the frame; its status last (type invariant).
-    fn set(&self, point: *const Point, status: Status, saved_flags: u64, nmi: u32) {
+    fn set(&self, point: *const Point, status: Status, saved_flags: u64, level: u32) {
         self.status.set(Status::Busy);
         compiler_fence(Ordering::SeqCst);
         self.point.set(point);
         self.saved_flags.set(saved_flags);
-        self.nmi.set(nmi);
+        self.level.set(level);
         compiler_fence(Ordering::SeqCst);
         self.status.set(status);
     }
@@ -178,7 +180,7 @@ impl Ctl {
         compiler_fence(Ordering::SeqCst);
         self.depth.set(i + 1);
         compiler_fence(Ordering::SeqCst);
-        f.set(point, status, saved_flags, nmi_level());
+        f.set(point, status, saved_flags, cpu::irq_level());
         true
     }
 
@@ -186,11 +188,6 @@ impl Ctl {
         compiler_fence(Ordering::SeqCst);
         self.depth.set(self.depth.get().saturating_sub(1));
     }
-}
-
-/// The NMI nesting of the current context. Any context.
-fn nmi_level() -> u32 {
-    cpu::in_nmi()
 }
 
 /// The architecture's part of the probe core: the per-CPU control blocks.
@@ -246,6 +243,30 @@ pub(crate) fn run_busy(core: &Core, f: impl FnOnce(bool)) {
         }
     }
     drop(irqs);
+}
+
+/// A hit through an optimized probe's jump (the kernel's
+/// `optimized_callback()`): the per-CPU reentrancy check, then the
+/// pre-handlers with `regs` as an int3 hit presents them. Context of the
+/// probed code, preemption off (interrupts usually on); may not sleep,
+/// allocate or take locks.
+pub(super) fn optimized_hit(core: &Core, point: &Point, regs: *mut ffi::pt_regs) {
+    // Preemption is off (the caller): the CPU stays.
+    let Some(ctl) = core.arch().this_cpu() else {
+        return;
+    };
+    if ctl.depth() > 0 {
+        point.missed();
+        return;
+    }
+    if !ctl.push(point, Status::HitActive, 0) {
+        return;
+    }
+    // A changed `regs->ip` is ignored, as the kernel documents for
+    // optimized probes: the detour's copy runs next whatever the handlers
+    // returned.
+    let _ = point.run_pre_handlers(regs);
+    ctl.pop();
 }
 
 /// The handler of the die notifier (the kernel's
@@ -329,6 +350,19 @@ fn int3(core: &Core, regs: &mut ffi::pt_regs) -> bool {
 /// `post`: some client whose pre-handler ran has a post-handler, so the copy
 /// must trap back. int3 context; the caller pushed a frame unless `reenter`.
 fn setup(point: &Point, regs: &mut ffi::pt_regs, ctl: &Ctl, reenter: bool, post: bool) -> bool {
+    if let Some(copy) = point.detour() {
+        // Queued for optimization, optimized, or being unoptimized: the
+        // whole region runs from the detour, so that nothing executes its
+        // bytes after the first in the text (the kernel's
+        // `setup_detour_execution()`). It runs with the interrupted flags,
+        // as a boosted copy. A point with a detour has no post-handler
+        // (registration unoptimizes first).
+        if !reenter {
+            ctl.pop();
+        }
+        regs.ip = copy as _;
+        return true;
+    }
     let insn = &point.arch;
     if insn.op != Op::Step {
         emulate(insn, point.addr, regs);
@@ -482,11 +516,12 @@ fn fault(core: &Core, regs: &mut ffi::pt_regs, trapnr: c_int) -> bool {
         return false;
     };
     match frame.status() {
-        // A handler runs at the NMI level of the frame's push (an int3 hit
-        // enters NMI context itself); an NMI that interrupted the handler
-        // and faulted is deeper.
+        // A handler runs at the interrupt level of the frame's push (an
+        // int3 hit enters NMI context itself; an optimized hit runs where
+        // the probed code ran, with interrupts on); an interrupt or NMI that
+        // came in during the handler and faulted is at another level.
         Status::HitActive | Status::HitSsDone => {
-            frame.nmi.get() == nmi_level() && point.run_fault_handlers(regs, trapnr)
+            frame.level.get() == cpu::irq_level() && point.run_fault_handlers(regs, trapnr)
         }
         status @ (Status::HitSs | Status::Reenter) => {
             let Some((copy, end)) = step_range(point) else {

@@ -3,11 +3,14 @@
 //! x86-64 probing, the counterpart of the kernel's
 //! `arch/x86/kernel/kprobes/core.c`: how a probed instruction is analysed and
 //! copied out of line (`insn`), and the int3 handler that runs probes
-//! (`kprobes`), and probes on ftrace call sites (`ftrace`).
+//! (`kprobes`), probes on ftrace call sites (`ftrace`), and jump
+//! optimization (`opt`, with `optprobe_trampoline.S`; the counterpart of
+//! `opt.c`).
 
 mod ftrace;
 mod insn;
 mod kprobes;
+mod opt;
 mod regs;
 mod rethook;
 
@@ -16,6 +19,10 @@ pub(crate) use ftrace::ftrace_hit;
 pub(crate) use ftrace::{ftrace_arm, ftrace_disarm, FTRACE_PROBES};
 pub(crate) use insn::{adjust_addr, arm, disarm, prepare, release, text_unchanged, ArchInsn};
 pub(crate) use kprobes::{die_notify, run_busy, ArchState, DIE_NOTIFIER_PRIORITY};
+pub(crate) use opt::{
+    can_optimize_here, optimize, prepare_optimized, region_unchanged, release_optimized,
+    unoptimize_finish, unoptimize_start, OptInsn, OptRefusal, MAX_REGION,
+};
 pub(crate) use regs::{regs_get_kernel_argument, NR_REG_ARGUMENTS};
 pub(crate) use rethook::{
     rethook_fixup_return, rethook_hijack, rethook_prepare, rethook_stub, RETHOOK_STUB_SIZE,

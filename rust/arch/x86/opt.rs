@@ -1,0 +1,419 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Jump optimization on x86-64, the counterpart of the kernel's
+//! `arch/x86/kernel/kprobes/opt.c`: the detour buffer of an optimized probe,
+//! the checks that say whether a probe may be optimized, writing and removing
+//! the jump, and the callback through which an optimized hit reaches the
+//! same handler dispatch as an int3 hit.
+//!
+//! An optimized probe's text holds `jmp rel32` into its detour buffer, a
+//! 48-byte slot of the out-of-line slot cache (within ±2 GiB of all text):
+//!
+//! ```text
+//!   +0   the probe point (8 bytes, data)
+//!   +8   regs->ip as an int3 hit presents it: the probe address + 1
+//!   +16  call rkp_optprobe_trampoline      (e8 rel32)
+//!   +21  the instructions the jump replaced, relocated (5 to 19 bytes)
+//!        jmp back after them                (e9 rel32)
+//!        int3 to the end of the slot
+//! ```
+//!
+//! The trampoline (`optprobe_trampoline.S`, in rkprobes' text) saves the
+//! registers as an int3 hit's `pt_regs`, finds the header below the return
+//! address its call pushed, calls [`rkp_optprobe_callback`], restores the
+//! registers and returns (through the return thunk) into the copy. While a
+//! probe waits for its jump, and while the jump is being removed, int3 hits
+//! at it are sent to the copy at +21 as well: nothing executes the
+//! instructions after the first one in the text once the probe is queued
+//! (see `rust/kprobe/optimize.rs` for the protocol).
+//!
+//! Context: [`rkp_optprobe_callback`] and [`OptInsn::copy`] are the hit path
+//! (any context, NMI included; may not sleep, allocate or take locks); the
+//! rest runs in process context with `Core::reg` held, and the patching
+//! functions with `text_mutex` held too.
+
+use super::insn::{read_resting, INT3};
+use crate::{
+    ffi::{self, kallsyms::SymbolBuf},
+    kernel_ext::{sync::PreemptGuard, text::TextGuard},
+    kprobe::{
+        slots::{Slot, SlotCache, SLOT_SIZE},
+        Core, Point,
+    },
+    pure::insn::{analyze::JMP32_INSN_SIZE, FuncCode, IndirectJumpCheck, OptimizeRefusal},
+};
+use core::{
+    cell::Cell,
+    sync::atomic::{AtomicUsize, Ordering},
+};
+use kernel::{ffi::c_ulong, prelude::*};
+
+/// The header's size: the point and `regs->ip`.
+const HEADER: usize = 16;
+/// Where the call of the trampoline is; the jump lands here.
+const ENTRY: usize = HEADER;
+/// `call rel32`.
+const CALL_LEN: usize = 5;
+/// Where the relocated copy starts: right after the call, whose return
+/// address it is (the trampoline finds the header 21 bytes below it).
+const COPY: usize = ENTRY + CALL_LEN;
+/// The most bytes a jump can make the copy cover: instructions are copied
+/// until 5 bytes are, so the last starts at most 4 bytes in and is at most
+/// 15 long.
+pub(crate) const MAX_REGION: usize = JMP32_INSN_SIZE - 1 + 15;
+const _: () = assert!(COPY + MAX_REGION + JMP32_INSN_SIZE <= SLOT_SIZE);
+
+/// The largest function the optimizer decodes whole (the kernel has no
+/// limit; this bounds the work of one optimizer pass per probe).
+const MAX_FUNC_SIZE: usize = 64 * 1024;
+
+/// `jmp rel32`.
+const JMP32: u8 = 0xe9;
+/// `call rel32`.
+const CALL32: u8 = 0xe8;
+
+/// Why a probe cannot be optimized now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum OptRefusal {
+    /// Never: the code at the probe does not allow it (the kernel's
+    /// `can_optimize()` and `copy_optimized_instructions()`, a reserved
+    /// region, a detour out of reach). Not asked again.
+    Never,
+    /// Not now (no memory for a detour): asked again at the next pass.
+    NotNow,
+}
+
+/// An optimized probe's detour buffer (the kernel's `arch_optimized_insn`).
+///
+/// # Invariants
+///
+/// `copy` is 0 until the detour is written, then the address of the
+/// relocated copy in `slot`, which holds the image described in the module
+/// documentation for a region of `size` bytes whose original bytes are
+/// `orig`; it stays so until the point is freed. The `Cell`s are the
+/// writer's (`Core::reg`).
+pub(crate) struct OptInsn {
+    copy: AtomicUsize,
+    slot: Cell<Option<Slot>>,
+    size: Cell<u8>,
+    orig: Cell<[u8; MAX_REGION]>,
+    /// The end of the probed function.
+    func_end: Cell<usize>,
+}
+
+impl OptInsn {
+    /// No detour yet.
+    pub(crate) const fn new() -> Self {
+        Self {
+            copy: AtomicUsize::new(0),
+            slot: Cell::new(None),
+            size: Cell::new(0),
+            orig: Cell::new([0; MAX_REGION]),
+            func_end: Cell::new(0),
+        }
+    }
+
+    /// The text where the jump at `addr` changes what a decoder walking
+    /// the function from its start sees: the region itself when the jump
+    /// covers it exactly; to the end of the function when the region is
+    /// longer than the jump, whose end then falls inside an instruction
+    /// (the kernel's kprobes, which decode the jump, would misread what
+    /// follows). Writer.
+    pub(crate) fn decode_shadow(&self, addr: usize) -> (usize, usize) {
+        if self.size() == JMP32_INSN_SIZE {
+            (addr, addr + JMP32_INSN_SIZE)
+        } else {
+            (addr, self.func_end.get().max(addr + self.size()))
+        }
+    }
+
+    /// The relocated copy of the region in the detour, once written. Hit
+    /// path; the caller has seen the point's state say the detour is in use
+    /// (an acquire load that orders this one).
+    pub(crate) fn copy(&self) -> Option<usize> {
+        match self.copy.load(Ordering::Relaxed) {
+            0 => None,
+            a => Some(a),
+        }
+    }
+
+    /// Whether the detour is written. Writer.
+    pub(crate) fn is_prepared(&self) -> bool {
+        self.slot.get().is_some()
+    }
+
+    /// How many bytes the jump's region covers (0 before preparation).
+    /// Writer.
+    pub(crate) fn size(&self) -> usize {
+        usize::from(self.size.get())
+    }
+
+    /// The original byte `offset` bytes into the region, when the jump has
+    /// replaced it (bytes 1 to 4); `None` elsewhere. Writer.
+    pub(crate) fn replaced_byte(&self, offset: usize) -> Option<u8> {
+        if (1..JMP32_INSN_SIZE).contains(&offset) {
+            self.orig.get().get(offset).copied()
+        } else {
+            None
+        }
+    }
+}
+
+/// Whether the kernel lets rkprobes optimize at all: its live patching and
+/// Tasks RCU (to know when no task is left in the region or a detour) must
+/// have been found. Any context.
+pub(crate) fn can_optimize_here(core: &Core) -> bool {
+    core.runtime().has_text_poke_bp() && core.runtime().has_synchronize_rcu_tasks()
+}
+
+/// Whether the kernel's `can_optimize()` skips the indirect-jump check: a
+/// kernel built with retpolines or IBT has no jump tables.
+const INDIRECT: IndirectJumpCheck =
+    if cfg!(CONFIG_MITIGATION_RETPOLINE) || cfg!(CONFIG_X86_KERNEL_IBT) {
+        IndirectJumpCheck::Skip
+    } else {
+        IndirectJumpCheck::Refuse
+    };
+
+/// Analyses the code around `point` as the kernel's `can_optimize()` and
+/// `copy_optimized_instructions()` do, and writes its detour buffer
+/// (the kernel's `arch_prepare_optimized_kprobe()`). Done once per point:
+/// the detour stays with the point until it is freed. Process context,
+/// `Core::reg` held.
+pub(crate) fn prepare_optimized(core: &Core, point: &Point) -> Result<(), OptRefusal> {
+    let opt = &point.optinsn;
+    if opt.is_prepared() {
+        return Ok(());
+    }
+    let addr = point.addr;
+    let rt = core.runtime();
+    let in_extable = |a: u64| {
+        // SAFETY: `search_exception_tables` only reads the sorted tables.
+        !unsafe { rt.search_exception_tables(a as c_ulong) }.is_null()
+    };
+    // The function, as it is at rest (rkprobes' int3s and jumps, and ftrace's
+    // call sites, read as the bytes they replaced).
+    let (func, fsize) = {
+        let mut buf = SymbolBuf::new().map_err(|_| OptRefusal::NotNow)?;
+        let sym = buf.symbolise(addr).ok_or(OptRefusal::Never)?;
+        let start = sym.start(addr as u64).ok_or(OptRefusal::Never)? as usize;
+        (start, sym.size as usize)
+    };
+    if func != point.func || fsize > MAX_FUNC_SIZE {
+        return Err(OptRefusal::Never);
+    }
+    let mut code = KVec::from_elem(0u8, fsize, GFP_KERNEL).map_err(|_| OptRefusal::NotNow)?;
+    read_resting(core, func, &mut code).map_err(|_| OptRefusal::Never)?;
+    let f = FuncCode::new(&code, func as u64);
+    f.can_optimize(addr as u64, INDIRECT, in_extable, |_| false)
+        .map_err(|_| OptRefusal::Never)?;
+    let slot = core.slots().alloc().map_err(|_| OptRefusal::NotNow)?;
+    let image = detour_image(&f, point, slot.addr, in_extable);
+    let reserved = image
+        .as_ref()
+        .map_or(true, |&(_, size)| region_reserved(core, addr, size));
+    let written = match image {
+        Ok((image, size)) if !reserved => core
+            .slots()
+            .write(slot, &image)
+            .map(|()| size)
+            .map_err(|_| OptRefusal::NotNow),
+        Ok(_) => Err(OptRefusal::Never),
+        Err(e) => Err(e),
+    };
+    let size = match written {
+        Ok(size) => size,
+        Err(e) => {
+            core.slots().free(slot);
+            return Err(e);
+        }
+    };
+    let mut orig = [0u8; MAX_REGION];
+    if let (Some(o), Some(c)) = (
+        orig.get_mut(..size),
+        code.get(addr - func..addr - func + size),
+    ) {
+        o.copy_from_slice(c);
+    }
+    opt.orig.set(orig);
+    opt.size.set(size as u8);
+    opt.func_end.set(func + fsize);
+    opt.slot.set(Some(slot));
+    // INVARIANT: the slot holds the detour for this region.
+    opt.copy.store(slot.addr + COPY, Ordering::Relaxed);
+    Ok(())
+}
+
+/// Whether another text patcher owns a byte of the region (the kernel's
+/// checks in `copy_optimized_instructions()`): ftrace, alternatives, jump
+/// labels, static calls. Process context.
+fn region_reserved(core: &Core, addr: usize, size: usize) -> bool {
+    let rt = core.runtime();
+    let last = addr + size - 1;
+    let (f, l) = (
+        addr as *mut core::ffi::c_void,
+        last as *mut core::ffi::c_void,
+    );
+    // An ftrace site overlapping the region starts at most 4 bytes before it.
+    let ftrace = (addr.saturating_sub(4)..=last).any(|a| core.is_ftrace_site(a));
+    // SAFETY: these read the kernel's site tables, which their owners keep
+    // stable for them.
+    let tables = unsafe {
+        rt.jump_label_text_reserved(f, l) != 0 || rt.static_call_text_reserved(f, l) != 0
+    };
+    ftrace || tables || TextGuard::lock(rt).alternatives_reserved_range(addr, last)
+}
+
+/// `rel32` from the end of a 5-byte instruction at `at` to `to`, if it
+/// fits.
+fn rel32(at: usize, to: usize) -> Option<[u8; 4]> {
+    let next = (at as i64).wrapping_add(JMP32_INSN_SIZE as i64);
+    i32::try_from((to as i64).wrapping_sub(next))
+        .ok()
+        .map(i32::to_le_bytes)
+}
+
+/// The detour of `point` for the slot at `at`, and the size of its region.
+fn detour_image(
+    f: &FuncCode<'_>,
+    point: &Point,
+    at: usize,
+    in_extable: impl Fn(u64) -> bool,
+) -> Result<([u8; SLOT_SIZE], usize), OptRefusal> {
+    let addr = point.addr;
+    let mut image = [INT3; SLOT_SIZE];
+    let never = |_| OptRefusal::Never;
+    let copy = image
+        .get_mut(COPY..COPY + MAX_REGION)
+        .ok_or(OptRefusal::Never)?;
+    let size = f
+        .copy_for_detour(addr as u64, (at + COPY) as u64, copy, in_extable)
+        .map_err(|e: OptimizeRefusal| never(e))?;
+    if size > MAX_REGION {
+        return Err(OptRefusal::Never);
+    }
+    let trampoline = ffi::rkp_optprobe_trampoline as *const () as usize;
+    let call = rel32(at + ENTRY, trampoline).ok_or(OptRefusal::Never)?;
+    let back_at = at + COPY + size;
+    let back = rel32(back_at, addr + size).ok_or(OptRefusal::Never)?;
+    // The probe's jump must reach the detour too.
+    rel32(addr, at + ENTRY).ok_or(OptRefusal::Never)?;
+    let point_ptr = core::ptr::from_ref(point) as usize;
+    let mut put = |off: usize, bytes: &[u8]| {
+        if let Some(d) = image.get_mut(off..off + bytes.len()) {
+            d.copy_from_slice(bytes);
+        }
+    };
+    put(0, &point_ptr.to_le_bytes());
+    put(8, &(addr + 1).to_le_bytes());
+    put(ENTRY, &[CALL32]);
+    put(ENTRY + 1, &call);
+    put(back_at - at, &[JMP32]);
+    put(back_at - at + 1, &back);
+    Ok((image, size))
+}
+
+/// Queues the jump into `point`'s detour over its int3 (the kernel's
+/// `arch_optimize_kprobes()`); [`TextGuard::poke_bp_finish`] writes it.
+///
+/// # Safety
+///
+/// The point is armed (its int3 is in the text), its detour is prepared and
+/// in use by int3 hits, and no task can be inside the region's bytes after
+/// the first (a Tasks RCU grace period has passed since the detour came into
+/// use).
+pub(crate) unsafe fn optimize(guard: &TextGuard<'_>, point: &Point) {
+    let Some(slot) = point.optinsn.slot.get() else {
+        return;
+    };
+    let Some(rel) = rel32(point.addr, slot.addr + ENTRY) else {
+        return;
+    };
+    let jmp = [JMP32, rel[0], rel[1], rel[2], rel[3]];
+    // SAFETY: the caller's contract: an instruction boundary, nothing
+    // inside the rest of the 5 bytes.
+    unsafe { guard.poke_bp_queue(point.addr, &jmp) };
+}
+
+/// Whether the region's text is still what the detour copied, with the
+/// point's int3 at its start: nothing else patched it since. Called under
+/// `text_mutex` before the jump is written. Process context.
+pub(crate) fn region_unchanged(point: &Point) -> bool {
+    let size = point.optinsn.size();
+    let orig = point.optinsn.orig.get();
+    let mut now = [0u8; MAX_REGION];
+    match (now.get_mut(..size), orig.get(1..size)) {
+        (Some(now), Some(then)) => {
+            crate::kernel_ext::text::read(point.addr, now).is_ok()
+                && now.first() == Some(&INT3)
+                && now.get(1..) == Some(then)
+        }
+        _ => false,
+    }
+}
+
+/// First step of removing the jump (the kernel's `arch_unoptimize_kprobe()`):
+/// an int3 over its first byte, after which (once every CPU synchronised)
+/// no CPU runs into the jump's other bytes.
+///
+/// # Safety
+///
+/// `point`'s jump is in the text, and its detour stays in use by int3 hits
+/// until [`unoptimize_finish`] and a synchronisation.
+pub(crate) unsafe fn unoptimize_start(guard: &TextGuard<'_>, point: &Point) {
+    // SAFETY: one byte at an instruction boundary.
+    unsafe { guard.poke(point.addr, &[INT3]) };
+}
+
+/// Second step: the bytes the jump's displacement replaced go back.
+///
+/// # Safety
+///
+/// [`unoptimize_start`] was done and synchronised.
+pub(crate) unsafe fn unoptimize_finish(guard: &TextGuard<'_>, point: &Point) {
+    let orig = point.optinsn.orig.get();
+    if let Some(tail) = orig.get(1..JMP32_INSN_SIZE) {
+        // SAFETY: no CPU executes these bytes: they follow the int3 (the
+        // caller's contract).
+        unsafe { guard.poke(point.addr + 1, tail) };
+    }
+}
+
+/// Frees the detour. The caller guarantees that no task can be in it any
+/// more (a Tasks RCU grace period passed since it was last in use). Process
+/// context.
+pub(crate) fn release_optimized(slots: &SlotCache, opt: &OptInsn) {
+    if let Some(slot) = opt.slot.take() {
+        opt.copy.store(0, Ordering::Relaxed);
+        slots.free(slot);
+    }
+}
+
+/// Called by `rkp_optprobe_trampoline` for a hit through the jump of
+/// `point`, with the registers as an int3 hit presents them (the kernel's
+/// `optimized_callback()`). Runs in the context of the probed code, with
+/// interrupts as it had them (usually on) and preemption disabled here, as
+/// the kernel's: the per-CPU reentrancy check (a hit while this CPU handles
+/// a probe is counted in `nmissed`), then the pre-handlers, through the
+/// same dispatch as an int3 hit. A pre-handler's change of `regs->ip` is
+/// ignored, as in the kernel's optimized probes; every other register is
+/// restored from `regs` by the trampoline.
+///
+/// # Safety
+///
+/// Only called by the trampoline, with the point of the detour it came
+/// from (which lives until a Tasks RCU grace period after the detour was
+/// last in use) and its saved registers.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rkp_optprobe_callback(
+    point: *const Point,
+    regs: *mut ffi::pt_regs,
+) {
+    let _preempt = PreemptGuard::new();
+    // SAFETY: the caller's contract.
+    let point = unsafe { &*point };
+    let Ok(core) = Core::get() else {
+        return;
+    };
+    super::kprobes::optimized_hit(core, point, regs);
+}

@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The register-saving half of rkprobes' optimized probes (see
+ * rust/arch/x86/opt.rs).
+ *
+ * An optimized probe's text holds a jmp into its detour buffer, whose code
+ * is a call of this trampoline, the relocated copy of the instructions the
+ * jump replaced, and a jmp back after them. The detour starts with a small
+ * header: the probe point, and regs->ip as an int3 hit presents it (the
+ * probed address + 1). The call pushes the address of the copy, right after
+ * it in the detour, which is how the trampoline finds that header.
+ *
+ * The trampoline saves the registers as the struct pt_regs an int3 hit
+ * would have (flags, sp, cs, ip, orig_ax as the exception entry sets them),
+ * marks the frame for the ORC unwinder as a pt_regs frame, so that a stack
+ * trace taken in a handler goes on at regs->ip, in the probed function,
+ * exactly as from an int3 hit, and calls rkp_optprobe_callback(point,
+ * regs). It then restores every register from regs (the handlers may have
+ * changed them; ip and sp changes are ignored, as the kernel's optimized
+ * probes ignore them) and returns into the detour with RET, the return
+ * thunk: the detour itself holds no return.
+ *
+ * Unlike the kernel's optprobe template, this code is not copied: it lives
+ * in rkprobes' text, where objtool validates it and gives it ORC data, and
+ * the detour buffers are 48-byte slots of the out-of-line slot cache.
+ */
+#include <linux/linkage.h>
+#include <linux/objtool.h>
+#include <asm/segment.h>
+#include <asm/smap.h>
+#include <asm/unwind_hints.h>
+
+/* The detour's header, below the copy whose address the call pushed. */
+#define DETOUR_HDR_POINT	-21
+#define DETOUR_HDR_IP		-13
+
+/* struct pt_regs, in words. */
+#define PT_ORIG_AX	15
+#define PT_IP		16
+#define PT_CS		17
+#define PT_FLAGS	18
+#define PT_SP		19
+#define PT_SS		20
+#define PT_WORDS	21
+
+	.text
+SYM_CODE_START(rkp_optprobe_trampoline)
+	/* Only reached by the detours' direct calls. */
+	ANNOTATE_NOENDBR
+	/* The return address is the detour's copy, which is not kernel text. */
+	UNWIND_HINT_FUNC
+	pushq	$__KERNEL_DS
+	/* regs->sp, written below. */
+	subq	$8, %rsp
+	pushfq
+	/*
+	 * As the kernel's template: the handlers must not run with user
+	 * access open; popfq restores AC (and DF) of the probed code.
+	 */
+	ASM_CLAC
+	cld
+	/* Skip cs, ip, orig_ax. */
+	subq	$24, %rsp
+	pushq	%rdi
+	pushq	%rsi
+	pushq	%rdx
+	pushq	%rcx
+	pushq	%rax
+	pushq	%r8
+	pushq	%r9
+	pushq	%r10
+	pushq	%r11
+	pushq	%rbx
+	pushq	%rbp
+	pushq	%r12
+	pushq	%r13
+	pushq	%r14
+	pushq	%r15
+	/* The stack pointer of the probed code: above the call's return address. */
+	leaq	(PT_WORDS + 1) * 8(%rsp), %rax
+	movq	%rax, PT_SP * 8(%rsp)
+	movq	$__KERNEL_CS, PT_CS * 8(%rsp)
+	movq	$-1, PT_ORIG_AX * 8(%rsp)
+	movq	PT_WORDS * 8(%rsp), %rdi
+	movq	DETOUR_HDR_IP(%rdi), %rax
+	movq	%rax, PT_IP * 8(%rsp)
+	movq	DETOUR_HDR_POINT(%rdi), %rdi
+	movq	%rsp, %rsi
+	/* From here the unwinder goes on from regs->ip, as from an int3. */
+	UNWIND_HINT_REGS
+	call	rkp_optprobe_callback
+	/* The flags are restored last, from the ss slot (as the kernel's). */
+	movq	PT_FLAGS * 8(%rsp), %rdx
+	movq	%rdx, PT_SS * 8(%rsp)
+	popq	%r15
+	popq	%r14
+	popq	%r13
+	popq	%r12
+	popq	%rbp
+	popq	%rbx
+	popq	%r11
+	popq	%r10
+	popq	%r9
+	popq	%r8
+	popq	%rax
+	popq	%rcx
+	popq	%rdx
+	popq	%rsi
+	popq	%rdi
+	UNWIND_HINT_IRET_REGS offset=8
+	/* Skip orig_ax, ip, cs, flags and sp; lea leaves the flags alone. */
+	leaq	5 * 8(%rsp), %rsp
+	UNWIND_HINT type=UNWIND_HINT_TYPE_CALL sp_reg=ORC_REG_SP sp_offset=16
+	popfq
+	RET
+SYM_CODE_END(rkp_optprobe_trampoline)

@@ -1,0 +1,313 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Jump optimization, the optimizer half of the kernel's `kernel/kprobes.c`
+//! (`kprobe_optimizer()`, `optimize_kprobe()`, `unoptimize_kprobe()`); the
+//! x86 part (detour buffers, the safety analysis, writing the jump) is
+//! `arch::opt`.
+//!
+//! A probe at an int3 site is armed as an int3 first. When it is armed (or
+//! enabled, or optimization is switched on), an armed, enabled int3 point
+//! without a post-handler, with no other probe (rkprobes' or the kernel's)
+//! inside its region, that the architecture can optimize, has its detour
+//! prepared (once per point) and is *queued*, as the kernel's
+//! `optimize_kprobe()` queues it: `OPTIMIZED` is set, and from now on an
+//! int3 hit at it runs the whole region from the detour, so nothing enters
+//! the region's bytes after the first in the text any more. The optimizer,
+//! a delayed work that runs 5 jiffies later, as the kernel's, so that
+//! registrations close together are optimized in one batch, then:
+//!
+//! 1. queues what became optimizable since (a neighbour or a post-handler
+//!    went);
+//! 2. waits for one Tasks RCU grace period for the whole batch: afterwards
+//!    no task is preempted at, or returns to, the queued regions' bytes
+//!    after the first (it may have been interrupted there, or been in a
+//!    boosted copy that jumps back there);
+//! 3. under `text_mutex`, checks each point again (no kernel kprobe arrived,
+//!    the region's text is unchanged) and writes all the jumps in one
+//!    `text_poke_queue()`/`text_poke_finish()` batch (int3, sync, tail,
+//!    sync, head, sync), and marks them `Optimized`.
+//!
+//! Unoptimizing is synchronous, under `Core::reg`, unlike the kernel's
+//! delayed unoptimization, so that unregistration returns with the text
+//! restored, as it does for int3 probes: an int3 over the jump's first byte,
+//! a synchronisation, the four bytes of its displacement back, a
+//! synchronisation (the kernel's `arch_unoptimize_kprobe()`); int3 hits run
+//! the region from the detour until then. It happens when a point is
+//! disarmed (disable, unregister, the global `enabled` switch, its module
+//! going), when a probe is registered inside its region, when a client with
+//! a post-handler joins it, and when the `optimization` knob goes to 0. A
+//! detour is freed with its point, after a Tasks RCU grace period (a task
+//! may be preempted in it: it runs with interrupts on).
+//!
+//! Context: process context. The optimizer pass takes `Core::reg`, then,
+//! never together, the slot cache's mutex and `text_mutex`, and waits for
+//! Tasks RCU with `Core::reg` held (see the lock order in `mod.rs`). The
+//! other functions run with `Core::reg` held.
+
+use super::{
+    abi::{flags, RkpKprobe},
+    point::{Batch, OptState, Point},
+    Core, Registry,
+};
+use crate::{
+    arch::{self, OptRefusal},
+    kernel_ext::{optwork, sync::synchronize_rcu_tasks, text::TextGuard},
+};
+use core::sync::atomic::Ordering;
+
+/// How long the optimizer waits for more work (the kernel's
+/// `OPTIMIZE_DELAY`, in jiffies).
+const OPTIMIZE_DELAY: u32 = 5;
+
+/// The optimizer's delayed work, run by `ffi/glue.c`. Process context.
+#[no_mangle]
+pub(crate) extern "C" fn rkp_optimizer_work() {
+    if let Ok(core) = Core::get() {
+        core.optimize_pass();
+    }
+}
+
+/// Sets or clears `OPTIMIZED` in the flags of every client of `p` (the
+/// kernel's `KPROBE_FLAG_OPTIMIZED`). Writer.
+fn set_optimized_flag(p: &Point, on: bool) {
+    for kp in p.clients() {
+        // SAFETY: registered clients are valid.
+        unsafe {
+            if on {
+                RkpKprobe::update_flags(kp, flags::OPTIMIZED, 0)
+            } else {
+                RkpKprobe::update_flags(kp, 0, flags::OPTIMIZED)
+            }
+        };
+    }
+}
+
+impl Core {
+    /// Queues the optimizer, if optimization is on: it looks for points
+    /// that became optimizable. Writer.
+    pub(super) fn kick_optimizer(&self, reg: &Registry) {
+        if self.may_optimize(reg) {
+            optwork::kick(OPTIMIZE_DELAY);
+        }
+    }
+
+    /// Whether optimization is on and possible. Writer.
+    fn may_optimize(&self, reg: &Registry) -> bool {
+        reg.optimize && reg.enabled && !reg.stopping && arch::can_optimize_here(self)
+    }
+
+    /// The kernel's `optimize_kprobe()` conditions for `p`, before the
+    /// architecture's: an armed, enabled int3 point, not queued or
+    /// optimized yet, with no post-handler among its clients (the jump runs
+    /// no post-handler), and no other rkprobes point in the four bytes
+    /// after it (which any region covers). Writer.
+    fn wants_optimizing(&self, p: &Point) -> bool {
+        p.opt_state() == OptState::None
+            && !p.opt_refused.get()
+            && p.is_armed()
+            && !p.arch.is_ftrace()
+            && p.any_enabled()
+            && !p.any_post_handler()
+            && (1..5).all(|k| self.table.lookup(p.addr + k).is_none())
+    }
+
+    /// Whether no other probe is inside `p`'s prepared region: rkprobes'
+    /// points after its first byte (the kernel's
+    /// `arch_check_optimized_kprobe()`), and the kernel's kprobes anywhere
+    /// in the function up to its end (see `native_kprobe_before`). Writer.
+    fn region_free(&self, p: &Point) -> bool {
+        let size = p.optinsn.size();
+        size > 0
+            && (1..size).all(|k| self.table.lookup(p.addr + k).is_none())
+            && !self.native_kprobe_before(p.func, p.addr + size - 1)
+    }
+
+    /// Queues `p` for optimization if it can be optimized (the kernel's
+    /// `optimize_kprobe()`, with the preparation of its
+    /// `try_to_optimize_kprobe()`): its detour is prepared (once per
+    /// point), and from now on int3 hits run the region from there; the
+    /// optimizer writes the jump. As in the kernel, `OPTIMIZED` is set from
+    /// here on. Writer.
+    pub(super) fn try_queue(&self, reg: &Registry, p: &Point) {
+        if !self.may_optimize(reg) || !self.wants_optimizing(p) {
+            return;
+        }
+        match arch::prepare_optimized(self, p) {
+            Ok(()) => {}
+            Err(OptRefusal::Never) => {
+                p.opt_refused.set(true);
+                return;
+            }
+            Err(OptRefusal::NotNow) => return,
+        }
+        // Keeps the kernel's kprobes out of the jump from now on: the
+        // kernel's `register_kprobe()` refuses blacklisted addresses. A
+        // registration that got past that check before is seen by
+        // `region_free` now or under `text_mutex` before the jump goes in.
+        let (start, end) = p.optinsn.decode_shadow(p.addr);
+        p.reservation.set(self.blacklist.reserve(start, end));
+        if !self.region_free(p) {
+            self.blacklist.release(p.reservation.take().into_iter());
+            return;
+        }
+        // A task may be preempted in the detour from now on.
+        p.ran_boosted();
+        p.set_opt_state(OptState::Queued);
+        set_optimized_flag(p, true);
+        optwork::kick(OPTIMIZE_DELAY);
+    }
+
+    /// One pass of the optimizer (the kernel's `kprobe_optimizer()`); see
+    /// the module documentation. Process context, may sleep; takes
+    /// `Core::reg`.
+    fn optimize_pass(&self) {
+        let reg = self.reg.lock();
+        if !self.may_optimize(&reg) {
+            return;
+        }
+        let mut batch = Batch::new();
+        for &point in reg.points.iter() {
+            // SAFETY: registered points are live while the mutex is held.
+            let p = unsafe { &*point };
+            // Points that became optimizable since they were armed.
+            self.try_queue(&reg, p);
+            if p.opt_state() == OptState::Queued {
+                batch.add(p);
+            }
+        }
+        if batch.iter().next().is_none() {
+            return;
+        }
+        // No task is left where it could come back into the regions' bytes
+        // after the first: hits have run them from the detours since the
+        // points were queued.
+        synchronize_rcu_tasks(&self.rt);
+        let guard = TextGuard::lock(&self.rt);
+        let mut dropped = false;
+        for p in batch.iter() {
+            // Under `text_mutex`, which the kernel's kprobes hold to arm: no
+            // kernel kprobe arrived, and nothing else patched the region.
+            if !self.region_free(p) || !arch::region_unchanged(p) {
+                p.set_opt_state(OptState::None);
+                set_optimized_flag(p, false);
+                dropped = true;
+                continue;
+            }
+            // SAFETY: armed, its detour in use by int3 hits since before the
+            // Tasks RCU grace period above.
+            unsafe { arch::optimize(&guard, p) };
+        }
+        guard.poke_bp_finish();
+        drop(guard);
+        for p in batch.iter() {
+            if p.opt_state() == OptState::Queued {
+                p.set_opt_state(OptState::Optimized);
+                self.nr_optimized.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        if dropped {
+            let dropped = batch.iter().filter(|p| p.opt_state() == OptState::None);
+            self.blacklist
+                .release(dropped.filter_map(|p| p.reservation.take()));
+        }
+    }
+
+    /// Takes the jump out of the points of `batch` that `want` it and have
+    /// one (the kernel's forced `arch_unoptimize_kprobe()`), with two
+    /// synchronisations for the batch; their int3 stays. Their detours stay
+    /// allocated (tasks may still be in them) until their points are freed.
+    /// Writer.
+    pub(super) fn unoptimize(&self, batch: &Batch, want: impl Fn(&Point) -> bool) {
+        let want = &want;
+        let todo = |s: OptState| batch.iter().filter(move |p| p.opt_state() == s && want(p));
+        if todo(OptState::Optimized).next().is_some() {
+            let guard = TextGuard::lock(&self.rt);
+            for p in todo(OptState::Optimized) {
+                // SAFETY: its jump is in the text; its detour stays in use
+                // by int3 hits until the state changes below.
+                unsafe { arch::unoptimize_start(&guard, p) };
+            }
+            guard.sync();
+            for p in todo(OptState::Optimized) {
+                // SAFETY: the int3 is in and every CPU synchronised.
+                unsafe { arch::unoptimize_finish(&guard, p) };
+            }
+            guard.sync();
+            for p in todo(OptState::Optimized) {
+                self.nr_optimized.fetch_sub(1, Ordering::Relaxed);
+                p.set_opt_state(OptState::None);
+                set_optimized_flag(p, false);
+            }
+        }
+        // Queued points have no jump yet: nothing to undo in the text; int3
+        // hits stop using the detour.
+        for p in todo(OptState::Queued) {
+            p.set_opt_state(OptState::None);
+            set_optimized_flag(p, false);
+        }
+        // No jump left: the kernel's kprobes may come back.
+        self.blacklist.release(
+            batch
+                .iter()
+                .filter(|p| p.opt_state() == OptState::None)
+                .filter_map(|p| p.reservation.take()),
+        );
+    }
+
+    /// Unoptimizes `p`. Writer.
+    pub(super) fn unoptimize_one(&self, p: &Point) {
+        let mut one = Batch::new();
+        one.add(p);
+        self.unoptimize(&one, |_| true);
+    }
+
+    /// Unoptimizes the point whose jump covers `addr` (after its first
+    /// byte), before a probe is placed there (the kernel's
+    /// `__arm_kprobe()` does the same through `get_optimized_kprobe()`).
+    /// Writer.
+    pub(super) fn unoptimize_covering(&self, addr: usize) {
+        for k in 1..arch::MAX_REGION {
+            let Some(p) = addr.checked_sub(k).and_then(|a| self.table.lookup(a)) else {
+                continue;
+            };
+            if p.opt_state() != OptState::None && k < p.optinsn.size() {
+                self.unoptimize_one(p);
+            }
+        }
+    }
+
+    /// The `optimization` knob (the kernel's `debug.kprobes-optimization`
+    /// sysctl): 0 unoptimizes every probe, 1 optimizes what can be (after
+    /// the optimizer's delay). Process context.
+    pub(crate) fn set_optimization(&self, on: bool) {
+        let mut reg = self.reg.lock();
+        if reg.optimize == on {
+            return;
+        }
+        reg.optimize = on;
+        let mut all = Batch::new();
+        for &point in reg.points.iter() {
+            // SAFETY: registered points are live while the mutex is held.
+            all.add(unsafe { &*point });
+        }
+        if on {
+            for p in all.iter() {
+                self.try_queue(&reg, p);
+            }
+        } else {
+            self.unoptimize(&all, |_| true);
+        }
+    }
+
+    /// Whether the `optimization` knob is on. Process context.
+    pub(crate) fn optimization(&self) -> bool {
+        self.reg.lock().optimize
+    }
+
+    /// Stops the optimizer for good: it is cancelled (or waited for) and
+    /// never queued again. Process context, without `Core::reg`.
+    pub(super) fn stop_optimizer(&self) {
+        self.reg.lock().stopping = true;
+        optwork::cancel();
+    }
+}
