@@ -14,7 +14,9 @@
 //! registered (on never-called code), to show that finding the probe of a
 //! hit does not depend on how many there are. This is a benchmark, not a test: it asserts nothing
 //! about the numbers. `make bench` runs it in normal TCG and with
-//! `-icount shift=0`.
+//! `-icount shift=0`, with both kernels' jump optimization off (the int3
+//! rows), then, with `opt=1`, on: the same kind of target timed once both
+//! optimizers have written their jumps.
 
 use kernel::{bindings, c_str, prelude::*};
 
@@ -34,6 +36,9 @@ module! {
 }
 
 string_param!(ITERS, "iters", "20000", 12);
+// opt=1: only the jump-optimized row (the guest script switches both
+// kernels' optimization on for it, and off for the others).
+string_param!(OPT, "opt", "0", 4);
 
 /// The int3 target.
 #[no_mangle]
@@ -47,6 +52,69 @@ fn call_target(n: u64) {
     for i in 0..n {
         core::hint::black_box(f(i));
     }
+}
+
+/// The target of the jump-optimized row: its first instructions (a move
+/// and a shift, 5 bytes or more, nothing jumping into them) can be replaced
+/// by a jump, unlike `rkp_bench_target`'s, whose `lea` is followed by the
+/// return thunk's `jmp`.
+#[no_mangle]
+#[inline(never)]
+pub extern "C" fn rkp_bench_opt_target(x: u64) -> u64 {
+    let x = core::hint::black_box(x);
+    (x >> 7) ^ x.wrapping_mul(3)
+}
+
+fn call_opt_target(n: u64) {
+    let f = core::hint::black_box(rkp_bench_opt_target as extern "C" fn(u64) -> u64);
+    for i in 0..n {
+        core::hint::black_box(f(i));
+    }
+}
+
+/// Long enough for both optimizers (5 jiffies, then a Tasks RCU grace
+/// period) to have written their jumps.
+const OPTIMIZER_WAIT_MS: u32 = 500;
+
+fn sleep_ms(ms: u32) {
+    // SAFETY: process context (module init).
+    unsafe { bindings::msleep(ms) };
+}
+
+/// The jump-optimized row: as `bench`, with each probe timed only once its
+/// optimizer has run; whether rkprobes' probe is optimized is printed.
+fn bench_opt(name: &str, n: u64, f: fn(u64), addr: usize) -> Result {
+    let none = time(n, f);
+    #[cfg(CONFIG_KPROBES)]
+    let native = match native::Native::register(addr, core::ptr::null()) {
+        Ok(kp) => {
+            sleep_ms(OPTIMIZER_WAIT_MS);
+            let t = time(n, f);
+            drop(kp);
+            Some(t)
+        }
+        Err(e) => {
+            pr_info!("{}: kernel kprobe refused: {}\n", name, e);
+            None
+        }
+    };
+    #[cfg(not(CONFIG_KPROBES))]
+    let native = None;
+    let mut p = KBox::pin_init(Kprobe::new(Target::Addr(addr), Empty), GFP_KERNEL)?;
+    p.as_mut().register()?;
+    sleep_ms(OPTIMIZER_WAIT_MS);
+    // SAFETY: the probed address is text of this module.
+    let first = unsafe { core::ptr::read_volatile(p.addr() as *const u8) };
+    pr_info!(
+        "{}: rkprobes' probe optimized: {} (first byte {:#04x})\n",
+        name,
+        p.is_optimized(),
+        first
+    );
+    let ours = time(n, f);
+    drop(p);
+    report(name, n, none, native, ours);
+    Ok(())
 }
 
 fn call_kfree(n: u64) {
@@ -334,6 +402,25 @@ impl kernel::Module for RkpBench {
         }
         if n == 0 {
             return Err(EINVAL);
+        }
+        if OPT.get().as_bytes() == b"1" {
+            // Computed at run time: objtool warns about a relocation past ENDBR.
+            let t = core::hint::black_box(rkp_bench_opt_target as *const () as usize);
+            // Past ENDBR, where both kprobes put a probe at a function's entry.
+            // SAFETY: the function's first bytes, text of this module.
+            let endbr = unsafe { core::ptr::read_volatile(t as *const [u8; 4]) };
+            let at = if endbr == [0xf3, 0x0f, 0x1e, 0xfa] {
+                t + 4
+            } else {
+                t
+            };
+            bench_opt(
+                "jump-optimized, rkp_bench_opt_target entry",
+                n,
+                call_opt_target,
+                at,
+            )?;
+            return Ok(RkpBench);
         }
         let target = rkp_bench_target as *const () as usize;
         bench(
