@@ -208,6 +208,18 @@ static OTHER: Recorder = Recorder::new();
 static RETS: AtomicU64 = AtomicU64::new(0);
 static RETVAL: AtomicU64 = AtomicU64::new(0);
 
+/// A pre-handler that tries to make its function return 42 without running
+/// (fault injection), and has no post-handler: once optimized, its change
+/// of `ip` is ignored, as the kernel documents for optimized probes.
+struct Inject;
+
+impl KprobeHandler for Inject {
+    fn pre(&self, _p: &ProbeInfo, regs: &mut Regs) -> Action {
+        regs.override_return(42);
+        Action::Skip
+    }
+}
+
 /// A kretprobe that records the return value.
 struct Ret;
 
@@ -500,6 +512,52 @@ fn run(t: &mut Ktap) -> Result {
         "and the function works",
     );
     drop(p);
+
+    // A pre-handler's change of ip: honoured at an int3 hit, ignored once
+    // the probe is optimized (the kernel's documented behaviour).
+    let rip_at = entry(rkp_opt_target_rip as *const () as usize);
+    let mut inj = KBox::pin_init(Kprobe::new(Target::Addr(rip_at), Inject), GFP_KERNEL)?;
+    t.check_eq(
+        errno_of(inj.as_mut().register()),
+        0,
+        "register a probe that changes ip",
+    );
+    let queued = inj.is_optimized();
+    t.check(
+        wait_jump(rip_at, true),
+        "the ip-changing probe is optimized",
+    );
+    // SAFETY: a static of the test, and a plain function.
+    let (data, got) = unsafe {
+        (
+            core::ptr::read_volatile(core::ptr::addr_of!(rkp_opt_data)),
+            rkp_opt_target_rip(5),
+        )
+    };
+    t.check_eq(got, data + 5, "optimized: the change of ip is ignored");
+    t.check_eq(errno_of(inj.set_enabled(false)), 0, "disable it");
+    // A probe with a post-handler beside it keeps the point an int3.
+    let mut keep = probe::<true>(Target::Addr(rip_at), &OTHER)?;
+    t.check_eq(
+        errno_of(keep.as_mut().register()),
+        0,
+        "a post-handler keeps the point an int3",
+    );
+    t.check_eq(errno_of(inj.set_enabled(true)), 0, "enable it again");
+    // SAFETY: a plain function.
+    t.check_eq(
+        unsafe { rkp_opt_target_rip(5) },
+        42,
+        "int3: the change of ip is honoured",
+    );
+    pr_info!("# queued at registration: {}\n", queued);
+    drop(keep);
+    drop(inj);
+    t.check_eq(
+        bytes::<16>(rip_at),
+        rip_before,
+        "text restored after the ip-changing probe",
+    );
 
     // A kretprobe's entry is optimized too.
     let t2 = rkp_opt_target2 as *const () as usize;
