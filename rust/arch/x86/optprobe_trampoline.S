@@ -50,8 +50,13 @@ SYM_CODE_START(rkp_optprobe_trampoline)
 	/* The return address is the detour's copy, which is not kernel text. */
 	UNWIND_HINT_FUNC
 	pushq	$__KERNEL_DS
-	/* regs->sp, written below. */
-	subq	$8, %rsp
+	/*
+	 * regs->sp, written below. Nothing before the pushfq may change the
+	 * flags: they are the probed code's, which popfq gives back to it
+	 * (a sub here once handed the copied instructions, and the handlers,
+	 * the flags of the sub; 58-optprobes-sweep.sh compares them).
+	 */
+	leaq	-8(%rsp), %rsp
 	pushfq
 	/*
 	 * As the kernel's template: the handlers must not run with user

@@ -5,10 +5,22 @@
 # waited for by rkprobes), each enabled and hit; rkprobes must optimize
 # exactly where the kernel's kprobes do (both lists show [OPTIMIZED] as soon
 # as a probe is queued), and the function must go on working.
+#
+# Then, at every offset where rkprobes optimized, the registers: an event
+# that records every register of pt_regs and the byte at the probe (0xcc
+# for an int3 hit, 0xe9 through the jump) is hit twice with optimization off
+# and once through the jump, by the same calls from the same stack
+# (opt-call, pinned to CPU 0); every register that the three int3 hits
+# show alike must be the same through the jump, and the calls' results must not
+# change. Offsets 24 bytes apart or more are done side by side, in the four
+# functions at once, so that one optimizer pass serves many.
 
+# On the kernel without kprobes, the sweep finds where rkprobes optimizes
+# alone, and the register comparison runs on those offsets.
+native=1
 if [ ! -e /sys/kernel/debug/kprobes/list ] || [ ! -e /sys/kernel/tracing/kprobe_events ]; then
+	native=0
 	skip "rkprobes optimizes where the kernel's kprobes do" "kernel without CONFIG_KPROBE_EVENTS"
-	return 0 2>/dev/null || exit 0
 fi
 KE=/sys/kernel/debug/rkprobes/kprobe_events
 L=/sys/kernel/debug/rkprobes/list
@@ -16,33 +28,184 @@ T=/sys/kernel/tracing
 NL=/sys/kernel/debug/kprobes/list
 
 check "insmod rkprobes.ko" insmod $MODDIR/rkprobes.ko
+t0=$(date +%s)
 for fn in kernel_clone do_sys_openat2 vfs_read vfs_write; do
 	both=0 nat=0 rkp=0 differ=0
 	for off in $(seq 0 255); do
-		echo "p:rkp_nat $fn+$off" > $T/kprobe_events 2>/dev/null || continue
-		echo 1 > $T/events/kprobes/rkp_nat/enable
-		grep -q "$fn+0x.*OPTIMIZED" $NL && n=1 || n=0
-		echo 0 > $T/events/kprobes/rkp_nat/enable
-		echo > $T/kprobe_events
+		n=-
+		if [ $native = 1 ]; then
+			echo "p:rkp_nat $fn+$off" > $T/kprobe_events 2>/dev/null || continue
+			echo 1 > $T/events/kprobes/rkp_nat/enable
+			grep -q "$fn+0x.*OPTIMIZED" $NL && n=1 || n=0
+			echo 0 > $T/events/kprobes/rkp_nat/enable
+			echo > $T/kprobe_events
+		fi
 		echo "p:rkp_opt $fn+$off" > $KE 2>/dev/null || continue
 		if echo 1 > $T/events/rkprobes/rkp_opt/enable 2>/dev/null; then
 			grep -q "$fn+0x.*OPTIMIZED" $L && r=1 || r=0
+			[ $r = 1 ] && eval "opt_$fn=\"\$opt_$fn $off\""
 			dd if=/proc/version of=/dev/null 2>/dev/null
 			echo 0 > $T/events/rkprobes/rkp_opt/enable
 			both=$((both + 1))
-			nat=$((nat + n))
+			[ $native = 1 ] && nat=$((nat + n))
 			rkp=$((rkp + r))
-			if [ "$n" != "$r" ]; then
+			if [ $native = 1 ] && [ "$n" != "$r" ]; then
 				differ=$((differ + 1))
 				diag "$fn+$off: kernel $n, rkprobes $r"
 			fi
 		fi
 		echo > $KE
 	done
-	diag "$fn: $both offsets probed by both; optimized: kernel $nat, rkprobes $rkp"
+	if [ $native = 1 ]; then
+		diag "$fn: $both offsets probed by both; optimized: kernel $nat, rkprobes $rkp"
+	else
+		diag "$fn: $both offsets probed; optimized by rkprobes: $rkp"
+	fi
 	check "$fn: probed at 20 offsets or more ($both)" test "$both" -ge 20
 	check "$fn: optimized somewhere ($rkp)" test "$rkp" -ge 1
-	expect_eq "$fn: optimized exactly where the kernel's kprobes are" 0 "$differ"
+	[ $native = 1 ] && expect_eq "$fn: optimized exactly where the kernel's kprobes are" 0 "$differ"
 done
+diag "sweep: $(($(date +%s) - t0)) s"
 check "fork, open, read and write still work" sh -c 'cat /proc/version > /tmp/v && test -s /tmp/v'
+
+OPT=/sys/kernel/debug/rkprobes/optimization
+REGS="ip=%ip sp=%sp fl=%flags cs=%cs oa=%orig_ax ax=%ax bx=%bx cx=%cx dx=%dx si=%si di=%di"
+REGS="$REGS bp=%bp r8=%r8 r9=%r9 r10=%r10 r11=%r11 r12=%r12 r13=%r13 r14=%r14 r15=%r15"
+t0=$(date +%s)
+# The shell and what it runs stay off CPU 0, where opt-call runs: the
+# per-CPU slab freelists that openat() and fork() allocate from then see the
+# same calls each round, so their pointers in registers repeat.
+taskset -p 2 $$ > /dev/null
+rm -f /tmp/oc.in /tmp/oc.out
+mkfifo /tmp/oc.in /tmp/oc.out
+opt-call < /tmp/oc.in > /tmp/oc.out &
+exec 3>/tmp/oc.in 4</tmp/oc.out
+read -r hpid <&4
+# One round of opt-call's calls; its results in $res.
+calls() {
+	echo >&3
+	read -r res <&4
+}
+# The event of "fn:off".
+evname() {
+	echo "rg_${1%%:*}_${1#*:}"
+}
+# jumped EVS FILE: whether every event of EVS ("fn:off ...") has a record
+# taken through the jump (the byte at the probe is the jump's 0xe9).
+jumped() {
+	awk -v evs="$1" 'BEGIN { n = split(evs, e); for (i = 1; i <= n; i++) { sub(/:/, "_", e[i]); want["rg_" e[i] ":"] = 1 } }
+		/ op=0xe9/ { for (i = 1; i <= NF; i++) if ($i in want) got[$i] = 1 }
+		END { for (k in want) if (!(k in got)) exit 1 }' "$2"
+}
+# judge EVS INT3 JUMP INT3AGAIN: for each event, the first record of each
+# of the two int3 rounds before the jump (A, B; an offset in a loop is hit
+# more than once a round), the first through the jump (C) and the first of
+# the int3 round after it (D). Prints one line per event: "unreached",
+# "nojump" (not int3, int3, jump, int3), or "ok" / "bad" followed by the
+# registers of C that differ from A where A, B and D agree. ip, sp and cs
+# must agree in A and B: the calls come from the same place.
+judge() {
+	awk -v evs="$1" -v int3="$2" -v jump="$3" -v again="$4" '
+	function rec(line, arr,   w, n, i, kv) {
+		sub(/^.*\) /, "", line); n = split(line, w, " ")
+		for (i = 1; i <= n; i++) { split(w[i], kv, "="); arr[kv[1]] = kv[2] }
+	}
+	BEGIN {
+		n = split(evs, e)
+		for (i = 1; i <= n; i++) { name[i] = e[i]; sub(/:/, "_", name[i]); name[i] = " rg_" name[i] ": " }
+		while ((getline l < int3) > 0) for (i = 1; i <= n; i++) if (index(l, name[i])) I[i, ++ni[i]] = l
+		while ((getline l < jump) > 0) for (i = 1; i <= n; i++) if (index(l, name[i]) && !(i in J)) J[i] = l
+		while ((getline l < again) > 0) for (i = 1; i <= n; i++) if (index(l, name[i]) && !(i in D)) D[i] = l
+		for (i = 1; i <= n; i++) {
+			if (ni[i] == 0) { print e[i], "unreached"; continue }
+			delete A; delete B; delete C; delete G
+			rec(I[i, 1], A); rec(I[i, int(ni[i] / 2) + 1], B); rec(J[i], C); rec(D[i], G)
+			if (ni[i] % 2 || A["op"] != "0xcc" || B["op"] != "0xcc" || C["op"] != "0xe9" || G["op"] != "0xcc") {
+				print e[i], "nojump", ni[i], A["op"], B["op"], C["op"], G["op"]; continue
+			}
+			d = ""
+			for (k in A) if (k != "op" && A[k] == B[k] && A[k] == G[k] && C[k] != A[k]) d = d " " k ": int3 " A[k] ", jump " C[k] ";"
+			if (A["ip"] != B["ip"] || A["sp"] != B["sp"] || A["cs"] != B["cs"]) d = d " int3 hits disagree on ip, sp or cs;"
+			print e[i], (d == "" ? "ok" : "bad" d)
+		}
+	}'
+}
+total=0
+for fn in kernel_clone do_sys_openat2 vfs_read vfs_write; do
+	eval "set -- \$opt_$fn"
+	total=$((total + $#))
+done
+rounds=0 compared=0 regs_bad=0 res_bad=0 unopt=0 unreached=0
+while :; do
+	# Offsets of one function 24 bytes apart or more (a region is at most
+	# 19) go in the same round; the rest wait for the next.
+	evs=""
+	for fn in kernel_clone do_sys_openat2 vfs_read vfs_write; do
+		eval "left=\$opt_$fn"
+		last=-100 rest=""
+		for off in $left; do
+			if [ "$off" -lt $((last + 24)) ]; then
+				rest="$rest $off"
+				continue
+			fi
+			last=$off
+			ev=$(evname $fn:$off)
+			if echo "p:$ev $fn+$off $REGS op=@$fn+$off:x8" >> $KE &&
+				echo "common_pid == $hpid" > $T/events/rkprobes/$ev/filter &&
+				echo 1 > $T/events/rkprobes/$ev/enable; then
+				evs="$evs $fn:$off"
+			else
+				regs_bad=$((regs_bad + 1))
+				diag "$fn+$off: the register event could not be set up"
+			fi
+		done
+		eval "opt_$fn=\"\$rest\""
+	done
+	[ -n "$evs" ] || break
+	echo 0 > $OPT
+	echo > $T/trace
+	calls; r1=$res
+	calls; r2=$res
+	cp $T/trace /tmp/int3.trace
+	echo 1 > $OPT
+	t=0
+	while :; do
+		echo > $T/trace
+		calls; r3=$res
+		cp $T/trace /tmp/jump.trace
+		jumped "$evs" /tmp/jump.trace && break
+		t=$((t + 1))
+		[ $t -lt 100 ] || break
+		sleep 0.1
+	done
+	echo 0 > $OPT
+	echo > $T/trace
+	calls; r4=$res
+	cp $T/trace /tmp/again.trace
+	echo 1 > $OPT
+	judge "$evs" /tmp/int3.trace /tmp/jump.trace /tmp/again.trace > /tmp/judge.out
+	while read -r e verdict rest; do
+		case $verdict in
+		unreached) unreached=$((unreached + 1)) ;;
+		nojump) unopt=$((unopt + 1)); diag "$e: not int3, int3, jump, int3: $rest" ;;
+		ok) compared=$((compared + 1)) ;;
+		*) compared=$((compared + 1)); regs_bad=$((regs_bad + 1)); diag "$e:$rest" ;;
+		esac
+	done < /tmp/judge.out
+	if [ "$r1" != "$r2" ] || [ "$r1" != "$r3" ] || [ "$r1" != "$r4" ]; then
+		res_bad=$((res_bad + 1))
+		diag "round $rounds: results '$r1' '$r2' '$r3' '$r4'"
+	fi
+	echo 0 > $T/events/rkprobes/enable
+	echo > $KE
+	rounds=$((rounds + 1))
+done
+exec 3>&-
+wait
+diag "registers compared at $compared of $total optimized offsets in $rounds rounds, $(($(date +%s) - t0)) s ($unreached not on the path of opt-call's calls)"
+expect_eq "every optimized offset that the calls reach hit through its jump, after two int3 hits" 0 "$unopt"
+expect_eq "registers through the jump as at an int3 hit, at every optimized offset reached" 0 "$regs_bad"
+check "registers compared at 100 optimized offsets or more ($compared)" test "$compared" -ge 100
+expect_eq "every optimized offset compared or not reached ($total)" "$total" "$((compared + unreached))"
+expect_eq "the calls' results unchanged by the jumps" 0 "$res_bad"
 check "rmmod rkprobes" rmmod rkprobes

@@ -62,6 +62,7 @@ extern "C" {
     fn rkp_opt_target(a: u64, b: u64, c: u64, d: u64, e: u64, f: u64) -> u64;
     fn rkp_opt_target2(a: u64, b: u64, c: u64, d: u64, e: u64, f: u64) -> u64;
     fn rkp_opt_target_rip(a: u64) -> u64;
+    fn rkp_opt_target_flags(a: u64, b: u64) -> u64;
     fn rkp_opt_target_jump(a: u64) -> u64;
     static rkp_opt_data: u64;
     fn rkp_opt_load_start() -> i32;
@@ -71,8 +72,9 @@ extern "C" {
 const ENDBR64: [u8; 4] = [0xf3, 0x0f, 0x1e, 0xfa];
 const JMP32: u8 = 0xe9;
 const INT3: u8 = 0xcc;
-/// `X86_EFLAGS_IF`.
-const FLAG_IF: u64 = 1 << 9;
+/// The flags a handler must see as at an int3 hit: CF, PF, AF, ZF, SF,
+/// IF, DF, OF (the status flags, the interrupt and direction flags).
+const FLAGS_COMPARED: u64 = 0x1 | 0x4 | 0x10 | 0x40 | 0x80 | 0x200 | 0x400 | 0x800;
 /// Room for the stack traces compared.
 const TRACE: usize = 16;
 
@@ -107,7 +109,7 @@ fn entry(f: usize) -> usize {
 struct Seen {
     ip: usize,
     sp: usize,
-    if_on: bool,
+    flags: u64,
     cs: u64,
     orig_ax: u64,
     args: [u64; 6],
@@ -136,7 +138,7 @@ impl Recorder {
             seen: core::cell::Cell::new(Seen {
                 ip: 0,
                 sp: 0,
-                if_on: false,
+                flags: 0,
                 cs: 0,
                 orig_ax: 0,
                 args: [0; 6],
@@ -159,7 +161,7 @@ impl Recorder {
             self.seen.set(Seen {
                 ip: regs.ip(),
                 sp: regs.sp(),
-                if_on: regs.flags() & FLAG_IF != 0,
+                flags: regs.flags() & FLAGS_COMPARED,
                 cs,
                 orig_ax: orig_ax as u64,
                 args,
@@ -348,9 +350,9 @@ fn run(t: &mut Ktap) -> Result {
         "optimized: regs->sp as an int3 hit's",
     );
     t.check_eq(
-        opt_seen.if_on,
-        int3_seen.if_on,
-        "optimized: IF as an int3 hit's",
+        opt_seen.flags,
+        int3_seen.flags,
+        "optimized: the status flags, IF and DF as an int3 hit's",
     );
     t.check_eq(opt_seen.cs, int3_seen.cs, "optimized: cs as an int3 hit's");
     t.check_eq(
@@ -491,6 +493,23 @@ fn run(t: &mut Ktap) -> Result {
         rip_before,
         "RIP-relative load: text restored",
     );
+
+    // The probed code's flags survive the detour (read after the region).
+    let ff = entry(rkp_opt_target_flags as *const () as usize);
+    let ff_before = bytes::<16>(ff);
+    // cmp %rsi,%rdi (3 bytes): the mov after it.
+    let mut p = probe::<false>(Target::Addr(ff + 3), &OTHER)?;
+    t.check_eq(
+        errno_of(p.as_mut().register()),
+        0,
+        "register between a cmp and the setb that reads its flags",
+    );
+    t.check(wait_jump(ff + 3, true), "flags: optimized");
+    // SAFETY: a plain function of the test.
+    let got = unsafe { [rkp_opt_target_flags(1, 2), rkp_opt_target_flags(2, 1)] };
+    t.check_eq(got, [1, 0], "flags: the cmp's carry reaches the setb");
+    drop(p);
+    t.check_eq(bytes::<16>(ff), ff_before, "flags: text restored");
 
     // A jump into the region: never optimized.
     let jf = entry(rkp_opt_target_jump as *const () as usize);

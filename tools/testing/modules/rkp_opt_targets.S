@@ -49,6 +49,18 @@ SYM_FUNC_START(rkp_opt_target_rip)
 SYM_FUNC_END(rkp_opt_target_rip)
 
 /*
+ * a < b (unsigned) ? 1 : 0, computed by a setb after the region: probed at
+ * the movl after the cmp (ENDBR, then cmp: 3 bytes), whose region is that
+ * mov alone (7 bytes). The flags of the cmp must survive the detour.
+ */
+SYM_FUNC_START(rkp_opt_target_flags)
+	cmpq	%rsi, %rdi
+	movq	$0, %rax
+	setb	%al
+	RET
+SYM_FUNC_END(rkp_opt_target_flags)
+
+/*
  * a != 0 ? a + 1 : 2. Probed at the first mov: the jmp at the end lands on
  * the add, the second instruction of the region a jump would replace, so
  * that probe must stay an int3 (the kernel's can_optimize()).
