@@ -62,6 +62,20 @@ notrace void rkp_preempt_enable(void)
 	preempt_enable();
 }
 
+/*
+ * The hit path's: no preemption tracing or debug accounting (they would
+ * trace from inside a probe), as the kernel's ftrace callbacks do it.
+ */
+notrace void rkp_preempt_disable_notrace(void)
+{
+	preempt_disable_notrace();
+}
+
+notrace void rkp_preempt_enable_notrace(void)
+{
+	preempt_enable_notrace();
+}
+
 notrace unsigned long rkp_local_irq_save(void)
 {
 	unsigned long flags;

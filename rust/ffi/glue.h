@@ -11,6 +11,8 @@ unsigned int rkp_irq_level(void);
 int rkp_locked_down_kprobes(void);
 void rkp_preempt_disable(void);
 void rkp_preempt_enable(void);
+void rkp_preempt_disable_notrace(void);
+void rkp_preempt_enable_notrace(void);
 unsigned long rkp_local_irq_save(void);
 void rkp_local_irq_restore(unsigned long flags);
 unsigned int rkp_num_possible_cpus(void);

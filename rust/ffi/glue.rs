@@ -45,6 +45,12 @@ extern "C" {
     /// `preempt_enable()`.
     pub(crate) fn rkp_preempt_enable();
 
+    /// `preempt_disable_notrace()`.
+    pub(crate) fn rkp_preempt_disable_notrace();
+
+    /// `preempt_enable_notrace()`.
+    pub(crate) fn rkp_preempt_enable_notrace();
+
     /// `local_irq_save()`: returns the flags to restore.
     pub(crate) fn rkp_local_irq_save() -> c_ulong;
 

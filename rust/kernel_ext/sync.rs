@@ -39,6 +39,41 @@ impl Drop for PreemptGuard {
     }
 }
 
+/// Preemption disabled without tracing (`preempt_disable_notrace()`) until
+/// the guard drops: the hit path's [`PreemptGuard`], as the kernel's ftrace
+/// callbacks disable preemption (no preemption tracer or debug accounting
+/// called from inside a probe). On a preemptible kernel also an RCU
+/// read-side critical section.
+///
+/// Any context; while it lives the code may not sleep.
+///
+/// # Invariants
+///
+/// As [`PreemptGuard`]'s.
+#[must_use = "preemption is enabled again when the guard is dropped"]
+pub(crate) struct PreemptNotraceGuard {
+    _not_send: PhantomData<*mut ()>,
+}
+
+impl PreemptNotraceGuard {
+    /// Disables preemption.
+    pub(crate) fn new() -> Self {
+        // SAFETY: no preconditions; undone in `drop`.
+        unsafe { ffi::rkp_preempt_disable_notrace() };
+        // INVARIANT: disabled just above.
+        Self {
+            _not_send: PhantomData,
+        }
+    }
+}
+
+impl Drop for PreemptNotraceGuard {
+    fn drop(&mut self) {
+        // SAFETY: disabled by `new` on this CPU (type invariant).
+        unsafe { ffi::rkp_preempt_enable_notrace() };
+    }
+}
+
 /// Local interrupts disabled (`local_irq_save()`) until the guard drops,
 /// which restores the saved state (`local_irq_restore()`).
 ///

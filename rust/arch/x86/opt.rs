@@ -35,7 +35,7 @@
 use super::insn::{read_resting, INT3};
 use crate::{
     ffi::{self, kallsyms::SymbolBuf},
-    kernel_ext::{sync::PreemptGuard, text::TextGuard},
+    kernel_ext::{sync::PreemptNotraceGuard, text::TextGuard},
     kprobe::{
         slots::{Slot, SlotCache, SLOT_SIZE},
         Core, Point,
@@ -409,7 +409,7 @@ pub(crate) unsafe extern "C" fn rkp_optprobe_callback(
     point: *const Point,
     regs: *mut ffi::pt_regs,
 ) {
-    let _preempt = PreemptGuard::new();
+    let _preempt = PreemptNotraceGuard::new();
     // SAFETY: the caller's contract.
     let point = unsafe { &*point };
     let Ok(core) = Core::get() else {

@@ -56,6 +56,17 @@ diag "$(cat $L)"
 sleep 1
 now=$(text_at $addr)
 expect_eq "$FN+$OFF: a jmp rel32 (0xe9) at the probe" "[e9" "${now%%,*}"
+# Coexistence: the kernel's kprobes must not go inside the jump (its
+# decoder would see the jump's bytes). rkprobes lists the region in the
+# kernel's kprobe blacklist while it is optimized.
+IN=$((OFF + 2))
+if [ -e /sys/kernel/debug/kprobes/blacklist ] && [ -e $T/kprobe_events ]; then
+	check "$FN+$OFF: the region is in the kernel's kprobes/blacklist" grep -q "^$addr-" /sys/kernel/debug/kprobes/blacklist
+	expect_fail "$FN+$IN: the kernel's kprobes refuse a probe inside the jump" sh -c "echo 'p:rkp_in $FN+$IN' >> $T/kprobe_events"
+else
+	skip "$FN+$OFF: the region is in the kernel's kprobes/blacklist" "kernel without CONFIG_KPROBES"
+	skip "$FN+$IN: the kernel's kprobes refuse a probe inside the jump" "kernel without CONFIG_KPROBES"
+fi
 for i in 1 2 3 4 5; do dd if=/proc/version of=/dev/null 2>/dev/null; done
 hits=$(awk '$1 == "opt" { print $2 }' $PROF)
 check "$FN+$OFF: hits through the jump ($hits)" test "${hits:-0}" -ge 5
@@ -81,6 +92,10 @@ now=$(text_at $addr)
 expect_eq "enabled: the jmp again" "[e9" "${now%%,*}"
 check "$FN+$OFF: disable and delete" sh -c "echo 0 > $T/events/rkprobes/opt/enable && echo '-:opt' >> $KE"
 expect_eq "deleted: the original text" "$orig" "$(text_at 0x$base)"
+if [ -e /sys/kernel/debug/kprobes/blacklist ] && [ -e $T/kprobe_events ]; then
+	expect_fail "deleted: the region left the kernel's kprobes/blacklist" grep -q "^$addr-" /sys/kernel/debug/kprobes/blacklist
+	check "deleted: the kernel's kprobes accept $FN+$IN again" sh -c "echo 'p:rkp_in $FN+$IN' >> $T/kprobe_events && echo '-:rkp_in' >> $T/kprobe_events"
+fi
 
 # Optimized again, then unregistered by deleting the event, and rkprobes
 # unloaded: the text is the original one in a fresh rkprobes' eyes.

@@ -135,11 +135,24 @@ for fn in kernel_clone do_sys_openat2 vfs_read vfs_write; do
 	eval "set -- \$opt_$fn"
 	total=$((total + $#))
 done
-rounds=0 compared=0 regs_bad=0 res_bad=0 unopt=0 unreached=0
+# A difference is looked at again, up to twice, and counts only if it
+# shows every time: a scratch register that a callee left behind can hold
+# another value in one round (seen: r11 at a few offsets of kernel_clone,
+# where a callee took another path), while a register that the detour got
+# wrong is wrong every time.
+rounds=0 compared=0 regs_bad=0 res_bad=0 unopt=0 unreached=0 retried=0
+attempt=1
 while :; do
+	evs=""
+	if [ -z "$(eval echo \$opt_kernel_clone\$opt_do_sys_openat2\$opt_vfs_read\$opt_vfs_write)" ]; then
+		[ $attempt -lt 3 ] || break
+		attempt=$((attempt + 1))
+		for fn in kernel_clone do_sys_openat2 vfs_read vfs_write; do
+			eval "opt_$fn=\$retry_$fn retry_$fn="
+		done
+	fi
 	# Offsets of one function 24 bytes apart or more (a region is at most
 	# 19) go in the same round; the rest wait for the next.
-	evs=""
 	for fn in kernel_clone do_sys_openat2 vfs_read vfs_write; do
 		eval "left=\$opt_$fn"
 		last=-100 rest=""
@@ -161,7 +174,7 @@ while :; do
 		done
 		eval "opt_$fn=\"\$rest\""
 	done
-	[ -n "$evs" ] || break
+	[ -n "$evs" ] || continue
 	echo 0 > $OPT
 	echo > $T/trace
 	calls; r1=$res
@@ -189,7 +202,16 @@ while :; do
 		unreached) unreached=$((unreached + 1)) ;;
 		nojump) unopt=$((unopt + 1)); diag "$e: not int3, int3, jump, int3: $rest" ;;
 		ok) compared=$((compared + 1)) ;;
-		*) compared=$((compared + 1)); regs_bad=$((regs_bad + 1)); diag "$e:$rest" ;;
+		*)
+			diag "$e (attempt $attempt):$rest"
+			if [ $attempt -lt 3 ]; then
+				retried=$((retried + 1))
+				fn=${e%%:*}
+				eval "retry_$fn=\"\$retry_$fn ${e#*:}\""
+			else
+				compared=$((compared + 1))
+				regs_bad=$((regs_bad + 1))
+			fi ;;
 		esac
 	done < /tmp/judge.out
 	if [ "$r1" != "$r2" ] || [ "$r1" != "$r3" ] || [ "$r1" != "$r4" ]; then
@@ -202,7 +224,7 @@ while :; do
 done
 exec 3>&-
 wait
-diag "registers compared at $compared of $total optimized offsets in $rounds rounds, $(($(date +%s) - t0)) s ($unreached not on the path of opt-call's calls)"
+diag "registers compared at $compared of $total optimized offsets in $rounds rounds, $(($(date +%s) - t0)) s ($unreached not on the path of opt-call's calls; $retried looked at again)"
 expect_eq "every optimized offset that the calls reach hit through its jump, after two int3 hits" 0 "$unopt"
 expect_eq "registers through the jump as at an int3 hit, at every optimized offset reached" 0 "$regs_bad"
 check "registers compared at 100 optimized offsets or more ($compared)" test "$compared" -ge 100
