@@ -129,6 +129,44 @@ const AREAS: &[(&CStr, &CStr, bool)] = &[
 /// An area larger than this is not one of the text areas above.
 const MAX_AREA: usize = 64 << 20;
 
+/// Functions that rkprobes' own hit paths call, blacklisted on every kernel:
+/// the optimized callback's `preempt_enable_notrace()` calls
+/// `preempt_schedule_notrace_thunk` and `preempt_schedule_notrace` when a
+/// reschedule is due, and a probe there, itself optimized, would be hit
+/// again from its own callback, without end (a stack overflow seen in
+/// 82-kprobe-events-selftests on the kernel without kprobes, whose
+/// `multiple` case probes the first text symbols). The kernel marks the
+/// thunks `_ASM_NOKPROBE` (compiled out without `CONFIG_KPROBES`), but not
+/// `preempt_schedule_notrace`, which its own kprobes never call.
+const HIT_PATH_CALLEES: &[&str] = &[
+    "preempt_schedule_notrace",
+    "preempt_schedule_notrace_thunk",
+    "preempt_schedule_thunk",
+];
+
+/// The ranges of the functions in `names` that the running kernel has.
+/// Process context, may sleep.
+fn functions(ksyms: &Kallsyms, names: &[&str], out: &mut KVec<Range>) -> Result {
+    let mut buf = SymbolBuf::new()?;
+    for name in names {
+        let cname = CString::try_from_fmt(fmt!("{name}"))?;
+        let Some(start) = ksyms.lookup(&mut buf, &cname) else {
+            continue;
+        };
+        let size = buf.symbolise(start).map_or(0, |s| s.size as usize);
+        if size > 0 {
+            out.push(
+                Range {
+                    start,
+                    end: start.saturating_add(size),
+                },
+                GFP_KERNEL,
+            )?;
+        }
+    }
+    Ok(())
+}
+
 /// The blacklist of a kernel without kprobes: the areas and the annotated
 /// functions the running kernel has. Process context, may sleep.
 fn synthesize(ksyms: &Kallsyms) -> Result<KVec<Range>> {
@@ -158,22 +196,7 @@ fn synthesize(ksyms: &Kallsyms) -> Result<KVec<Range>> {
             return Err(ENOENT);
         }
     }
-    for name in crate::pure::nokprobe::NOKPROBE_SYMBOLS {
-        let cname = CString::try_from_fmt(fmt!("{name}"))?;
-        let Some(start) = ksyms.lookup(&mut buf, &cname) else {
-            continue;
-        };
-        let size = buf.symbolise(start).map_or(0, |s| s.size as usize);
-        if size > 0 {
-            out.push(
-                Range {
-                    start,
-                    end: start.saturating_add(size),
-                },
-                GFP_KERNEL,
-            )?;
-        }
-    }
+    functions(ksyms, crate::pure::nokprobe::NOKPROBE_SYMBOLS, &mut out)?;
     Ok(out)
 }
 
@@ -199,7 +222,7 @@ impl Blacklist {
             }),
             _ => None,
         };
-        let synth = if native.is_none() {
+        let mut synth = if native.is_none() {
             let v = synthesize(ksyms)?;
             pr_info!(
                 "kernel without kprobes: {} blacklist ranges from the kernel's annotations\n",
@@ -209,6 +232,7 @@ impl Blacklist {
         } else {
             KVec::new()
         };
+        functions(ksyms, HIT_PATH_CALLEES, &mut synth)?;
         let text = this_module_text().ok_or(EINVAL)?;
         let own_text = Range {
             start: text.start,
