@@ -12,15 +12,28 @@
  * builds them and adapts the callbacks; what to record and how to print it
  * is Rust's (rust/events/hit.rs, rust/events/output.rs).
  *
- * The event is TRACE_EVENT_FL_DYNAMIC: an open tracefs file of it holds a
- * reference on the call, which rkp_tev_remove() checks (-EBUSY) before
- * removing it, as the kernel's dynamic events do.
+ * The event is TRACE_EVENT_FL_DYNAMIC: an open tracefs file of it, or a perf
+ * event on it, holds a reference on the call, which rkp_tev_remove() checks
+ * (-EBUSY) before removing it, as the kernel's dynamic events do.
+ *
+ * perf and BPF: the class's reg callback takes the perf operations as the
+ * kernel's kprobe_register() does, and a hit writes a record into perf's
+ * per-CPU buffer (perf_trace_buf_alloc(), perf_trace_run_bpf_submit()) when
+ * perf listens on this CPU or a BPF program is attached. The event is also
+ * TRACE_EVENT_FL_TRACEPOINT, with a struct tracepoint of its own that only
+ * carries its name, as synthetic events and user_events are: that is what
+ * lets perf_event_set_bpf_prog() attach a BPF_PROG_TYPE_TRACEPOINT program,
+ * which reads the record as a tracepoint's. Documentation/kprobe-events.rst
+ * ("perf and BPF") lists every reader of the flag and of call->tp in 6.12 and
+ * why none of them can misuse this one.
  */
 #include <linux/kallsyms.h>
 #include <linux/kernel.h>
+#include <linux/perf_event.h>
 #include <linux/rculist.h>
 #include <linux/slab.h>
 #include <linux/trace_events.h>
+#include <linux/tracepoint-defs.h>
 #include <linux/uaccess.h>
 
 #include "../ffi/glue.h"
@@ -45,6 +58,10 @@ struct rkp_tev_link {
 struct rkp_tev {
 	struct trace_event_class class;
 	struct trace_event_call call;
+	/* Only its name is used: call.tp points here (TRACE_EVENT_FL_TRACEPOINT),
+	 * and call.name, which shares a union with call.tp, is not set. */
+	struct tracepoint tp;
+	int perf_on;			/* perf has the event (event_mutex) */
 	struct list_head links;		/* RCU list of rkp_tev_link */
 	void *owner;			/* the Rust event */
 	int is_return;
@@ -126,8 +143,20 @@ static void rkp_tev_link_free(struct rcu_head *rcu)
 	kfree(container_of(rcu, struct rkp_tev_link, rcu));
 }
 
-/* Called by the tracing core, with event_mutex held, when a trace instance
- * enables or disables the event. */
+/* Whether a trace instance or perf has the event: its probes are armed. */
+static bool rkp_tev_in_use(struct rkp_tev *tev)
+{
+	return !list_empty(&tev->links) || tev->perf_on;
+}
+
+/*
+ * Called by the tracing core, with event_mutex held, when a trace instance
+ * enables or disables the event, and by perf (trace_event_perf.c) when the
+ * first perf event on it is created or the last one goes: PERF_REGISTER
+ * comes after call->perf_events is allocated, PERF_UNREGISTER before it is
+ * freed, past a grace period. As the kernel's kprobe_register(), the probes
+ * are armed while either has the event. Process context.
+ */
 static int rkp_tev_reg(struct trace_event_call *call, enum trace_reg type, void *data)
 {
 	struct rkp_tev *tev = container_of(call, struct rkp_tev, call);
@@ -141,7 +170,7 @@ static int rkp_tev_reg(struct trace_event_call *call, enum trace_reg type, void 
 		if (!link)
 			return -ENOMEM;
 		link->file = file;
-		if (list_empty(&tev->links)) {
+		if (!rkp_tev_in_use(tev)) {
 			ret = rkp_event_set_enabled(tev->owner, 1);
 			if (ret) {
 				kfree(link);
@@ -158,11 +187,30 @@ static int rkp_tev_reg(struct trace_event_call *call, enum trace_reg type, void 
 				break;
 			}
 		}
-		if (list_empty(&tev->links))
+		if (!rkp_tev_in_use(tev))
 			rkp_event_set_enabled(tev->owner, 0);
 		return 0;
+#ifdef CONFIG_PERF_EVENTS
+	case TRACE_REG_PERF_REGISTER:
+		if (!rkp_tev_in_use(tev)) {
+			ret = rkp_event_set_enabled(tev->owner, 1);
+			if (ret)
+				return ret;
+		}
+		tev->perf_on = 1;
+		return 0;
+	case TRACE_REG_PERF_UNREGISTER:
+		tev->perf_on = 0;
+		if (!rkp_tev_in_use(tev))
+			rkp_event_set_enabled(tev->owner, 0);
+		return 0;
+	case TRACE_REG_PERF_OPEN:
+	case TRACE_REG_PERF_CLOSE:
+	case TRACE_REG_PERF_ADD:
+	case TRACE_REG_PERF_DEL:
+		return 0;
+#endif
 	default:
-		/* No perf events: the kernel's perf kprobe path is not ours. */
 		return -EOPNOTSUPP;
 	}
 }
@@ -191,7 +239,7 @@ static bool rkp_tev_has_dir(struct rkp_tev *tev)
 	struct trace_event_file *file;
 	bool ret;
 
-	file = trace_get_event_file(NULL, tev->class.system, tev->call.name);
+	file = trace_get_event_file(NULL, tev->class.system, tev->tp.name);
 	if (IS_ERR(file))
 		return false;
 	ret = file->ei != NULL;
@@ -219,10 +267,10 @@ void *rkp_tev_create(struct mutex *event_mutex, struct list_head *ftrace_events,
 		return ERR_PTR(-ENOMEM);
 	tev->fields = kcalloc(nfields ? nfields : 1, sizeof(*fields), GFP_KERNEL);
 	tev->class.system = kstrdup(group, GFP_KERNEL);
-	tev->call.name = kstrdup(name, GFP_KERNEL);
+	tev->tp.name = kstrdup(name, GFP_KERNEL);
 	tev->call.print_fmt = kstrdup(print_fmt, GFP_KERNEL);
 	ret = -ENOMEM;
-	if (!tev->fields || !tev->class.system || !tev->call.name || !tev->call.print_fmt)
+	if (!tev->fields || !tev->class.system || !tev->tp.name || !tev->call.print_fmt)
 		goto free;
 	for (i = 0; i < nfields; i++) {
 		tev->fields[i] = fields[i];
@@ -238,9 +286,15 @@ void *rkp_tev_create(struct mutex *event_mutex, struct list_head *ftrace_events,
 	tev->class.reg = rkp_tev_reg;
 	tev->call.class = &tev->class;
 	tev->call.event.funcs = &rkp_tev_funcs;
-	/* Not TRACE_EVENT_FL_KPROBE: that tells perf and BPF the call is a
-	 * struct trace_kprobe's, which it is not. */
-	tev->call.flags = TRACE_EVENT_FL_DYNAMIC;
+	/*
+	 * Not TRACE_EVENT_FL_KPROBE: that tells perf and BPF the call is a
+	 * struct trace_kprobe's, which it is not. TRACE_EVENT_FL_TRACEPOINT,
+	 * with a tracepoint that only names the event, as user_events' and
+	 * synthetic events': BPF tracepoint programs may attach, and nothing
+	 * else reads the tracepoint (see the comment at the top).
+	 */
+	tev->call.tp = &tev->tp;
+	tev->call.flags = TRACE_EVENT_FL_DYNAMIC | TRACE_EVENT_FL_TRACEPOINT;
 	tev->owner = owner;
 	tev->is_return = is_return;
 
@@ -307,7 +361,7 @@ int rkp_tev_remove(struct mutex *event_mutex, void *ev)
 
 	lockdep_assert_held(event_mutex);
 	/* trace_event_dyn_busy(), which is not exported. */
-	if (atomic_read(&tev->call.refcnt) || !list_empty(&tev->links))
+	if (atomic_read(&tev->call.refcnt) || rkp_tev_in_use(tev))
 		return -EBUSY;
 	return trace_remove_event_call(&tev->call);
 }
@@ -341,25 +395,69 @@ void rkp_tev_free(void *ev)
 	}
 	kfree(tev->fields);
 	kfree(tev->class.system);
-	kfree(tev->call.name);
+	kfree(tev->tp.name);
 	kfree(tev->call.print_fmt);
 	kfree(tev);
 }
 
-/* Whether any trace instance has the event enabled (event_mutex not held:
- * a hint for listing and deletion checks). */
+/* Whether any trace instance or perf has the event enabled (event_mutex not
+ * held: a hint for listing and deletion checks). */
 int rkp_tev_enabled(void *ev)
 {
 	struct rkp_tev *tev = ev;
 
-	return !list_empty(&tev->links);
+	return rkp_tev_in_use(tev);
 }
+
+#ifdef CONFIG_PERF_EVENTS
+/*
+ * Records one hit for perf, as the kernel's kprobe_perf_func() and the
+ * perf_trace_##call() of a tracepoint: when perf listens on this CPU or a
+ * BPF program is attached, the record (the same bytes as the ftrace one)
+ * is written into perf's per-CPU buffer, and perf_trace_run_bpf_submit()
+ * runs the BPF programs on it, as a tracepoint's context, then hands it to
+ * perf unless a program said no. call->perf_events is NULL when perf does
+ * not have the event; it is freed only past a grace period after
+ * PERF_UNREGISTER, and a hit runs with interrupts off, so the per-CPU list
+ * read here stays valid. perf_trace_buf_alloc() takes a recursion context
+ * of perf's, which is safe in NMI. Probe-hit context: interrupts off, no
+ * sleeping, no allocation, no locks.
+ */
+static notrace void rkp_tev_perf(struct rkp_tev *tev, struct pt_regs *regs,
+				 unsigned long a0, unsigned long a1,
+				 unsigned int size, void *ctx)
+{
+	struct trace_event_call *call = &tev->call;
+	struct hlist_head __percpu *events = READ_ONCE(call->perf_events);
+	unsigned int hdr = tev->is_return ? 24 : 16;
+	struct hlist_head *head;
+	unsigned long *ent;
+	int rsize, rctx;
+
+	if (!events)
+		return;
+	head = this_cpu_ptr(events);
+	if (!bpf_prog_array_valid(call) && hlist_empty(head))
+		return;
+	/* As kprobe_perf_func(): perf adds a u32 size before the record. */
+	rsize = ALIGN(hdr + size + sizeof(u32), sizeof(u64)) - sizeof(u32);
+	ent = perf_trace_buf_alloc(rsize, NULL, &rctx);
+	if (!ent)
+		return;
+	/* The common fields are perf_tp_event()'s (perf_trace_buf_update()). */
+	ent[1] = a0;
+	if (tev->is_return)
+		ent[2] = a1;
+	rkp_event_fill(ctx, ent, hdr + size);
+	perf_trace_run_bpf_submit(ent, rsize, rctx, call, 1, regs, head, NULL);
+}
+#endif
 
 /*
  * Records one hit into every trace instance that has the event enabled:
  * reserves header + size bytes, writes the probe addresses, lets Rust fill
- * the arguments, commits. Probe-hit context: interrupts or preemption off,
- * an RCU read-side critical section.
+ * the arguments, commits; then for perf and BPF. Probe-hit context:
+ * interrupts or preemption off, an RCU read-side critical section.
  */
 notrace void rkp_tev_record(void *ev, struct pt_regs *regs, unsigned long a0,
 			    unsigned long a1, unsigned int size, void *ctx)
@@ -385,6 +483,9 @@ notrace void rkp_tev_record(void *ev, struct pt_regs *regs, unsigned long a0,
 		rkp_event_fill(ctx, head, hdr + size);
 		trace_event_buffer_commit(&fbuffer);
 	}
+#ifdef CONFIG_PERF_EVENTS
+	rkp_tev_perf(tev, regs, a0, a1, size, ctx);
+#endif
 }
 
 /*

@@ -94,3 +94,16 @@ done_testing() {
 }
 
 MODDIR=/modules
+
+# host_run CMD...: runs the host's CMD (Debian's perf, bpftrace) in a chroot
+# of the host's root, which /init mounted read-only on /host (tools/testing/
+# vm/run shares it over virtio-9p), with the guest's /proc, /sys, /dev and
+# /tmp. HOME is /tmp, the one writable place.
+host_run() {
+	HOME=/tmp PATH=/usr/sbin:/usr/bin:/sbin:/bin chroot /host "$@"
+}
+
+# has_host_tool TOOL: whether the host's root is mounted and has TOOL.
+has_host_tool() {
+	[ -d /host/usr ] && host_run sh -c "command -v $1" > /dev/null 2>&1
+}

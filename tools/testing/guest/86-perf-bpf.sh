@@ -1,0 +1,130 @@
+# SPDX-License-Identifier: GPL-2.0
+# rkprobes' events under Debian's own perf and bpftrace, run from the host's
+# root (shared read-only over virtio-9p, guest-lib.sh's host_run): perf list,
+# exact counts from perf stat, perf record/script records equal to the ftrace
+# trace's, BPF programs attached as to a tracepoint, and removal refused
+# (EBUSY) while perf or BPF holds an event. sysloop N PATH opens PATH N times
+# and nothing else, so a probe on do_sys_openat2 hits exactly N times in it.
+
+KE=/sys/kernel/debug/rkprobes/kprobe_events
+T=/sys/kernel/tracing
+EV=$T/events/rkprobes
+NOFILE=/tmp/rkp-perf-nofile
+N=100
+
+check "insmod rkprobes.ko" insmod $MODDIR/rkprobes.ko
+# The chroot sees the guest's /tmp, not its /bin.
+cp /bin/sysloop /tmp/sysloop
+check "add an entry probe: register, memory and string arguments" \
+	sh -c "echo 'p:popen do_sys_openat2 dfd=%di:s32 path=+0(%si):ustring flags=+0(%dx):x64' > $KE"
+check "add a return probe with \$retval" \
+	sh -c "echo 'r:popenr do_sys_openat2 ret=\$retval:s64' >> $KE"
+
+# trace_body EVENT: the ftrace records of EVENT for NOFILE's opens, from the
+# closing parenthesis of the probe point on (the probe point is a symbol in
+# ftrace and an address in perf script; the fields are the same).
+trace_body() {
+	grep "sysloop-.* $1: " $T/trace | sed 's/^[^)]*) *//'
+}
+
+# perf_lists: whether perf list shows both events as tracepoints.
+perf_lists() {
+	host_run perf list tracepoint > /tmp/list.out 2>&1
+	grep -q "^ *rkprobes:popen .*Tracepoint event" /tmp/list.out &&
+		grep -q "^ *rkprobes:popenr .*Tracepoint event" /tmp/list.out
+}
+
+# hold.sh: a command for perf and bpftrace to run while the test looks.
+printf '#!/bin/sh\ntouch /tmp/ready\nsleep 3\n' > /tmp/hold.sh
+chmod +x /tmp/hold.sh
+
+if has_host_tool perf; then
+	check "perf list shows the events" perf_lists
+
+	# perf and ftrace on the same event at the same time.
+	echo > $T/trace
+	echo 1 > $EV/popen/enable
+	host_run perf stat -x, -o /tmp/stat.out -e rkprobes:popen -- /tmp/sysloop $N $NOFILE
+	echo 0 > $EV/popen/enable
+	expect_eq "perf stat counts every hit of $N opens" $N \
+		"$(sed -n 's/^\([0-9]*\),.*rkprobes:popen.*/\1/p' /tmp/stat.out)"
+	expect_eq "ftrace, at the same time, recorded them all" $N "$(trace_body popen | grep -c "$NOFILE")"
+
+	# The same opens under perf record and under ftrace: same fields.
+	echo > $T/trace
+	echo 1 > $EV/popen/enable
+	echo 1 > $EV/popenr/enable
+	/tmp/sysloop 3 $NOFILE
+	echo 0 > $EV/popen/enable
+	echo 0 > $EV/popenr/enable
+	check "perf record" host_run perf record -q -N -o /tmp/perf.data \
+		-e rkprobes:popen -e rkprobes:popenr -- /tmp/sysloop 3 $NOFILE
+	host_run perf script -i /tmp/perf.data -F event,trace > /tmp/script.out 2>/tmp/script.err
+	sed 's/^/# perf script: /' /tmp/script.out | head -2
+	for e in popen popenr; do
+		ft=$(trace_body $e | sort | uniq -c)
+		pf=$(grep "rkprobes:$e:" /tmp/script.out | sed 's/^[^)]*) *//' | sort | uniq -c)
+		diag "ftrace $e: $ft"
+		expect_eq "perf script's $e records equal ftrace's (3 hits, same fields and values)" "$ft" "$pf"
+	done
+	check "the entry record has the path" grep -q "rkprobes:popen:.*path=\"$NOFILE\"" /tmp/script.out
+	check "the return record has ret=-2 (ENOENT)" grep -q "rkprobes:popenr:.* ret=-2" /tmp/script.out
+
+	# Removal while perf holds the event.
+	rm -f /tmp/ready
+	host_run perf stat -o /tmp/stat2.out -e rkprobes:popen -- /tmp/hold.sh &
+	pid=$!
+	i=0
+	while [ ! -e /tmp/ready ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+	echo "-:popen" >> $KE 2> /tmp/rm.err
+	expect_eq "removing an event perf holds fails with EBUSY" 1 \
+		"$(grep -c 'resource busy' /tmp/rm.err)"
+	check "and changes nothing" sh -c "grep -q '^p:rkprobes/popen ' $KE && test -d $EV/popen"
+	expect_fail "rkprobes cannot go while perf holds an event" rmmod rkprobes
+	wait $pid
+else
+	skip "perf" "the host's root or its perf is not available"
+fi
+
+if has_host_tool bpftrace; then
+	# Without BTF (the test kernels have none) and without the kernel's
+	# headers, bpftrace needs the kernel's type names of the events' fields
+	# from somewhere: the kernel's own kprobe events have the same.
+	cat > /tmp/ktypes.h <<-EOT
+	typedef unsigned char u8; typedef signed char s8;
+	typedef unsigned short u16; typedef short s16;
+	typedef unsigned int u32; typedef int s32;
+	typedef unsigned long long u64; typedef long long s64;
+	EOT
+	bt() {
+		host_run bpftrace --include /tmp/ktypes.h "$@" > /tmp/bt.out 2>&1
+		sed 's/^/# bpftrace: /' /tmp/bt.out | tail -3
+	}
+	bt -e 'tracepoint:rkprobes:popen { @[comm] = count(); }' -c "/tmp/sysloop $N $NOFILE"
+	check "bpftrace counts the hits by comm" grep -q "^@\[sysloop\]: $N\$" /tmp/bt.out
+	bt -e 'tracepoint:rkprobes:popen /comm == "sysloop"/ { @[str(args->path), args->dfd] = count(); }' \
+		-c "/tmp/sysloop $N $NOFILE"
+	check "bpftrace reads the string and register fields" \
+		grep -q "^@\[$NOFILE, -100\]: $N\$" /tmp/bt.out
+	bt -e 'tracepoint:rkprobes:popenr /comm == "sysloop"/ { @[args->ret] = count(); }' \
+		-c "/tmp/sysloop $N $NOFILE"
+	check "bpftrace on the return probe reads \$retval" grep -q "^@\[-2\]: $N\$" /tmp/bt.out
+
+	# Removal while a BPF program holds the event.
+	rm -f /tmp/ready
+	host_run bpftrace --include /tmp/ktypes.h -e 'tracepoint:rkprobes:popen { @ = count(); }' \
+		-c /tmp/hold.sh > /tmp/bt2.out 2>&1 &
+	pid=$!
+	i=0
+	while [ ! -e /tmp/ready ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i + 1)); done
+	echo "-:popen" >> $KE 2> /tmp/rm.err
+	expect_eq "removing an event BPF holds fails with EBUSY" 1 \
+		"$(grep -c 'resource busy' /tmp/rm.err)"
+	check "and changes nothing" sh -c "grep -q '^p:rkprobes/popen ' $KE && test -d $EV/popen"
+	wait $pid
+else
+	skip "bpftrace" "the host's root or its bpftrace is not available"
+fi
+
+check "after the tools exit, the events can be removed" sh -c "echo > $KE"
+check "rkprobes unloads" rmmod rkprobes
