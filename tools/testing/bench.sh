@@ -2,49 +2,44 @@
 # `make bench`: rkp_bench's numbers (see tools/testing/modules/rkp_bench.rs).
 # A benchmark, not a test: it only checks that the benchmark ran.
 
-# The int3 rows with jump optimization off on both sides, then the
-# jump-optimized row with it on.
-NATIVE_OPT=/proc/sys/debug/kprobes-optimization
 check "insmod rkprobes.ko" insmod $MODDIR/rkprobes.ko
-[ -e $NATIVE_OPT ] && echo 0 > $NATIVE_OPT
-echo 0 > /sys/kernel/debug/rkprobes/optimization
-dmesg -c > /dev/null
-check "rkp_bench runs" insmod $MODDIR/rkp_bench.ko iters=${RKP_BENCH_ITERS:-20000}
-dmesg | sed -n 's/.*rkp_bench: /# /p'
-rmmod rkp_bench
-[ -e $NATIVE_OPT ] && echo 1 > $NATIVE_OPT
-echo 1 > /sys/kernel/debug/rkprobes/optimization
-dmesg -c > /dev/null
-check "rkp_bench opt=1 runs" insmod $MODDIR/rkp_bench.ko iters=${RKP_BENCH_ITERS:-20000} opt=1
-dmesg | sed -n 's/.*rkp_bench: /# /p'
-rmmod rkp_bench
 
 # An empty BPF program (a count in a map) on an rkprobes event at
 # do_sys_openat2 (a tracepoint program, `tracepoint:rkprobes:...`) and on the
 # kernel's kprobe at the same address (`kprobe:do_sys_openat2`), both loaded
-# by Debian's bpftrace from the host's root; the cost per hit is sysloop's
-# own time per open minus its time without a probe.
+# by Debian's bpftrace from the host's root. The cost per hit is sysloop's
+# own time per open minus its time while bpftrace runs a program that never
+# fires (bpftrace's own wake-ups count under -icount, which counts every
+# CPU's instructions); the least of two runs each. It runs first, on a
+# fresh rkprobes: after other events or probes came and went, the same
+# event's hits have been measured 2,300 instructions dearer (not yet
+# explained; issue 13's profile).
 KE=/sys/kernel/debug/rkprobes/kprobe_events
 BN=${RKP_BENCH_BPF_ITERS:-20000}
 NOFILE=/tmp/rkp-bench-nofile
-# sysloop_ns [bpftrace program]: the loop's time, under the program if any.
+# sysloop_ns PROGRAM: the loop's time under a bpftrace PROGRAM, the least of
+# two runs; empty when the program did not run or did not count BN hits
+# (EXPECT, when given).
 sysloop_ns() {
-	if [ -n "$1" ]; then
+	best=
+	for _ in 1 2; do
 		host_run bpftrace -e "$1" -c "/tmp/sysloop $BN $NOFILE -t" > /tmp/bpf.out 2>&1
-	else
-		/tmp/sysloop $BN $NOFILE -t > /tmp/bpf.out 2>&1
-	fi
-	sed -n 's/^sysloop: [0-9]* calls in \([0-9]*\) ns$/\1/p' /tmp/bpf.out
+		t=$(sed -n 's/^sysloop: [0-9]* calls in \([0-9]*\) ns$/\1/p' /tmp/bpf.out)
+		[ -n "$2" ] && ! grep -q "^@: $2\$" /tmp/bpf.out && t=
+		[ -z "$t" ] && return
+		[ -z "$best" ] || [ "$t" -lt "$best" ] && best=$t
+	done
+	echo $best
 }
 if has_host_tool bpftrace; then
 	cp /bin/sysloop /tmp/sysloop
-	none=$(sysloop_ns)
 	echo "p:bpfbench do_sys_openat2" > $KE
-	ours=$(sysloop_ns 'tracepoint:rkprobes:bpfbench { @ = count(); }')
-	echo "-:bpfbench" >> $KE
-	check "the BPF program ran on the rkprobes event" grep -q "^@: $BN\$" /tmp/bpf.out
-	native=$(sysloop_ns 'kprobe:do_sys_openat2 { @ = count(); }')
-	grep -q "^@: $BN\$" /tmp/bpf.out || native=
+	ours=$(sysloop_ns 'tracepoint:rkprobes:bpfbench { @ = count(); }' $BN)
+	echo "p:bpfidle ksys_sync" >> $KE
+	none=$(sysloop_ns 'tracepoint:rkprobes:bpfidle { @ = count(); }')
+	echo > $KE
+	check "the BPF program ran on the rkprobes event, $BN times" test -n "$none" -a -n "$ours"
+	native=$(sysloop_ns 'kprobe:do_sys_openat2 { @ = count(); }' $BN)
 	awk -v n=$BN -v none="$none" -v ours="$ours" -v nat="$native" 'BEGIN {
 		o = (ours - none) / n
 		if (nat == "") {
@@ -60,4 +55,21 @@ if has_host_tool bpftrace; then
 else
 	skip "bpf-empty" "the host's root or its bpftrace is not available"
 fi
+
+# The int3 rows with jump optimization off on both sides, then the
+# jump-optimized row with it on.
+NATIVE_OPT=/proc/sys/debug/kprobes-optimization
+[ -e $NATIVE_OPT ] && echo 0 > $NATIVE_OPT
+echo 0 > /sys/kernel/debug/rkprobes/optimization
+dmesg -c > /dev/null
+check "rkp_bench runs" insmod $MODDIR/rkp_bench.ko iters=${RKP_BENCH_ITERS:-20000}
+dmesg | sed -n 's/.*rkp_bench: /# /p'
+rmmod rkp_bench
+[ -e $NATIVE_OPT ] && echo 1 > $NATIVE_OPT
+echo 1 > /sys/kernel/debug/rkprobes/optimization
+dmesg -c > /dev/null
+check "rkp_bench opt=1 runs" insmod $MODDIR/rkp_bench.ko iters=${RKP_BENCH_ITERS:-20000} opt=1
+dmesg | sed -n 's/.*rkp_bench: /# /p'
+rmmod rkp_bench
+
 check "rmmod rkprobes" rmmod rkprobes
