@@ -39,6 +39,24 @@ perf_lists() {
 printf '#!/bin/sh\ntouch /tmp/ready\nsleep 3\n' > /tmp/hold.sh
 chmod +x /tmp/hold.sh
 
+# removal_refused_while WHO CMD...: runs CMD, which holds popen and runs
+# hold.sh, in the background; once hold.sh runs (the tool has attached),
+# removing popen must fail with EBUSY and leave it as it was.
+removal_refused_while() {
+	who=$1
+	shift
+	rm -f /tmp/ready
+	"$@" > /tmp/hold.out 2>&1 &
+	pid=$!
+	i=0
+	while [ ! -e /tmp/ready ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i + 1)); done
+	echo "-:popen" >> $KE 2> /tmp/rm.err
+	expect_eq "removing an event $who holds fails with EBUSY" 1 \
+		"$(grep -c 'resource busy' /tmp/rm.err)"
+	check "and changes nothing" sh -c "grep -q '^p:rkprobes/popen ' $KE && test -d $EV/popen"
+	wait $pid
+}
+
 if has_host_tool perf; then
 	check "perf list shows the events" perf_lists
 
@@ -72,16 +90,7 @@ if has_host_tool perf; then
 	check "the return record has ret=-2 (ENOENT)" grep -q "rkprobes:popenr:.* ret=-2" /tmp/script.out
 
 	# Removal while perf holds the event.
-	rm -f /tmp/ready
-	host_run perf stat -o /tmp/stat2.out -e rkprobes:popen -- /tmp/hold.sh &
-	pid=$!
-	i=0
-	while [ ! -e /tmp/ready ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
-	echo "-:popen" >> $KE 2> /tmp/rm.err
-	expect_eq "removing an event perf holds fails with EBUSY" 1 \
-		"$(grep -c 'resource busy' /tmp/rm.err)"
-	check "and changes nothing" sh -c "grep -q '^p:rkprobes/popen ' $KE && test -d $EV/popen"
-	wait $pid
+	removal_refused_while perf host_run perf stat -o /tmp/stat2.out -e rkprobes:popen -- /tmp/hold.sh
 else
 	skip "perf" "the host's root or its perf is not available"
 fi
@@ -111,17 +120,8 @@ if has_host_tool bpftrace; then
 	check "bpftrace on the return probe reads \$retval" grep -q "^@\[-2\]: $N\$" /tmp/bt.out
 
 	# Removal while a BPF program holds the event.
-	rm -f /tmp/ready
-	host_run bpftrace --include /tmp/ktypes.h -e 'tracepoint:rkprobes:popen { @ = count(); }' \
-		-c "/bin/sh /tmp/hold.sh" > /tmp/bt2.out 2>&1 &
-	pid=$!
-	i=0
-	while [ ! -e /tmp/ready ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i + 1)); done
-	echo "-:popen" >> $KE 2> /tmp/rm.err
-	expect_eq "removing an event BPF holds fails with EBUSY" 1 \
-		"$(grep -c 'resource busy' /tmp/rm.err)"
-	check "and changes nothing" sh -c "grep -q '^p:rkprobes/popen ' $KE && test -d $EV/popen"
-	wait $pid
+	removal_refused_while BPF host_run bpftrace --include /tmp/ktypes.h \
+		-e 'tracepoint:rkprobes:popen { @ = count(); }' -c "/bin/sh /tmp/hold.sh"
 else
 	skip "bpftrace" "the host's root or its bpftrace is not available"
 fi
