@@ -23,7 +23,6 @@ use crate::kernel_ext::{
     module::Module,
     notifier::{Handler, ModuleChain, ModuleEvent, ModuleState, Notify},
     sync::synchronize_rcu,
-    vec,
 };
 use kernel::prelude::*;
 
@@ -76,9 +75,8 @@ impl Core {
             }
             // SAFETY: the registration mutex is held; the point is live.
             unsafe { self.table.remove(p.addr) };
-            vec::swap_remove(&mut reg.points, i);
-            // Cannot fail: `new_point` reserved room for every point.
-            let _ = reg.gone.push(point, GFP_KERNEL);
+            // The last live point takes its place, at `i`.
+            reg.move_to_gone(point);
             killed += 1;
         }
         if killed == 0 {

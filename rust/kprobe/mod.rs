@@ -139,7 +139,10 @@ pub(crate) use point::Point;
 use crate::{
     arch,
     ffi::{self, kallsyms::Kallsyms, runtime::Runtime},
-    kernel_ext::notifier::{DieChain, DieEvent, Handler, ModuleChain, Notifier, Notify},
+    kernel_ext::{
+        notifier::{DieChain, DieEvent, Handler, ModuleChain, Notifier, Notify},
+        vec,
+    },
 };
 use blacklist::Blacklist;
 use core::{
@@ -147,6 +150,7 @@ use core::{
     sync::atomic::{AtomicPtr, AtomicUsize, Ordering},
 };
 use kernel::{new_mutex, prelude::*, sync::Mutex};
+use point::Listed;
 use register::Removal;
 use slots::SlotCache;
 use table::Table;
@@ -168,6 +172,52 @@ struct Registry {
     optimize: bool,
     /// The core is going away: the optimizer is not queued any more.
     stopping: bool,
+}
+
+impl Registry {
+    /// Lists a new point among the live ones. Fails only when there is no
+    /// room; `new_point` reserves it first.
+    fn list(&mut self, point: *mut Point) -> Result {
+        let i = self.points.len();
+        self.points.push(point, GFP_KERNEL)?;
+        // SAFETY: a point is live while listed, and the caller holds the
+        // registration mutex that guards `listed`.
+        unsafe { &*point }.listed.set(Listed::Live(i));
+        Ok(())
+    }
+
+    /// Takes `point` out of whichever list holds it, in O(1): the last
+    /// point of that list takes its place.
+    fn unlist(&mut self, point: &Point) {
+        let (v, i) = match point.listed.get() {
+            Listed::No => return,
+            Listed::Live(i) => (&mut self.points, i),
+            Listed::Gone(i) => (&mut self.gone, i),
+        };
+        let gone = matches!(point.listed.get(), Listed::Gone(_));
+        vec::swap_remove(v, i);
+        if let Some(&moved) = v.get(i) {
+            // SAFETY: listed points are live; the mutex is held.
+            unsafe { &*moved }.listed.set(if gone {
+                Listed::Gone(i)
+            } else {
+                Listed::Live(i)
+            });
+        }
+        point.listed.set(Listed::No);
+    }
+
+    /// Moves a live point to the points of unloaded code. Allocates nothing:
+    /// `new_point` reserved room in `gone` for every point.
+    fn move_to_gone(&mut self, point: *mut Point) {
+        // SAFETY: a listed point is live; the mutex is held.
+        let p = unsafe { &*point };
+        self.unlist(p);
+        let i = self.gone.len();
+        // Cannot fail: reserved (see above).
+        let _ = self.gone.push(point, GFP_KERNEL);
+        p.listed.set(Listed::Gone(i));
+    }
 }
 
 // SAFETY: the raw pointers are to points owned by the registry, used only

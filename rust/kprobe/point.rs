@@ -107,6 +107,21 @@ pub(crate) struct Point {
     /// Writer only: the next point of the batch being worked on.
     batch: Cell<*const Point>,
     in_batch: Cell<bool>,
+    /// Writer only: where the point is in `Registry::points`, or in
+    /// `Registry::gone` once its code went (`Registry` in mod.rs), so that
+    /// removing it costs O(1).
+    pub(super) listed: Cell<Listed>,
+}
+
+/// Which list of the registry holds a point, and where.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Listed {
+    /// In neither (being built, or removed).
+    No,
+    /// `Registry::points[i]`.
+    Live(usize),
+    /// `Registry::gone[i]`.
+    Gone(usize),
 }
 
 // SAFETY: a `Point` is shared between the writer (under `Core::reg`, which
@@ -159,6 +174,7 @@ impl Point {
             module,
             batch: Cell::new(core::ptr::null()),
             in_batch: Cell::new(false),
+            listed: Cell::new(Listed::No),
         }
     }
 

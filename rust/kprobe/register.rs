@@ -20,7 +20,7 @@
 use super::{
     abi::{flags, RkpKprobe},
     address::Target,
-    point::{Batch, Client, OptState, Point},
+    point::{Batch, Client, Listed, OptState, Point},
     Core, Registry,
 };
 use crate::{
@@ -29,7 +29,6 @@ use crate::{
         security,
         sync::{synchronize_rcu, synchronize_rcu_tasks},
         text::TextGuard,
-        vec,
     },
 };
 use core::sync::atomic::Ordering;
@@ -170,7 +169,7 @@ impl Core {
             return Err(e);
         }
         // Cannot fail: reserved above.
-        let _ = reg.points.push(point, GFP_KERNEL);
+        let _ = reg.list(point);
         Ok(point)
     }
 
@@ -333,16 +332,13 @@ impl Core {
         let _ = self.set_armed(reg, &removal.points, false, |p| !p.any_enabled());
         let mut boosted = false;
         for p in removal.points.iter().filter(|p| is_dead(p)) {
-            let ptr = core::ptr::from_ref(p).cast_mut();
             boosted |= p.was_boosted.load(Ordering::Relaxed);
-            if let Some(i) = reg.points.iter().position(|&q| q == ptr) {
+            // A point of unloaded code was unpublished when its code went.
+            if matches!(p.listed.get(), Listed::Live(_)) {
                 // SAFETY: the registration mutex is held; the point is live.
                 unsafe { self.table.remove(p.addr) };
-                vec::swap_remove(&mut reg.points, i);
-            } else if let Some(i) = reg.gone.iter().position(|&q| q == ptr) {
-                // Unpublished when its code went.
-                vec::swap_remove(&mut reg.gone, i);
             }
+            reg.unlist(p);
         }
         // No CPU can be in a handler, or in a slot with interrupts off, of
         // what was unlinked or unpublished above after this.
