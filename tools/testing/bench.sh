@@ -65,6 +65,11 @@ dmesg -c > /dev/null
 check "rkp_bench runs" insmod $MODDIR/rkp_bench.ko iters=${RKP_BENCH_ITERS:-20000}
 dmesg | sed -n 's/.*rkp_bench: /# /p'
 rmmod rkp_bench
+# Registration at scale, still with both optimizers off.
+dmesg -c > /dev/null
+check "rkp_bench scale=1 runs" insmod $MODDIR/rkp_bench.ko scale=1
+dmesg | sed -n 's/.*rkp_bench: /# /p'
+rmmod rkp_bench
 [ -e $NATIVE_OPT ] && echo 1 > $NATIVE_OPT
 echo 1 > /sys/kernel/debug/rkprobes/optimization
 dmesg -c > /dev/null

@@ -39,6 +39,8 @@ string_param!(ITERS, "iters", "20000", 12);
 // opt=1: only the jump-optimized row (the guest script switches both
 // kernels' optimization on for it, and off for the others).
 string_param!(OPT, "opt", "0", 4);
+// scale=1: only the registration rows (time against the number of probes).
+string_param!(SCALE, "scale", "0", 4);
 
 /// The int3 target.
 #[no_mangle]
@@ -225,6 +227,84 @@ fn bench_many(n: u64) -> Result {
     Ok(())
 }
 
+extern "C" {
+    fn rkp_bench_native_batch(
+        base: usize,
+        per_fn: i32,
+        fn_size: i32,
+        n: i32,
+        reg_ns: *mut i64,
+        unreg_ns: *mut i64,
+    ) -> i32;
+}
+
+/// Registration at scale: time to register and unregister `n` probes on
+/// the NOP functions' int3 sites, through rkprobes' batch API, one at a
+/// time (up to 1,000: each unregistration waits for its own grace
+/// periods), and through the kernel's `register_kprobes()`. One line per
+/// count, microseconds, for `tools/testing/bench-plot`.
+fn bench_scale() -> Result {
+    let base = core::ptr::addr_of!(rkp_bench_nops) as usize;
+    for n in [1usize, 10, 100, 1000, 10000] {
+        let mut v = KVec::with_capacity(n, GFP_KERNEL)?;
+        for i in 0..n {
+            let at = base + (i / NOPS) * NOP_FN_SIZE + i % NOPS;
+            v.push(
+                KBox::pin_init(Kprobe::new(Target::Addr(at), Empty), GFP_KERNEL)?,
+                GFP_KERNEL,
+            )?;
+        }
+        let t = now();
+        with_pins(&mut v, rkprobes::register_kprobes)?;
+        let batch_reg = now() - t;
+        let t = now();
+        with_pins(&mut v, rkprobes::unregister_kprobes)?;
+        let batch_unreg = now() - t;
+        let (mut one_reg, mut one_unreg) = (-1i64, -1i64);
+        if n <= 1000 {
+            let t = now();
+            for p in v.iter_mut() {
+                p.as_mut().register()?;
+            }
+            one_reg = now() - t;
+            let t = now();
+            for p in v.iter_mut() {
+                rkprobes::unregister_kprobes(&mut [p.as_mut()])?;
+            }
+            one_unreg = now() - t;
+        }
+        drop(v);
+        let (mut kreg, mut kunreg) = (-1i64, -1i64);
+        // SAFETY: the NOP functions' sites, never called; the C side checks
+        // nothing else and writes the two times.
+        let ret = unsafe {
+            rkp_bench_native_batch(
+                base,
+                NOPS as i32,
+                NOP_FN_SIZE as i32,
+                n as i32,
+                &mut kreg,
+                &mut kunreg,
+            )
+        };
+        if ret != 0 {
+            (kreg, kunreg) = (-1, -1);
+        }
+        let us = |t: i64| if t < 0 { -1 } else { t / 1000 };
+        pr_info!(
+            "scale: {} probes (us): rkprobes batch register {} unregister {}, one at a time register {} unregister {}; kprobes register_kprobes {} unregister_kprobes {}\n",
+            n,
+            us(batch_reg),
+            us(batch_unreg),
+            us(one_reg),
+            us(one_unreg),
+            us(kreg),
+            us(kunreg)
+        );
+    }
+    Ok(())
+}
+
 /// The same empty return handler as the kernel kretprobe's.
 struct EmptyRet;
 
@@ -402,6 +482,10 @@ impl kernel::Module for RkpBench {
         }
         if n == 0 {
             return Err(EINVAL);
+        }
+        if SCALE.get().as_bytes() == b"1" {
+            bench_scale()?;
+            return Ok(RkpBench);
         }
         if OPT.get().as_bytes() == b"1" {
             // Computed at run time: objtool warns about a relocation past ENDBR.

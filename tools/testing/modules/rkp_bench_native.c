@@ -11,6 +11,8 @@ void *rkp_bench_native_kprobe(void *addr, const char *sym);
 void rkp_bench_native_kprobe_free(void *kp);
 void *rkp_bench_native_kretprobe(void *addr, const char *sym);
 void rkp_bench_native_kretprobe_free(void *rp);
+int rkp_bench_native_batch(unsigned long base, int per_fn, int fn_size, int n,
+			   s64 *reg_ns, s64 *unreg_ns);
 
 /* A kernel kprobe with an empty pre-handler; NULL or ERR_PTR on failure. */
 void *rkp_bench_native_kprobe(void *addr, const char *sym)
@@ -22,6 +24,48 @@ void rkp_bench_native_kprobe_free(void *kp)
 {
 	rkp_native_kprobe_free(kp);
 }
+
+#ifdef CONFIG_KPROBES
+/*
+ * The kernel's register_kprobes() and unregister_kprobes() on n int3 sites
+ * of rkp_bench_main.rs's never-called NOP functions (per_fn sites each,
+ * fn_size bytes apart), timed; 0 or an errno.
+ */
+int rkp_bench_native_batch(unsigned long base, int per_fn, int fn_size, int n,
+			   s64 *reg_ns, s64 *unreg_ns)
+{
+	struct kprobe **kps = kvcalloc(n, sizeof(*kps), GFP_KERNEL);
+	struct kprobe *mem = kvcalloc(n, sizeof(*mem), GFP_KERNEL);
+	ktime_t t;
+	int i, ret = -ENOMEM;
+
+	if (!kps || !mem)
+		goto out;
+	for (i = 0; i < n; i++) {
+		mem[i].addr = (void *)(base + (i / per_fn) * fn_size + i % per_fn);
+		mem[i].pre_handler = rkp_native_empty_pre;
+		kps[i] = &mem[i];
+	}
+	t = ktime_get();
+	ret = register_kprobes(kps, n);
+	*reg_ns = ktime_to_ns(ktime_sub(ktime_get(), t));
+	if (ret)
+		goto out;
+	t = ktime_get();
+	unregister_kprobes(kps, n);
+	*unreg_ns = ktime_to_ns(ktime_sub(ktime_get(), t));
+out:
+	kvfree(mem);
+	kvfree(kps);
+	return ret;
+}
+#else
+int rkp_bench_native_batch(unsigned long base, int per_fn, int fn_size, int n,
+			   s64 *reg_ns, s64 *unreg_ns)
+{
+	return -EOPNOTSUPP;
+}
+#endif
 
 #ifdef CONFIG_KRETPROBES
 static int rkp_bench_empty_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
