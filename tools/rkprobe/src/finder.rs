@@ -1,0 +1,819 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Probe points from debuginfo: which addresses a specification means, which
+//! function (and inlined instance) each one is in, and its arguments there.
+//!
+//! The walk is perf's (`debuginfo__find_probe_location()` and its callbacks
+//! in `tools/perf/util/probe-finder.c`, with the DIE walkers of
+//! `dwarf-aux.c`), so that the same specification gives the same addresses
+//! in the same order: every compilation unit in turn; in each, the first
+//! function definition of that name (every one for a glob); an inline
+//! function through all its instances (inlined copies and out-of-line
+//! ones), one probe each; a line through the CU's statement lines, the
+//! function declaration lines and the inlined call sites.
+
+use std::rc::Rc;
+
+use crate::debuginfo::{Debuginfo, DieRef};
+use crate::fetcharg::{Features, TraceArg};
+use crate::spec::{self, ArgSpec, ProbeSpec, ARG_PARAMS, ARG_VARS};
+use crate::translate::{self, Site, Translated};
+
+/// perf's default `--max-probes`.
+pub const MAX_PROBES: usize = 128;
+
+/// One probe point found, with its arguments.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TraceEvent {
+    /// A return probe.
+    pub retprobe: bool,
+    /// The symbol the probe is placed relative to.
+    pub symbol: String,
+    /// Offset from the symbol.
+    pub offset: u64,
+    /// The probe address in the file.
+    pub address: u64,
+    /// The function (or inlined instance) the address is in, by its DWARF
+    /// name: the base of generated event names.
+    pub realname: String,
+    /// Arguments; `None` for one not available here (filled later).
+    pub args: Vec<Option<TraceArg>>,
+    /// Names of the arguments, also for those not available here.
+    pub arg_names: Vec<Option<String>>,
+}
+
+/// A specification that cannot be turned into probes, with the message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FindError(pub String);
+
+impl std::fmt::Display for FindError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for FindError {}
+
+fn fail<T>(msg: impl Into<String>) -> Result<T, FindError> {
+    Err(FindError(msg.into()))
+}
+
+/// perf's `strtailcmp()`: equal when the shorter is a tail of the longer.
+pub fn strtailcmp(a: &str, b: &str) -> bool {
+    a.bytes().rev().zip(b.bytes().rev()).all(|(x, y)| x == y)
+}
+
+/// perf's `strglobmatch()`: `*`, `?`, `[...]` (with ranges and `!`), `\`
+/// escapes.
+pub fn glob_match(s: &str, pat: &str) -> bool {
+    fn m(s: &[u8], p: &[u8]) -> bool {
+        match p.split_first() {
+            None => s.is_empty(),
+            Some((b'*', rest)) => {
+                let rest = {
+                    let mut r = rest;
+                    while let Some((b'*', t)) = r.split_first() {
+                        r = t;
+                    }
+                    r
+                };
+                if rest.is_empty() {
+                    return true;
+                }
+                (0..=s.len()).any(|i| s.get(i..).is_some_and(|t| m(t, rest)))
+            }
+            Some((b'?', rest)) => s.split_first().is_some_and(|(_, t)| m(t, rest)),
+            Some((b'[', rest)) => {
+                let Some((&c, t)) = s.split_first() else {
+                    return false;
+                };
+                let (neg, mut r) = match rest.split_first() {
+                    Some((b'!', r)) => (true, r),
+                    _ => (false, rest),
+                };
+                let mut hit = false;
+                loop {
+                    match r {
+                        [b']', tail @ ..] => {
+                            r = tail;
+                            break;
+                        }
+                        [a, b'-', b, tail @ ..] if *b != b']' => {
+                            hit |= *a <= c && c <= *b;
+                            r = tail;
+                        }
+                        [a, tail @ ..] => {
+                            hit |= *a == c;
+                            r = tail;
+                        }
+                        [] => return false,
+                    }
+                }
+                hit != neg && m(t, r)
+            }
+            Some((b'\\', rest)) if !rest.is_empty() => {
+                match (s.split_first(), rest.split_first()) {
+                    (Some((a, t)), Some((b, r))) => a == b && m(t, r),
+                    _ => false,
+                }
+            }
+            Some((c, rest)) => s.split_first().is_some_and(|(a, t)| a == c && m(t, rest)),
+        }
+    }
+    m(s.as_bytes(), pat.as_bytes())
+}
+
+/// perf's `strisglob()`.
+pub fn is_glob(s: &str) -> bool {
+    s.contains(['*', '?', '[']) && !s.is_empty()
+}
+
+/// Finds the probes of one specification.
+pub struct Finder<'d, 'a> {
+    di: &'d Debuginfo<'a>,
+    features: Features,
+    max_probes: usize,
+    spec: &'d ProbeSpec,
+    /// Found so far.
+    pub events: Vec<TraceEvent>,
+    /// Warnings perf would print on the way.
+    pub warnings: Vec<String>,
+    cu: DieRef,
+    fname: Option<Rc<str>>,
+    lno: u32,
+}
+
+impl<'d, 'a> Finder<'d, 'a> {
+    /// A finder for `spec` over `di`.
+    pub fn new(di: &'d Debuginfo<'a>, spec: &'d ProbeSpec, features: Features) -> Self {
+        Finder {
+            di,
+            features,
+            max_probes: MAX_PROBES,
+            spec,
+            events: Vec::new(),
+            warnings: Vec::new(),
+            cu: DieRef {
+                unit: 0,
+                off: gimli::UnitOffset(0),
+            },
+            fname: None,
+            lno: 0,
+        }
+    }
+
+    /// Sets `--max-probes`.
+    pub fn max_probes(mut self, n: usize) -> Self {
+        self.max_probes = n;
+        self
+    }
+
+    /// perf's `die_is_func_def()`.
+    fn is_func_def(&self, d: DieRef) -> bool {
+        self.di.tag(d) == gimli::DW_TAG_subprogram
+            && !self.di.has_attr(d, gimli::DW_AT_declaration)
+            && (self.di.has_attr(d, gimli::DW_AT_inline) || self.di.die_entrypc(d).is_some())
+    }
+
+    /// perf's `die_is_func_instance()`.
+    fn is_func_instance(&self, d: DieRef) -> bool {
+        let t = self.di.tag(d);
+        (t == gimli::DW_TAG_subprogram || t == gimli::DW_TAG_inlined_subroutine)
+            && (self.di.entrypc(d).is_some() || self.di.has_attr(d, gimli::DW_AT_ranges))
+    }
+
+    /// perf's `die_match_name()`: name or linkage name against a glob.
+    fn match_name(&self, d: DieRef, glob: &str) -> bool {
+        self.di.name(d).is_some_and(|n| glob_match(&n, glob))
+            || self
+                .di
+                .linkage_name(d)
+                .is_some_and(|n| glob_match(&n, glob))
+    }
+
+    /// Runs the search over every compilation unit.
+    pub fn find(&mut self) -> Result<(), FindError> {
+        let spec = self.spec;
+        let pp = &spec.point;
+        if pp.lazy_line.is_some() {
+            return fail("Lazy line patterns (;PTN) are not supported yet.");
+        }
+        if pp.abs_address.is_some() {
+            return fail("Absolute addresses are not supported yet.");
+        }
+        let units = self.units_to_search();
+        for unit in units {
+            let Some(cu) = self.di.cu_die(unit) else {
+                continue;
+            };
+            self.cu = cu;
+            self.fname = match &pp.file {
+                Some(f) => match self.cu_find_realpath(unit, f) {
+                    Some(p) => Some(p),
+                    None => continue,
+                },
+                None => None,
+            };
+            if pp.function.is_some() {
+                self.find_by_func(unit)?;
+            } else {
+                self.lno = pp.line;
+                self.find_by_line()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The units worth searching: with a function name (not a glob), only
+    /// those defining something of that name.
+    fn units_to_search(&self) -> Vec<usize> {
+        let pp = &self.spec.point;
+        match &pp.function {
+            Some(f) if !is_glob(f) => {
+                let funcs = self.di.functions();
+                let mut u: Vec<usize> = funcs
+                    .get(f.as_str())
+                    .map(|l| l.iter().map(|d| d.unit).collect())
+                    .unwrap_or_default();
+                u.dedup();
+                u
+            }
+            _ => (0..self.di.unit_count()).collect(),
+        }
+    }
+
+    /// perf's `cu_find_realpath()`: the first file of the CU's line table
+    /// whose tail is `file`.
+    fn cu_find_realpath(&self, unit: usize, file: &str) -> Option<Rc<str>> {
+        (0..4096u64)
+            .map_while(|i| {
+                let r = self.di.file_name(unit, i);
+                // Index 0 is unused before DWARF 5.
+                if r.is_none() && i == 0 {
+                    return Some(None);
+                }
+                r.map(Some)
+            })
+            .flatten()
+            .find(|p| strtailcmp(p, file))
+    }
+
+    fn find_by_func(&mut self, unit: usize) -> Result<(), FindError> {
+        let Some(function) = self.spec.point.function.clone() else {
+            return Ok(());
+        };
+        let glob = is_glob(&function);
+        let subprograms = self.di.subprograms(unit);
+        for &sp in subprograms.iter() {
+            if !self.is_func_def(sp) || !self.match_name(sp, &function) {
+                continue;
+            }
+            let Some(fname) = self.di.decl_file(sp) else {
+                self.warnings
+                    .push("A function DIE doesn't have decl_line. Maybe broken DWARF?".into());
+                continue;
+            };
+            if let Some(f) = &self.spec.point.file {
+                if !strtailcmp(f, &fname) {
+                    continue;
+                }
+            }
+            self.fname = Some(fname);
+            let spec = self.spec;
+            let pp = &spec.point;
+            if pp.line != 0 {
+                self.lno = self.di.decl_line(sp).unwrap_or(0).saturating_add(pp.line);
+                self.find_by_line()?;
+            } else if self.is_func_instance(sp) {
+                match self.di.die_entrypc(sp) {
+                    Some(a) if a != 0 => {
+                        let addr = a.wrapping_add(pp.offset);
+                        self.call_probe_finder(sp, addr)?;
+                    }
+                    _ => {}
+                }
+            } else {
+                self.walk_instances(sp)?;
+            }
+            if !glob {
+                return Ok(());
+            }
+        }
+        Ok(())
+    }
+
+    /// perf's `die_walk_instances()` with `probe_point_inline_cb()`: every
+    /// concrete instance of the abstract function `origin` in its CU.
+    fn walk_instances(&mut self, origin: DieRef) -> Result<(), FindError> {
+        let Some(cu) = self.di.cu_die(origin.unit) else {
+            return Ok(());
+        };
+        let mut stack = self.di.children(cu);
+        stack.reverse();
+        while let Some(d) = stack.pop() {
+            let mut kids = self.di.children(d);
+            kids.reverse();
+            stack.extend(kids);
+            if !self.is_func_instance(d) {
+                continue;
+            }
+            let Some(o) = self.di.attr(d, gimli::DW_AT_abstract_origin) else {
+                continue;
+            };
+            if self.di.reference(d, &o) != Some(origin) {
+                continue;
+            }
+            if self.di.tag(d) == gimli::DW_TAG_inlined_subroutine {
+                // An instance "called" from its own declaration is redundant.
+                let same_line = self.di.call_line(d) == self.di.decl_line(origin);
+                let cf = self.di.udata(d, gimli::DW_AT_call_file);
+                let df = self.di.udata(origin, gimli::DW_AT_decl_file);
+                if same_line && cf == df {
+                    continue;
+                }
+            }
+            let Some(addr) = self.di.die_entrypc(d) else {
+                let n = self.di.name(d).unwrap_or_default();
+                self.warnings
+                    .push(format!("Failed to get entry address of {n}."));
+                // perf stops the walk here; the abstract definition may
+                // simply have no usable instance.
+                return Ok(());
+            };
+            if addr == 0 {
+                return Ok(());
+            }
+            self.call_probe_finder(d, addr.wrapping_add(self.spec.point.offset))?;
+        }
+        Ok(())
+    }
+
+    /// perf's `die_find_realfunc()`.
+    fn find_realfunc(&self, addr: u64) -> Option<DieRef> {
+        self.di
+            .subprograms(self.cu.unit)
+            .iter()
+            .copied()
+            .find(|&d| self.di.haspc(d, addr))
+    }
+
+    /// The first inlined instance holding `addr` below `d`, depth first
+    /// (perf's `__die_find_inline_cb` walk).
+    fn find_inline_below(&self, d: DieRef, addr: u64) -> Option<DieRef> {
+        for c in self.di.children(d) {
+            if self.di.tag(c) == gimli::DW_TAG_inlined_subroutine && self.di.haspc(c, addr) {
+                return Some(c);
+            }
+            if let Some(x) = self.find_inline_below(c, addr) {
+                return Some(x);
+            }
+        }
+        None
+    }
+
+    /// perf's `call_probe_finder()`.
+    fn call_probe_finder(&mut self, sc_die: DieRef, addr: u64) -> Result<(), FindError> {
+        let sp_die = if self.is_func_def(sc_die) {
+            sc_die
+        } else {
+            match self.find_realfunc(addr) {
+                Some(d) => d,
+                None => {
+                    let tail = self
+                        .di
+                        .subprograms(self.cu.unit)
+                        .iter()
+                        .copied()
+                        .find(|&d| self.di.highpc(d) == Some(addr));
+                    if let Some(t) = tail {
+                        let n = self.di.name(t).unwrap_or_default();
+                        self.warnings.push(format!("Ignoring tail call from {n}"));
+                        return Ok(());
+                    }
+                    return fail("Failed to find probe point in any functions.");
+                }
+            }
+        };
+        let frame_base = translate::frame_base(self.di, sp_die, addr).map_err(FindError)?;
+        let site = Site {
+            addr,
+            sp_die,
+            frame_base,
+        };
+        self.add_probe_trace_event(sc_die, &site)
+    }
+
+    /// perf's `add_probe_trace_event()`.
+    fn add_probe_trace_event(&mut self, sc_die: DieRef, site: &Site) -> Result<(), FindError> {
+        if self.events.iter().any(|e| e.address == site.addr) {
+            return Ok(());
+        }
+        if self.events.len() == self.max_probes {
+            return fail(format!(
+                "Too many( > {}) probe point found.",
+                self.max_probes
+            ));
+        }
+        let di = self.di;
+        // The trace point, from the real function.
+        if !di.haspc(site.sp_die, site.addr) {
+            let n = di.name(site.sp_die).unwrap_or_default();
+            return fail(format!("Specified offset is out of {n}"));
+        }
+        let (symbol, eaddr) = match di.entrypc(site.sp_die) {
+            Some(e) => (di.name(site.sp_die), e),
+            None => match di.symbols.find(site.addr) {
+                Some(s) => (Some(s.name.clone()), s.start),
+                None => (None, 0),
+            },
+        };
+        let Some(symbol) = symbol else {
+            return fail(format!("Failed to find symbol at {:#x}", site.addr));
+        };
+        let spec = self.spec;
+        let pp = &spec.point;
+        if pp.retprobe && eaddr != site.addr {
+            let f = pp.function.clone().unwrap_or_default();
+            return fail(format!(
+                "Failed to find \"{f}%return\",\n because {f} is an inlined function and has no return point."
+            ));
+        }
+        let mut ev = TraceEvent {
+            retprobe: pp.retprobe,
+            symbol,
+            offset: site.addr.wrapping_sub(eaddr),
+            address: site.addr,
+            realname: di.name(sc_die).unwrap_or_default(),
+            args: Vec::new(),
+            arg_names: Vec::new(),
+        };
+        for a in self.expand_args(sc_die, site) {
+            let name = if a.is_c_var() {
+                Some(translate::arg_name(&a))
+            } else {
+                a.name.clone()
+            };
+            ev.arg_names.push(name);
+            if !a.is_c_var() {
+                ev.args.push(Some(TraceArg {
+                    name: a.name.clone(),
+                    value: a.var.clone(),
+                    derefs: Vec::new(),
+                    ty: a.ty.clone(),
+                }));
+                continue;
+            }
+            match translate::translate_var(di, &a, sc_die, self.cu, site, self.features) {
+                Ok(Translated::Arg(t)) => ev.args.push(Some(t)),
+                Ok(Translated::Skipped(_)) => ev.args.push(None),
+                Err(e) => return Err(FindError(e.0)),
+            }
+        }
+        self.events.push(ev);
+        Ok(())
+    }
+
+    /// perf's `expand_probe_args()`: `$vars` and `$params` become the
+    /// variables available at the address.
+    fn expand_args(&self, sc_die: DieRef, site: &Site) -> Vec<ArgSpec> {
+        let mut out = Vec::new();
+        for a in &self.spec.args {
+            let vars = a.var == ARG_VARS;
+            if !vars && a.var != ARG_PARAMS {
+                out.push(a.clone());
+                continue;
+            }
+            self.collect_vars(sc_die, site, vars, &mut out);
+        }
+        out
+    }
+
+    fn collect_vars(&self, d: DieRef, site: &Site, vars: bool, out: &mut Vec<ArgSpec>) {
+        for c in self.di.children(d) {
+            let tag = self.di.tag(c);
+            let wanted =
+                tag == gimli::DW_TAG_formal_parameter || (vars && tag == gimli::DW_TAG_variable);
+            if wanted && translate::locate(self.di, c, site, self.features).is_ok() {
+                if let Some(n) = self.di.name(c) {
+                    out.push(ArgSpec {
+                        var: n,
+                        ..ArgSpec::default()
+                    });
+                }
+            }
+            if self.di.haspc(c, site.addr) {
+                self.collect_vars(c, site, vars, out);
+            }
+        }
+    }
+
+    /// perf's `die_walk_lines()` over the CU with
+    /// `probe_point_line_walker()`.
+    fn find_by_line(&mut self) -> Result<(), FindError> {
+        let Some(fname) = self.fname.clone() else {
+            return Ok(());
+        };
+        let lno = self.lno;
+        let mut hits: Vec<u64> = Vec::new();
+        for l in self.di.lines(self.cu.unit).iter() {
+            if l.end_sequence || !l.is_stmt {
+                continue;
+            }
+            if l.line == lno && strtailcmp(&l.file, &fname) {
+                hits.push(l.addr);
+                self.line_hit(&l.file, lno, l.addr)?;
+            }
+        }
+        // Declaration lines and inlined call sites are not in the table.
+        for sp in self.di.subprograms(self.cu.unit).iter().copied() {
+            if let (Some(f), Some(l), Some(a)) = (
+                self.di.decl_file(sp),
+                self.di.decl_line(sp),
+                self.di.die_entrypc(sp),
+            ) {
+                if l == lno && strtailcmp(&f, &fname) {
+                    self.line_hit(&f, lno, a)?;
+                }
+            }
+            self.funclines_recursive(sp, &fname, lno)?;
+        }
+        Ok(())
+    }
+
+    fn funclines_recursive(&mut self, d: DieRef, fname: &str, lno: u32) -> Result<(), FindError> {
+        for c in self.di.children(d) {
+            if self.di.tag(c) == gimli::DW_TAG_inlined_subroutine {
+                let cf = self.di.call_file(c);
+                let cl = self.di.call_line(c).filter(|&l| l > 0);
+                if let (Some(f), Some(l)) = (cf, cl) {
+                    if let Some(addr) = self.di.die_entrypc(c) {
+                        if l == lno && strtailcmp(&f, fname) {
+                            self.line_hit(&f, lno, addr)?;
+                        }
+                        if let (Some(df), Some(dl)) = (self.di.decl_file(c), self.di.decl_line(c)) {
+                            if dl == lno && strtailcmp(&df, fname) {
+                                self.line_hit(&df, lno, addr)?;
+                            }
+                        }
+                    }
+                }
+            }
+            self.funclines_recursive(c, fname, lno)?;
+        }
+        Ok(())
+    }
+
+    /// perf's `probe_point_line_walker()` for a line that matched.
+    fn line_hit(&mut self, fname: &str, lineno: u32, addr: u64) -> Result<(), FindError> {
+        self.verify_representive_line(fname, lineno, addr)?;
+        let Some(sc) = self.find_best_scope(addr) else {
+            return fail("Failed to find scope of probe point.");
+        };
+        self.call_probe_finder(sc, addr)
+    }
+
+    /// perf's `cu_find_lineinfo()`.
+    fn cu_find_lineinfo(&self, addr: u64) -> Option<(Rc<str>, u32)> {
+        if let Some(f) = self.find_realfunc(addr) {
+            if self.di.die_entrypc(f) == Some(addr) {
+                let file = self.di.decl_file(f)?;
+                let line = self.di.decl_line(f)?;
+                return (line != 0).then_some((file, line));
+            }
+        }
+        let lines = self.di.lines(self.cu.unit);
+        // The last row at or before addr, back to the first row at its
+        // address, then forward to a statement.
+        let upper = lines.partition_point(|l| l.addr <= addr);
+        let mut i = upper.checked_sub(1)?;
+        if lines.get(i)?.addr == addr {
+            while i > 0 && lines.get(i - 1)?.addr == addr {
+                i -= 1;
+            }
+        }
+        loop {
+            let l = lines.get(i)?;
+            if l.addr > addr {
+                return None;
+            }
+            if l.is_stmt {
+                return (l.line != 0 && !l.file.is_empty()).then(|| (l.file.clone(), l.line));
+            }
+            i += 1;
+        }
+    }
+
+    /// perf's `verify_representive_line()`.
+    fn verify_representive_line(
+        &mut self,
+        fname: &str,
+        lineno: u32,
+        addr: u64,
+    ) -> Result<(), FindError> {
+        let Some((f, l)) = self.cu_find_lineinfo(addr) else {
+            return Ok(());
+        };
+        if *f != *fname || l == lineno {
+            return Ok(());
+        }
+        let mut place = format!("{f}:{l}");
+        if let Some(func) = self.spec.point.function.clone() {
+            if let Some(sc) = self.find_best_scope(addr) {
+                if self.match_name(sc, &func) {
+                    if let (Some(n), Some(dl)) = (self.di.name(sc), self.di.decl_line(sc)) {
+                        place = format!("{n}:{}", i64::from(l) - i64::from(dl));
+                    }
+                }
+            }
+        }
+        fail(format!(
+            "This line is sharing the address with other lines.\nPlease try to probe at {place} instead."
+        ))
+    }
+
+    /// perf's `find_best_scope()`: among the real function and the inlined
+    /// instances holding `addr`, the one named like the probe's function,
+    /// or (by line) the one declared nearest before the line.
+    fn find_best_scope(&self, addr: u64) -> Option<DieRef> {
+        let first = self.find_realfunc(addr)?;
+        let mut chain = vec![first];
+        let mut cur = first;
+        while let Some(next) = self.find_inline_below(cur, addr) {
+            chain.push(next);
+            cur = next;
+        }
+        let mut best = None;
+        let mut diff = u32::MAX;
+        for &d in &chain {
+            if let Some(f) = &self.fname {
+                if self.di.decl_file(d).as_deref() != Some(&**f) {
+                    continue;
+                }
+            }
+            if let Some(func) = &self.spec.point.function {
+                if self.match_name(d, func) {
+                    return Some(d);
+                }
+            } else {
+                let l = self.di.decl_line(d).unwrap_or(0);
+                if l < self.lno && diff > self.lno - l {
+                    diff = self.lno - l;
+                    best = Some(d);
+                }
+            }
+        }
+        best.or(Some(first))
+    }
+}
+
+/// perf's `fill_empty_trace_arg()`: an argument missing at some addresses
+/// takes the placeholder there, with the type it has elsewhere; missing
+/// everywhere is an error.
+pub fn fill_empty_args(spec: &ProbeSpec, events: &mut [TraceEvent]) -> Result<(), FindError> {
+    if events.is_empty() {
+        return Ok(());
+    }
+    let n = events.iter().map(|e| e.args.len()).max().unwrap_or(0);
+    for i in 0..n {
+        let ty = events
+            .iter()
+            .find_map(|e| e.args.get(i).and_then(|a| a.as_ref()))
+            .map(|a| a.ty.clone());
+        let Some(ty) = ty else {
+            let var = spec.args.get(i).map(|a| a.var.clone()).unwrap_or_default();
+            return fail(translate::not_found_message(&var));
+        };
+        for e in events.iter_mut() {
+            let name = e.arg_names.get(i).cloned().flatten();
+            if let Some(slot @ None) = e.args.get_mut(i) {
+                *slot = Some(translate::placeholder(name, ty.clone()));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The probes of a return probe, from the symbol table (perf resolves
+/// `%return` without DWARF: `find_probe_trace_events_from_map()`).
+pub fn find_from_symbols(
+    di: &Debuginfo<'_>,
+    s: &ProbeSpec,
+    max_probes: usize,
+) -> Result<Vec<TraceEvent>, FindError> {
+    let Some(func) = &s.point.function else {
+        return fail("A return probe needs a function.");
+    };
+    let mut out: Vec<TraceEvent> = Vec::new();
+    let mut starts = Vec::new();
+    for sym in di.symbols.all() {
+        let norm = sym.name.split('@').next().unwrap_or("");
+        if !glob_match(norm, func) {
+            continue;
+        }
+        if starts.contains(&sym.start) {
+            continue;
+        }
+        starts.push(sym.start);
+        if out.len() >= max_probes {
+            return fail("Too many functions matched in kernel");
+        }
+        if s.point.offset > sym.end.saturating_sub(sym.start) {
+            return fail(format!(
+                "Offset {} is bigger than the size of {}",
+                s.point.offset, sym.name
+            ));
+        }
+        out.push(TraceEvent {
+            retprobe: s.point.retprobe,
+            symbol: sym.name.clone(),
+            offset: s.point.offset,
+            address: sym.start.wrapping_add(s.point.offset),
+            realname: sym.name.clone(),
+            args: s
+                .args
+                .iter()
+                .map(|a| {
+                    Some(TraceArg {
+                        name: a.name.clone(),
+                        value: a.var.clone(),
+                        derefs: Vec::new(),
+                        ty: a.ty.clone(),
+                    })
+                })
+                .collect(),
+            arg_names: s.args.iter().map(|a| a.name.clone()).collect(),
+        });
+    }
+    if out.is_empty() {
+        return fail(format!("Failed to find symbol {func} in kernel"));
+    }
+    Ok(out)
+}
+
+/// Finds every probe of a specification, as perf's
+/// `convert_to_probe_trace_events()` does for a kernel image: return probes
+/// from the symbol table, the rest from DWARF; then the addresses become
+/// offsets from the ELF symbols around them (`.constprop`, `.isra` copies
+/// included).
+pub fn find_probes(
+    di: &Debuginfo<'_>,
+    s: &ProbeSpec,
+    features: Features,
+    max_probes: usize,
+) -> Result<(Vec<TraceEvent>, Vec<String>), FindError> {
+    if s.point.retprobe {
+        return Ok((find_from_symbols(di, s, max_probes)?, Vec::new()));
+    }
+    let mut f = Finder::new(di, s, features).max_probes(max_probes);
+    let r = f.find();
+    let mut events = std::mem::take(&mut f.events);
+    let warnings = std::mem::take(&mut f.warnings);
+    if let Err(e) = r {
+        if spec::needs_dwarf(s) {
+            return Err(e);
+        }
+        return Ok((find_from_symbols(di, s, max_probes)?, warnings));
+    }
+    if features.immediates && !s.args.is_empty() {
+        fill_empty_args(s, &mut events)?;
+    }
+    if events.is_empty() {
+        return fail(format!(
+            "Probe point '{}' not found.",
+            crate::event::synthesize_point(&s.point)
+        ));
+    }
+    for e in &mut events {
+        if let Some(sym) = di.symbols.find(e.address) {
+            if sym.name != e.symbol {
+                e.symbol = sym.name.clone();
+            }
+            e.offset = e.address - sym.start;
+        }
+    }
+    Ok((events, warnings))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs() {
+        assert!(glob_match("vfs_read", "vfs_*"));
+        assert!(glob_match("vfs_read", "vfs_rea?"));
+        assert!(glob_match("vfs_read", "vfs_[a-r]ead"));
+        assert!(!glob_match("vfs_read", "vfs_[!r]ead"));
+        assert!(!glob_match("vfs_read", "vfs_write"));
+        assert!(glob_match("a*b", "a\\*b"));
+        assert!(is_glob("vfs_*"));
+        assert!(!is_glob("vfs_read"));
+    }
+
+    #[test]
+    fn tails() {
+        assert!(strtailcmp("/src/linux/fs/read_write.c", "fs/read_write.c"));
+        assert!(strtailcmp("read_write.c", "/src/linux/fs/read_write.c"));
+        assert!(!strtailcmp("/src/linux/fs/read_write.c", "mm/read_write.c"));
+    }
+}

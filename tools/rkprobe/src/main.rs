@@ -1,0 +1,244 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `rkprobe`: define kprobe events by function, line and variable name, from
+//! a kernel's DWARF, with `perf probe`'s syntax.
+//!
+//! ```text
+//! rkprobe -k VMLINUX --definition 'vfs_read count file->f_mode'
+//! rkprobe --add 'fs/read_write.c:470 count'        # into rkprobes
+//! rkprobe --tracefs --add 'vfs_read%return $retval' # into the kernel's
+//! ```
+
+use std::collections::HashSet;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use rkprobe::debuginfo::{Debuginfo, Sections};
+use rkprobe::event::{self, NamedEvent};
+use rkprobe::fetcharg::Features;
+use rkprobe::finder;
+
+/// rkprobes' control file.
+const RKPROBES_EVENTS: &str = "/sys/kernel/debug/rkprobes/kprobe_events";
+/// The kernel's control file.
+const TRACEFS_EVENTS: &str = "/sys/kernel/tracing/kprobe_events";
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "rkprobe",
+    about = "Define kprobe events from debuginfo, as perf probe does, for rkprobes or the kernel"
+)]
+struct Cli {
+    /// vmlinux with DWARF (default: looked for as perf looks for it).
+    #[arg(short = 'k', long = "vmlinux")]
+    vmlinux: Option<PathBuf>,
+    /// Print the kprobe_events line(s) of a probe and change nothing.
+    #[arg(short = 'D', long = "definition", value_name = "PROBE")]
+    definition: Vec<String>,
+    /// Add a probe event.
+    #[arg(short = 'a', long = "add", value_name = "PROBE")]
+    add: Vec<String>,
+    /// With --add: show what would be written, write nothing.
+    #[arg(short = 'n', long = "dry-run")]
+    dry_run: bool,
+    /// Allow numbered names for events that already exist.
+    #[arg(short = 'f', long = "force")]
+    force: bool,
+    /// Fewer messages.
+    #[arg(short = 'q', long = "quiet")]
+    quiet: bool,
+    /// More messages (warnings met on the way).
+    #[arg(short = 'v', long = "verbose")]
+    verbose: bool,
+    /// Write to the kernel's tracing/kprobe_events instead of rkprobes'.
+    #[arg(long = "tracefs")]
+    tracefs: bool,
+    /// How many probe points one specification may give.
+    #[arg(long = "max-probes", default_value_t = finder::MAX_PROBES)]
+    max_probes: usize,
+    /// Definitions of every specification in FILE, one per line, each
+    /// introduced by "== SPEC" (for the differential test).
+    #[arg(long = "batch", hide = true)]
+    batch: Option<PathBuf>,
+    /// A probe to add, as words (joined by spaces).
+    #[arg(trailing_var_arg = true)]
+    probe: Vec<String>,
+}
+
+/// What kprobe_events accepts, from the tracing README when readable, as
+/// perf asks; rkprobes takes what Linux 6.12 takes.
+fn features(cli: &Cli) -> Features {
+    if !cli.tracefs {
+        return Features::LINUX_6_12;
+    }
+    [
+        "/sys/kernel/tracing/README",
+        "/sys/kernel/debug/tracing/README",
+    ]
+    .iter()
+    .find_map(|p| std::fs::read_to_string(p).ok())
+    .map(|r| Features::from_readme(&r))
+    .unwrap_or(Features::LINUX_6_12)
+}
+
+/// perf's search for the running kernel's vmlinux.
+fn find_vmlinux() -> Option<PathBuf> {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").ok()?;
+    let r = release.trim();
+    [
+        format!("/lib/modules/{r}/build/vmlinux"),
+        format!("/usr/lib/debug/boot/vmlinux-{r}"),
+        format!("/usr/lib/debug/lib/modules/{r}/vmlinux"),
+        format!("/boot/vmlinux-{r}"),
+        "vmlinux".to_string(),
+    ]
+    .into_iter()
+    .map(PathBuf::from)
+    .find(|p| p.exists())
+}
+
+/// Finds and names the events of one specification.
+fn events_of(
+    di: &Debuginfo<'_>,
+    text: &str,
+    features: Features,
+    max_probes: usize,
+    taken: &mut HashSet<String>,
+    allow_suffix: bool,
+    verbose: bool,
+) -> Result<Vec<NamedEvent>, String> {
+    let (events, warnings) =
+        event::definitions(di, text, features, max_probes, taken, allow_suffix)?;
+    if verbose {
+        for w in warnings {
+            eprintln!("{w}");
+        }
+    }
+    Ok(events)
+}
+
+/// The event names already in a control file.
+fn existing_events(path: &Path) -> HashSet<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            let head = l.split_ascii_whitespace().next()?;
+            let (_, ge) = head.split_once(':')?;
+            Some(ge.rsplit('/').next()?.to_string())
+        })
+        .collect()
+}
+
+fn run(cli: Cli) -> Result<(), String> {
+    let path = match &cli.vmlinux {
+        Some(p) => p.clone(),
+        None => find_vmlinux().ok_or("Failed to find the path for the kernel: use -k VMLINUX")?,
+    };
+    let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let sections = Sections::from_elf(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+    let di = Debuginfo::new(&sections).map_err(|e| format!("{}: {e}", path.display()))?;
+    let features = features(&cli);
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+
+    if let Some(batch) = &cli.batch {
+        let list =
+            std::fs::read_to_string(batch).map_err(|e| format!("{}: {e}", batch.display()))?;
+        for line in list.lines().filter(|l| !l.trim().is_empty()) {
+            let mut taken = HashSet::new();
+            let _ = writeln!(out, "== {line}");
+            match events_of(&di, line, features, cli.max_probes, &mut taken, true, false) {
+                Ok(evs) => {
+                    for e in evs {
+                        let _ = writeln!(out, "{}", e.command());
+                    }
+                }
+                Err(e) => {
+                    let first = e.lines().next().unwrap_or("");
+                    let _ = writeln!(out, "error: {first}");
+                }
+            }
+        }
+        return Ok(());
+    }
+
+    if !cli.definition.is_empty() {
+        let mut taken = HashSet::new();
+        for d in &cli.definition {
+            let evs = events_of(
+                &di,
+                d,
+                features,
+                cli.max_probes,
+                &mut taken,
+                true,
+                cli.verbose,
+            )?;
+            for e in evs {
+                let _ = writeln!(out, "{}", e.command());
+            }
+        }
+        return Ok(());
+    }
+
+    let mut adds = cli.add.clone();
+    if !cli.probe.is_empty() {
+        adds.push(cli.probe.join(" "));
+    }
+    if adds.is_empty() {
+        return Err("Nothing to do: give --add PROBE or --definition PROBE".into());
+    }
+    let control = Path::new(if cli.tracefs {
+        TRACEFS_EVENTS
+    } else {
+        RKPROBES_EVENTS
+    });
+    let mut taken = existing_events(control);
+    let mut all = Vec::new();
+    for a in &adds {
+        all.extend(events_of(
+            &di,
+            a,
+            features,
+            cli.max_probes,
+            &mut taken,
+            cli.force,
+            cli.verbose,
+        )?);
+    }
+    if !cli.dry_run {
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(control)
+            .map_err(|e| format!("Failed to open {}: {e}", control.display()))?;
+        for e in &all {
+            writeln!(f, "{}", e.command())
+                .map_err(|err| format!("Failed to write event: {err}\n  {}", e.command()))?;
+        }
+    }
+    if !cli.quiet {
+        eprintln!("Added new event{}", if all.len() > 1 { "s:" } else { ":" });
+        for e in &all {
+            eprintln!(
+                "  {}:{:<16} (on {}+{})",
+                e.group, e.event, e.tev.symbol, e.tev.offset
+            );
+        }
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    match run(Cli::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{e}");
+            eprintln!("  Error: Failed to add events.");
+            ExitCode::FAILURE
+        }
+    }
+}
