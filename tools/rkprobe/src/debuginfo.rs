@@ -178,9 +178,15 @@ impl<'a> Sections<'a> {
                 data.insert(name.to_string(), (d, sec.address()));
             }
         }
+        // perf's kernel map holds the symbols of `.text` only (`.init.text`
+        // and the others get maps of their own, which it does not search).
+        let text = file.section_by_name(".text").map(|s| s.index());
         let mut syms = Vec::new();
         for s in file.symbols() {
             if s.kind() != object::SymbolKind::Text || s.is_undefined() {
+                continue;
+            }
+            if text.is_some() && s.section_index() != text {
                 continue;
             }
             let Ok(name) = s.name() else { continue };
@@ -262,6 +268,15 @@ pub struct Debuginfo<'a> {
     files: RefCell<HashMap<usize, Rc<FileTable>>>,
     funcs: RefCell<Option<Rc<FunctionIndex>>>,
     subprograms: RefCell<HashMap<usize, Rc<Vec<DieRef>>>>,
+}
+
+/// A canonical frame address rule.
+#[derive(Clone, Debug)]
+pub enum Cfa<'a> {
+    /// Register + offset.
+    RegOffset(u16, i64),
+    /// A DWARF expression (a realigned stack: `DW_OP_breg6 -40; DW_OP_deref`).
+    Expr(Expression<R<'a>>),
 }
 
 /// What a location attribute holds at one address.
@@ -717,19 +732,20 @@ impl<'a> Debuginfo<'a> {
         self.eh_frame.is_some() || self.debug_frame.is_some()
     }
 
-    /// The canonical frame address rule at `addr` as (DWARF register, offset),
-    /// from `.eh_frame` first, then `.debug_frame`, as perf asks libdw.
-    pub fn cfa_at(&self, addr: u64) -> Option<(u16, i64)> {
+    /// The canonical frame address rule at `addr`, from `.eh_frame` first,
+    /// then `.debug_frame`, as perf asks libdw.
+    pub fn cfa_at(&self, addr: u64) -> Option<Cfa<'a>> {
         let mut ctx: UnwindContext<usize> = UnwindContext::new();
-        let rule = |cfa: &CfaRule<usize>| match *cfa {
-            CfaRule::RegisterAndOffset { register, offset } => Some((register.0, offset)),
-            CfaRule::Expression(_) => None,
-        };
         if let Some((eh, bases)) = &self.eh_frame {
             if let Ok(row) =
                 eh.unwind_info_for_address(bases, &mut ctx, addr, EhFrame::cie_from_offset)
             {
-                return rule(row.cfa());
+                return match row.cfa() {
+                    CfaRule::RegisterAndOffset { register, offset } => {
+                        Some(Cfa::RegOffset(register.0, *offset))
+                    }
+                    CfaRule::Expression(e) => e.get(eh).ok().map(Cfa::Expr),
+                };
             }
         }
         if let Some(df) = &self.debug_frame {
@@ -737,7 +753,12 @@ impl<'a> Debuginfo<'a> {
             if let Ok(row) =
                 df.unwind_info_for_address(&bases, &mut ctx, addr, DebugFrame::cie_from_offset)
             {
-                return rule(row.cfa());
+                return match row.cfa() {
+                    CfaRule::RegisterAndOffset { register, offset } => {
+                        Some(Cfa::RegOffset(register.0, *offset))
+                    }
+                    CfaRule::Expression(e) => e.get(df).ok().map(Cfa::Expr),
+                };
             }
         }
         None

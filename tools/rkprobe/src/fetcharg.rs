@@ -100,6 +100,11 @@ pub struct Features {
     pub multiprobe: bool,
     /// `+u` user-memory dereferences.
     pub user_access: bool,
+    /// Not a kernel feature: reproduce perf 6.1's known mistakes (a location
+    /// expression read as its first operation only, DWARF 5 bitfields
+    /// refused), so that the differential test can check everything else
+    /// against perf exactly.
+    pub perf_quirks: bool,
 }
 
 impl Features {
@@ -109,6 +114,7 @@ impl Features {
         immediates: true,
         multiprobe: true,
         user_access: true,
+        perf_quirks: false,
     };
 
     /// Reads the features from the text of a tracing `README`, matching the
@@ -119,6 +125,7 @@ impl Features {
             immediates: false,
             multiprobe: false,
             user_access: false,
+            perf_quirks: false,
         };
         for line in readme.lines() {
             if line.contains("type: ") && line.contains(" x8/16/32/64,") {

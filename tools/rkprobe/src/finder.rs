@@ -394,7 +394,8 @@ impl<'d, 'a> Finder<'d, 'a> {
                 }
             }
         };
-        let frame_base = translate::frame_base(self.di, sp_die, addr).map_err(FindError)?;
+        let frame_base = translate::frame_base(self.di, sp_die, addr, self.features.perf_quirks)
+            .map_err(FindError)?;
         let site = Site {
             addr,
             sp_die,
@@ -668,20 +669,20 @@ impl<'d, 'a> Finder<'d, 'a> {
 
 /// perf's `fill_empty_trace_arg()`: an argument missing at some addresses
 /// takes the placeholder there, with the type it has elsewhere; missing
-/// everywhere is an error.
+/// everywhere is an error. As in perf, the check goes by the position of
+/// each argument as written, so `$params` that expands to nothing anywhere
+/// is an error too.
 pub fn fill_empty_args(spec: &ProbeSpec, events: &mut [TraceEvent]) -> Result<(), FindError> {
     if events.is_empty() {
         return Ok(());
     }
-    let n = events.iter().map(|e| e.args.len()).max().unwrap_or(0);
-    for i in 0..n {
+    for (i, a) in spec.args.iter().enumerate() {
         let ty = events
             .iter()
             .find_map(|e| e.args.get(i).and_then(|a| a.as_ref()))
             .map(|a| a.ty.clone());
         let Some(ty) = ty else {
-            let var = spec.args.get(i).map(|a| a.var.clone()).unwrap_or_default();
-            return fail(translate::not_found_message(&var));
+            return fail(translate::not_found_message(&a.var));
         };
         for e in events.iter_mut() {
             let name = e.arg_names.get(i).cloned().flatten();

@@ -59,6 +59,10 @@ struct Cli {
     /// How many probe points one specification may give.
     #[arg(long = "max-probes", default_value_t = finder::MAX_PROBES)]
     max_probes: usize,
+    /// Reproduce perf 6.1's mistakes (first operation of a location only,
+    /// no DWARF 5 bitfields), to compare with it.
+    #[arg(long = "perf-quirks", hide = true)]
+    perf_quirks: bool,
     /// Definitions of every specification in FILE, one per line, each
     /// introduced by "== SPEC" (for the differential test).
     #[arg(long = "batch", hide = true)]
@@ -71,17 +75,22 @@ struct Cli {
 /// What kprobe_events accepts, from the tracing README when readable, as
 /// perf asks; rkprobes takes what Linux 6.12 takes.
 fn features(cli: &Cli) -> Features {
-    if !cli.tracefs {
-        return Features::LINUX_6_12;
+    let f = if cli.tracefs {
+        [
+            "/sys/kernel/tracing/README",
+            "/sys/kernel/debug/tracing/README",
+        ]
+        .iter()
+        .find_map(|p| std::fs::read_to_string(p).ok())
+        .map(|r| Features::from_readme(&r))
+        .unwrap_or(Features::LINUX_6_12)
+    } else {
+        Features::LINUX_6_12
+    };
+    Features {
+        perf_quirks: cli.perf_quirks,
+        ..f
     }
-    [
-        "/sys/kernel/tracing/README",
-        "/sys/kernel/debug/tracing/README",
-    ]
-    .iter()
-    .find_map(|p| std::fs::read_to_string(p).ok())
-    .map(|r| Features::from_readme(&r))
-    .unwrap_or(Features::LINUX_6_12)
 }
 
 /// perf's search for the running kernel's vmlinux.

@@ -14,7 +14,7 @@
 
 use gimli::{DwOp, Operation};
 
-use crate::debuginfo::{Debuginfo, DieRef, LocationAt, R};
+use crate::debuginfo::{Cfa, Debuginfo, DieRef, LocationAt, R};
 use crate::fetcharg::{Deref, Features, TraceArg};
 use crate::regs;
 use crate::spec::{ArgSpec, Field};
@@ -43,6 +43,9 @@ pub enum FrameBase {
     None,
     /// Register + offset.
     Reg(u16, i64),
+    /// Memory at (register + offset): the CFA of a function that realigns
+    /// its stack.
+    Deref(u16, i64),
     /// A frame base expression that is not a register or register+offset.
     Other(String),
 }
@@ -80,32 +83,71 @@ fn op_name(op: &Operation<R<'_>>) -> String {
     }
 }
 
-/// Translates one location expression (perf's `convert_variable_location()`
-/// from the first operation on): `DW_OP_reg*`/`regx` → `%reg`,
-/// `DW_OP_breg*`/`bregx` → `+off(%reg)`, `DW_OP_fbreg` → relative to the
-/// frame base, `DW_OP_addr` → `@name`. Anything after the first operation
-/// is refused.
+/// A value being computed by a location expression, in fetcharg terms.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Val {
+    /// A register's content.
+    Reg(u16),
+    /// The address of the variable's symbol.
+    SymAddr,
+    /// Memory at (value + offset).
+    Mem(Box<Val>, i64),
+}
+
+fn unsupported<T>(op: &Operation<R<'_>>, why: &str) -> Result<T, LocError> {
+    Err(LocError::Unsupported(format!("{} ({why})", op_name(op))))
+}
+
+/// Translates one location expression into a fetcharg base and its
+/// dereferences.
+///
+/// The expression is evaluated over values a fetcharg can express: a
+/// register (`DW_OP_reg*`, `DW_OP_regx`), a register plus an offset
+/// (`DW_OP_breg*`, `DW_OP_bregx`, `DW_OP_fbreg` over the frame base), the
+/// variable's symbol (`DW_OP_addr`), offsets added (`DW_OP_plus_uconst`)
+/// and memory read (`DW_OP_deref`). Without `DW_OP_stack_value` the result
+/// is the address of the variable, whose value is read there; with it, the
+/// result is the value, which must then be a register or a memory read, not
+/// a sum. Pieces, arithmetic, entry values and implicit values are refused.
+///
+/// With `perf_quirks`, only the first operation counts, as in perf (which
+/// turns `DW_OP_breg5 16; DW_OP_stack_value` into `+16(%di)`).
 pub fn translate_expr(
     expr: &[u8],
     encoding: gimli::Encoding,
     frame_base: &FrameBase,
     name: &str,
+    perf_quirks: bool,
 ) -> Result<Located, LocError> {
     let mut input = R::new(expr, gimli::RunTimeEndian::Little);
     let mut ops = Vec::new();
     while !gimli::Reader::is_empty(&input) {
         match Operation::parse(&mut input, encoding) {
             Ok(op) => ops.push(op),
+            // libdw cannot read it either, and perf takes that as no
+            // location here.
+            Err(_) if perf_quirks => return Err(LocError::NotHere),
             Err(e) => return Err(LocError::Unsupported(format!("malformed expression: {e}"))),
         }
+    }
+    if perf_quirks {
+        ops.truncate(1);
     }
     let Some((first, rest)) = ops.split_first() else {
         return Err(LocError::NotHere);
     };
-    let (reg, offset, deref) = match *first {
-        Operation::Address { .. } => (u16::MAX, 0, true),
+    // (value, offset added to it)
+    let (mut val, mut add) = match *first {
+        Operation::Register { register } => {
+            if let Some(op) = rest.first() {
+                return unsupported(op, "the variable is split or computed");
+            }
+            return located(Val::Reg(register.0), name);
+        }
+        Operation::Address { .. } => (Val::SymAddr, 0i64),
         Operation::FrameOffset { offset } => match frame_base {
-            FrameBase::Reg(r, o) => (*r, offset.wrapping_add(*o), true),
+            FrameBase::Reg(r, o) => (Val::Reg(*r), offset.wrapping_add(*o)),
+            FrameBase::Deref(r, o) => (Val::Mem(Box::new(Val::Reg(*r)), *o), offset),
             FrameBase::None => {
                 return Err(LocError::Unsupported(
                     "DW_OP_fbreg without a frame base".into(),
@@ -119,44 +161,84 @@ pub fn translate_expr(
             register,
             offset,
             base_type,
-        } if base_type.0 == 0 => (register.0, offset, true),
-        Operation::Register { register } => (register.0, 0, false),
+        } if base_type.0 == 0 => (Val::Reg(register.0), offset),
         ref op => return Err(LocError::Unsupported(op_name(op))),
     };
-    // perf reads the first operation only; what follows changes the value.
-    if let Some(op) = rest.first() {
-        let why = match op {
-            Operation::StackValue => "the value is computed, not stored",
-            Operation::Piece { .. } => "the variable is split in pieces",
-            _ => "a location of more than one operation",
-        };
-        return Err(LocError::Unsupported(format!("{} ({why})", op_name(op))));
+    let mut ops = rest.iter().peekable();
+    while let Some(op) = ops.next() {
+        match *op {
+            Operation::Deref {
+                base_type,
+                size: 8,
+                space: false,
+            } if base_type.0 == 0 => {
+                val = Val::Mem(Box::new(val), add);
+                add = 0;
+            }
+            Operation::PlusConstant { value } => {
+                add = add.wrapping_add(value as i64);
+            }
+            Operation::StackValue if ops.peek().is_none() => {
+                if add != 0 || val == Val::SymAddr {
+                    return unsupported(op, "the value is computed, not stored");
+                }
+                return located(val, name);
+            }
+            Operation::Piece { .. } => return unsupported(op, "the variable is split in pieces"),
+            ref op => return unsupported(op, "an operation a fetcharg cannot do"),
+        }
     }
-    if let Operation::Address { .. } = first {
-        return Ok(Located {
-            value: format!("@{name}"),
-            derefs: vec![Deref::kernel(0)],
-        });
+    located(Val::Mem(Box::new(val), add), name)
+}
+
+/// The fetcharg of a value.
+fn located(val: Val, name: &str) -> Result<Located, LocError> {
+    let mut derefs = Vec::new();
+    let mut cur = val;
+    loop {
+        match cur {
+            Val::Mem(inner, off) => {
+                derefs.push(Deref::kernel(off));
+                cur = *inner;
+            }
+            Val::Reg(reg) => {
+                let Some(r) = regs::name(reg) else {
+                    return Err(LocError::Unsupported(format!(
+                        "Mapping for the register number {reg} missing on this architecture."
+                    )));
+                };
+                derefs.reverse();
+                return Ok(Located {
+                    value: r.to_string(),
+                    derefs,
+                });
+            }
+            Val::SymAddr => {
+                // `@sym+off` reads memory: the innermost read is the symbol's.
+                if derefs.is_empty() {
+                    return Err(LocError::Unsupported(
+                        "the address of a symbol is not a fetcharg".into(),
+                    ));
+                }
+                derefs.reverse();
+                return Ok(Located {
+                    value: format!("@{name}"),
+                    derefs,
+                });
+            }
+        }
     }
-    let Some(r) = regs::name(reg) else {
-        return Err(LocError::Unsupported(format!(
-            "Mapping for the register number {reg} missing on this architecture."
-        )));
-    };
-    Ok(Located {
-        value: r.to_string(),
-        derefs: if deref {
-            vec![Deref::kernel(offset)]
-        } else {
-            Vec::new()
-        },
-    })
 }
 
 /// The frame base of `sp_die` at `addr` (perf's `call_probe_finder()`):
 /// `Err` when it is `DW_OP_call_frame_cfa`, the file has CFI and the CFI does
 /// not cover `addr` (perf then fails the probe point).
-pub fn frame_base(di: &Debuginfo<'_>, sp_die: DieRef, addr: u64) -> Result<FrameBase, String> {
+pub fn frame_base(
+    di: &Debuginfo<'_>,
+    sp_die: DieRef,
+    addr: u64,
+    perf_quirks: bool,
+) -> Result<FrameBase, String> {
     let LocationAt::Expr(e) = di.location_at(sp_die, gimli::DW_AT_frame_base, addr) else {
         return Ok(FrameBase::None);
     };
@@ -168,7 +250,8 @@ pub fn frame_base(di: &Debuginfo<'_>, sp_die: DieRef, addr: u64) -> Result<Frame
     let single = gimli::Reader::is_empty(&input);
     Ok(match first {
         Operation::CallFrameCFA if single && di.has_cfi() => match di.cfa_at(addr) {
-            Some((r, o)) => FrameBase::Reg(r, o),
+            Some(Cfa::RegOffset(r, o)) => FrameBase::Reg(r, o),
+            Some(Cfa::Expr(e)) => cfa_expression(e.0.slice(), enc, perf_quirks),
             None => return Err(format!("Failed to get call frame on {addr:#x}")),
         },
         Operation::RegisterOffset {
@@ -179,6 +262,40 @@ pub fn frame_base(di: &Debuginfo<'_>, sp_die: DieRef, addr: u64) -> Result<Frame
         Operation::Register { register } => FrameBase::Reg(register.0, 0),
         ref op => FrameBase::Other(op_name(op)),
     })
+}
+
+/// A CFA given as an expression: `DW_OP_breg* N` (register + N) and
+/// `DW_OP_breg* N; DW_OP_deref` (memory there) are frame bases; perf reads
+/// the first operation only.
+fn cfa_expression(expr: &[u8], enc: gimli::Encoding, perf_quirks: bool) -> FrameBase {
+    let mut input = R::new(expr, gimli::RunTimeEndian::Little);
+    let mut ops = Vec::new();
+    while !gimli::Reader::is_empty(&input) {
+        match Operation::parse(&mut input, enc) {
+            Ok(op) => ops.push(op),
+            Err(_) => return FrameBase::Other("a malformed CFA expression".into()),
+        }
+    }
+    if perf_quirks {
+        ops.truncate(1);
+    }
+    match ops.as_slice() {
+        [Operation::RegisterOffset {
+            register,
+            offset,
+            base_type,
+        }] if base_type.0 == 0 => FrameBase::Reg(register.0, *offset),
+        [Operation::RegisterOffset {
+            register,
+            offset,
+            base_type,
+        }, Operation::Deref {
+            base_type: b2,
+            size: 8,
+            space: false,
+        }] if base_type.0 == 0 && b2.0 == 0 => FrameBase::Deref(register.0, *offset),
+        _ => FrameBase::Other("a CFA expression".into()),
+    }
 }
 
 /// Where the probe is: the address, the real function around it and its
@@ -237,7 +354,13 @@ pub fn locate(
                 .ok_or(LocError::NotHere)?
         }
     };
-    translate_expr(expr.0.slice(), di.encoding(var), &site.frame_base, &name)
+    translate_expr(
+        expr.0.slice(),
+        di.encoding(var),
+        &site.frame_base,
+        &name,
+        features.perf_quirks,
+    )
 }
 
 /// An argument that cannot be translated, with perf's message.
@@ -306,7 +429,7 @@ fn find_member(di: &Debuginfo<'_>, st: DieRef, name: &str) -> Option<DieRef> {
 
 /// A member's byte offset; for a DWARF 5 bitfield (`DW_AT_data_bit_offset`),
 /// the offset of its storage unit, with the bit position inside it.
-fn member_offset(di: &Debuginfo<'_>, m: DieRef) -> Option<(u64, Option<u64>)> {
+fn member_offset(di: &Debuginfo<'_>, m: DieRef, perf_quirks: bool) -> Option<(u64, Option<u64>)> {
     match di.attr(m, gimli::DW_AT_data_member_location) {
         Some(gimli::AttributeValue::Exprloc(e)) => {
             let mut input = e.0;
@@ -318,6 +441,7 @@ fn member_offset(di: &Debuginfo<'_>, m: DieRef) -> Option<(u64, Option<u64>)> {
             }
         }
         Some(v) => Some((crate::debuginfo::udata_of(&v)?, None)),
+        None if perf_quirks => None,
         None => {
             let bits = di.udata(m, gimli::DW_AT_data_bit_offset)?;
             let unit_bytes = byte_size(di, m)?.max(1);
@@ -336,6 +460,16 @@ fn byte_size(di: &Debuginfo<'_>, d: DieRef) -> Option<u64> {
     di.udata(t, gimli::DW_AT_byte_size)
 }
 
+/// What walking the fields carries along.
+struct FieldState {
+    /// The fields are in user memory.
+    user: bool,
+    /// Bit position of a DWARF 5 bitfield member, when the last field is one.
+    bit: Option<u64>,
+    /// Reproduce perf's mistakes.
+    perf_quirks: bool,
+}
+
 /// Walks `fields` from variable (or member) `cur`, extending `arg`'s
 /// dereferences (perf's `convert_variable_fields()`). Returns the DIE whose
 /// type the value finally has.
@@ -345,9 +479,10 @@ fn convert_fields(
     varname: &str,
     fields: &[Field],
     arg: &mut TraceArg,
-    user: bool,
-    bit: &mut Option<u64>,
+    st: &mut FieldState,
 ) -> Result<DieRef, ArgError> {
+    let user = st.user;
+    let quirks = st.perf_quirks;
     let Some(field) = fields.first() else {
         return Ok(cur);
     };
@@ -377,7 +512,7 @@ fn convert_fields(
             last.user = user;
             // The array (or pointer) type's own type is the element's.
             let rest = fields.get(1..).unwrap_or(&[]);
-            convert_fields(di, ty, &format!("{varname}[{index}]"), rest, arg, user, bit)
+            convert_fields(di, ty, &format!("{varname}[{index}]"), rest, arg, st)
         }
         Field::Index(_) => {
             if !is_aggr {
@@ -388,19 +523,19 @@ fn convert_fields(
             ))
         }
         Field::Member { name, arrow } => {
-            let st = if is_ptr {
+            let aggr = if is_ptr {
                 if !arrow {
                     return fail(format!("Semantic error: {name} must be referred by '->'"));
                 }
-                let Some(st) = real_type(di, ty) else {
+                let Some(pointee) = real_type(di, ty) else {
                     return fail(format!("Failed to get the type of {varname}."));
                 };
-                let t = di.tag(st);
+                let t = di.tag(pointee);
                 if t != gimli::DW_TAG_structure_type && t != gimli::DW_TAG_union_type {
                     return fail(format!("{varname} is not a data structure nor a union."));
                 }
                 arg.derefs.push(Deref { offset: 0, user });
-                st
+                pointee
             } else {
                 if !is_aggr {
                     return fail(format!("{varname} is not a data structure nor a union."));
@@ -413,17 +548,17 @@ fn convert_fields(
                 }
                 ty
             };
-            let Some(m) = find_member(di, st, name) else {
-                let tname = di.name(st).unwrap_or_else(|| "(unnamed)".into());
+            let Some(m) = find_member(di, aggr, name) else {
+                let tname = di.name(aggr).unwrap_or_else(|| "(unnamed)".into());
                 return fail(format!("{varname}(type:{tname}) has no member {name}."));
             };
-            let off = if di.tag(st) == gimli::DW_TAG_union_type {
+            let off = if di.tag(aggr) == gimli::DW_TAG_union_type {
                 0
             } else {
-                match member_offset(di, m) {
+                match member_offset(di, m, quirks) {
                     Some((o, b)) => {
                         if di.name(m).is_some() {
-                            *bit = b;
+                            st.bit = b;
                         }
                         o
                     }
@@ -436,9 +571,9 @@ fn convert_fields(
             }
             if di.name(m).is_none() {
                 // Inside an anonymous struct/union: look again from it.
-                return convert_fields(di, m, varname, fields, arg, user, bit);
+                return convert_fields(di, m, varname, fields, arg, st);
             }
-            convert_fields(di, m, name, fields.get(1..).unwrap_or(&[]), arg, user, bit)
+            convert_fields(di, m, name, fields.get(1..).unwrap_or(&[]), arg, st)
         }
     }
 }
@@ -621,23 +756,19 @@ pub fn translate_located(
             ))
         }
     }
-    let mut bit = None;
-    let last = convert_fields(
-        di,
-        var,
-        &a.var,
-        &a.fields,
-        &mut arg,
-        a.user_access,
-        &mut bit,
-    )?;
+    let mut st = FieldState {
+        user: a.user_access,
+        bit: None,
+        perf_quirks: features.perf_quirks,
+    };
+    let last = convert_fields(di, var, &a.var, &a.fields, &mut arg, &mut st)?;
     convert_type(
         di,
         last,
         &mut arg,
         a.ty.as_deref(),
         a.user_access,
-        bit,
+        st.bit,
         features,
     )?;
     Ok(Translated::Arg(arg))

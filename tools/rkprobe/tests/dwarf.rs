@@ -551,7 +551,7 @@ fn site(di: &Debuginfo<'_>, addr: u64) -> Site {
     Site {
         addr,
         sp_die: sp,
-        frame_base: translate::frame_base(di, sp, addr).unwrap(),
+        frame_base: translate::frame_base(di, sp, addr, false).unwrap(),
     }
 }
 
@@ -735,12 +735,16 @@ fn refused_locations() {
 }
 
 fn raw(bytes: &[u8], fb: &FrameBase) -> Result<String, translate::LocError> {
+    raw_mode(bytes, fb, false)
+}
+
+fn raw_mode(bytes: &[u8], fb: &FrameBase, quirks: bool) -> Result<String, translate::LocError> {
     let enc = Encoding {
         format: Format::Dwarf32,
         version: 5,
         address_size: 8,
     };
-    translate::translate_expr(bytes, enc, fb, "var").map(|l| {
+    translate::translate_expr(bytes, enc, fb, "var", quirks).map(|l| {
         TraceArg {
             value: l.value,
             derefs: l.derefs,
@@ -782,9 +786,25 @@ fn raw_expressions() {
     assert_eq!(raw(&[], &none), Err(translate::LocError::NotHere));
     for bad in [
         vec![DW_OP_lit0.0, DW_OP_stack_value.0],
-        vec![DW_OP_breg5.0, 0, DW_OP_stack_value.0],
+        vec![DW_OP_breg5.0, 16, DW_OP_stack_value.0],
         vec![DW_OP_reg5.0, DW_OP_piece.0, 8],
-        vec![DW_OP_breg5.0, 8, DW_OP_deref.0],
+        vec![
+            DW_OP_reg5.0,
+            DW_OP_piece.0,
+            4,
+            DW_OP_reg4.0,
+            DW_OP_piece.0,
+            4,
+        ],
+        vec![DW_OP_breg5.0, 8, DW_OP_deref_size.0, 4],
+        vec![
+            DW_OP_breg5.0,
+            8,
+            DW_OP_lit1.0,
+            DW_OP_plus.0,
+            DW_OP_stack_value.0,
+        ],
+        vec![DW_OP_entry_value.0, 1, DW_OP_reg5.0, DW_OP_stack_value.0],
         vec![DW_OP_implicit_value.0, 1, 0],
         vec![DW_OP_call_frame_cfa.0],
     ] {
@@ -793,6 +813,61 @@ fn raw_expressions() {
             "{bad:?}"
         );
     }
+}
+
+#[test]
+fn raw_expressions_of_several_operations() {
+    use gimli::constants::*;
+    let none = FrameBase::None;
+    // The value of a register, said the long way.
+    assert_eq!(
+        raw(&[DW_OP_breg5.0, 0, DW_OP_stack_value.0], &none).unwrap(),
+        "%di"
+    );
+    // Pointers stored in memory.
+    assert_eq!(
+        raw(&[DW_OP_breg5.0, 8, DW_OP_deref.0], &none).unwrap(),
+        "+0(+8(%di))"
+    );
+    assert_eq!(
+        raw(
+            &[DW_OP_breg5.0, 8, DW_OP_deref.0, DW_OP_stack_value.0],
+            &none
+        )
+        .unwrap(),
+        "+8(%di)"
+    );
+    assert_eq!(
+        raw(
+            &[DW_OP_breg5.0, 8, DW_OP_deref.0, DW_OP_plus_uconst.0, 16],
+            &none
+        )
+        .unwrap(),
+        "+16(+8(%di))"
+    );
+    assert_eq!(
+        raw(&[DW_OP_fbreg.0, 0x6c, DW_OP_deref.0], &FrameBase::Reg(7, 8)).unwrap(),
+        "+0(-12(%sp))"
+    );
+    let mut addr = vec![DW_OP_addr.0];
+    addr.extend_from_slice(&0xffff_ffff_8100_0000u64.to_le_bytes());
+    addr.push(DW_OP_deref.0);
+    assert_eq!(raw(&addr, &none).unwrap(), "+0(@var+0)");
+}
+
+#[test]
+fn perf_quirks_read_the_first_operation_only() {
+    use gimli::constants::*;
+    let none = FrameBase::None;
+    let q = |b: &[u8]| raw_mode(b, &none, true).unwrap();
+    assert_eq!(q(&[DW_OP_breg5.0, 16, DW_OP_stack_value.0]), "+16(%di)");
+    assert_eq!(q(&[DW_OP_breg5.0, 0, DW_OP_stack_value.0]), "+0(%di)");
+    assert_eq!(q(&[DW_OP_reg5.0, DW_OP_piece.0, 8]), "%di");
+    assert_eq!(q(&[DW_OP_breg5.0, 8, DW_OP_deref.0]), "+8(%di)");
+    let mut addr = vec![DW_OP_addr.0];
+    addr.extend_from_slice(&0u64.to_le_bytes());
+    addr.push(DW_OP_stack_value.0);
+    assert_eq!(q(&addr), "@var+0");
 }
 
 fn definitions(di: &Debuginfo<'_>, text: &str) -> Result<Vec<String>, String> {

@@ -8,9 +8,9 @@
 //! crate; the lines must be equal. Runs when `RKPROBE_VMLINUX` names a
 //! vmlinux with DWARF and `perf` is installed; otherwise it says so and
 //! passes. Knobs: `RKPROBE_DIFF_N` (specifications, default 300),
-//! `RKPROBE_DIFF_SEED`, `RKPROBE_DIFF_MIN` (the agreement, in percent of the
-//! specifications, below which the test fails; default 0 while the
-//! differences are being worked through), `RKPROBE_DIFF_REPORT` (where to
+//! `RKPROBE_DIFF_SEED`, `RKPROBE_DIFF_MIN` (the agreement, deliberate differences
+//! counted as agreeing, in percent of the specifications, below which the
+//! test fails; default 95), `RKPROBE_DIFF_REPORT` (where to
 //! write every case).
 
 use std::collections::HashSet;
@@ -64,6 +64,40 @@ struct Tally {
     only_ours: usize,
 }
 
+type Answer = Result<Vec<String>, String>;
+
+impl Tally {
+    /// Counts one case and names it.
+    fn count(&mut self, ours: &Answer, theirs: &Answer) -> &'static str {
+        match (ours, theirs) {
+            (Ok(a), Ok(b)) if a == b => {
+                self.same += 1;
+                "same"
+            }
+            (Err(_), Err(_)) => {
+                self.both_refuse += 1;
+                "both-refuse"
+            }
+            (Ok(_), Ok(_)) => {
+                self.differ += 1;
+                "DIFFER"
+            }
+            (Err(_), Ok(_)) => {
+                self.only_perf += 1;
+                "ONLY-PERF"
+            }
+            (Ok(_), Err(_)) => {
+                self.only_ours += 1;
+                "ONLY-OURS"
+            }
+        }
+    }
+
+    fn agree(&self) -> usize {
+        self.same + self.both_refuse
+    }
+}
+
 #[test]
 fn agrees_with_perf_probe() {
     let Ok(vmlinux) = std::env::var("RKPROBE_VMLINUX") else {
@@ -76,7 +110,7 @@ fn agrees_with_perf_probe() {
     }
     let n = env_num("RKPROBE_DIFF_N", 300) as usize;
     let seed = env_num("RKPROBE_DIFF_SEED", 1);
-    let min = env_num("RKPROBE_DIFF_MIN", 0) as usize;
+    let min = env_num("RKPROBE_DIFF_MIN", 95) as usize;
 
     let bytes = std::fs::read(&vmlinux).expect("reading the vmlinux");
     let sections = Sections::from_elf(&bytes).expect("an ELF file");
@@ -84,21 +118,21 @@ fn agrees_with_perf_probe() {
     let specs = specgen::generate(&di, n, seed);
     assert!(specs.len() >= n.min(10), "too few specifications generated");
 
-    let ours: Vec<Result<Vec<String>, String>> = specs
-        .iter()
-        .map(|s| {
-            let mut taken = HashSet::new();
-            event::definitions(
-                &di,
-                s,
-                Features::LINUX_6_12,
-                finder::MAX_PROBES,
-                &mut taken,
-                true,
-            )
-            .map(|(evs, _)| evs.iter().map(|e| e.command()).collect())
-        })
-        .collect();
+    let run = |features: Features| -> Vec<Result<Vec<String>, String>> {
+        specs
+            .iter()
+            .map(|s| {
+                let mut taken = HashSet::new();
+                event::definitions(&di, s, features, finder::MAX_PROBES, &mut taken, true)
+                    .map(|(evs, _)| evs.iter().map(|e| e.command()).collect())
+            })
+            .collect()
+    };
+    let ours = run(Features::LINUX_6_12);
+    let quirks = run(Features {
+        perf_quirks: true,
+        ..Features::LINUX_6_12
+    });
     drop(di);
 
     // perf, two at a time.
@@ -118,30 +152,29 @@ fn agrees_with_perf_probe() {
     });
 
     let mut t = Tally::default();
+    let mut q = Tally::default();
+    let mut deliberate = 0;
     let mut report = String::new();
-    for ((spec, ours), theirs) in specs.iter().zip(&ours).zip(&theirs) {
-        let Some(theirs) = theirs else { continue };
-        let verdict = match (ours, theirs) {
-            (Ok(a), Ok(b)) if a == b => {
-                t.same += 1;
-                "same"
-            }
-            (Err(_), Err(_)) => {
-                t.both_refuse += 1;
-                "both-refuse"
-            }
-            (Ok(_), Ok(_)) => {
-                t.differ += 1;
-                "DIFFER"
-            }
-            (Err(_), Ok(_)) => {
-                t.only_perf += 1;
-                "ONLY-PERF"
-            }
-            (Ok(_), Err(_)) => {
-                t.only_ours += 1;
-                "ONLY-OURS"
-            }
+    let agree = |a: &Result<Vec<String>, String>, b: &Result<Vec<String>, String>| match (a, b) {
+        (Ok(a), Ok(b)) => a == b,
+        (Err(_), Err(_)) => true,
+        _ => false,
+    };
+    for (i, spec) in specs.iter().enumerate() {
+        let (Some(ours), Some(quirks), Some(Some(theirs))) =
+            (ours.get(i), quirks.get(i), theirs.get(i))
+        else {
+            continue;
+        };
+        q.count(quirks, theirs);
+        let verdict = t.count(ours, theirs);
+        // A difference that goes away when perf's mistakes are reproduced is
+        // one of the documented, deliberate ones.
+        let verdict = if !agree(ours, theirs) && agree(quirks, theirs) {
+            deliberate += 1;
+            "deliberate"
+        } else {
+            verdict
         };
         let _ = writeln!(report, "== [{verdict}] {spec}");
         let show = |r: &Result<Vec<String>, String>| match r {
@@ -154,11 +187,22 @@ fn agrees_with_perf_probe() {
         }
     }
     let total = specs.len();
-    let agree = t.same + t.both_refuse;
     let summary = format!(
-        "perf_diff: {total} specifications, {agree} agree ({} same lines, {} both refuse), \
+        "perf_diff: {total} specifications from the debuginfo.\n\
+         perf_diff: rkprobe: {} agree with perf ({} same lines, {} both refuse), \
+         {deliberate} differ deliberately, {} otherwise.\n\
+         perf_diff: rkprobe with perf's quirks: {} agree ({} same lines, {} both refuse), \
          {} differ, {} only perf accepts, {} only rkprobe accepts",
-        t.same, t.both_refuse, t.differ, t.only_perf, t.only_ours
+        t.agree(),
+        t.same,
+        t.both_refuse,
+        total - t.agree() - deliberate,
+        q.agree(),
+        q.same,
+        q.both_refuse,
+        q.differ,
+        q.only_perf,
+        q.only_ours
     );
     eprintln!("{summary}");
     let _ = writeln!(report, "{summary}");
@@ -166,8 +210,9 @@ fn agrees_with_perf_probe() {
         .unwrap_or_else(|_| format!("{}/perf_diff.txt", env!("CARGO_TARGET_TMPDIR")));
     std::fs::write(&path, report).expect("writing the report");
     eprintln!("perf_diff: every case in {path}");
+    let explained = t.agree() + deliberate;
     assert!(
-        agree * 100 >= min * total,
-        "agreement {agree}/{total} below {min}%"
+        explained * 100 >= min * total,
+        "agreement {explained}/{total} (deliberate differences included) below {min}%"
     );
 }
