@@ -12,6 +12,7 @@
 //! ones), one probe each; a line through the CU's statement lines, the
 //! function declaration lines and the inlined call sites.
 
+use std::collections::BTreeSet;
 use std::rc::Rc;
 
 use crate::debuginfo::{Debuginfo, DieRef};
@@ -123,6 +124,34 @@ pub fn glob_match(s: &str, pat: &str) -> bool {
     m(s.as_bytes(), pat.as_bytes())
 }
 
+/// The lines (file, line) of function `sp` that can be probed, as perf's
+/// `--line` finds them (`die_walk_lines()` over the function).
+pub fn probeable_lines(di: &Debuginfo<'_>, sp: DieRef) -> Vec<(Rc<str>, u32)> {
+    let spec = ProbeSpec::default();
+    let f = Finder::new(di, &spec, Features::LINUX_6_12);
+    f.walk_lines(sp, false)
+        .into_iter()
+        .map(|(file, l, _)| (file, l))
+        .collect()
+}
+
+/// perf's `strlazymatch()`: a glob over the whole line, white space in
+/// the line and in the pattern ignored.
+pub fn lazy_match(line: &str, pat: &str) -> bool {
+    let strip = |s: &str| s.chars().filter(|c| !c.is_ascii_whitespace()).collect::<String>();
+    glob_match(&strip(line), &strip(pat))
+}
+
+/// perf's `find_lazy_match_lines()`: the numbers (from 1) of the lines of
+/// `text` that match `pat`.
+pub fn lazy_match_lines(text: &str, pat: &str) -> BTreeSet<u32> {
+    text.lines()
+        .zip(1u32..)
+        .filter(|(l, _)| lazy_match(l, pat))
+        .map(|(_, n)| n)
+        .collect()
+}
+
 /// perf's `strisglob()`.
 pub fn is_glob(s: &str) -> bool {
     s.contains(['*', '?', '[']) && !s.is_empty()
@@ -141,6 +170,9 @@ pub struct Finder<'d, 'a> {
     cu: DieRef,
     fname: Option<Rc<str>>,
     lno: u32,
+    /// The source lines matching the lazy pattern (perf's `lcache`), read
+    /// once from the first file searched.
+    lazy_lines: Option<BTreeSet<u32>>,
 }
 
 impl<'d, 'a> Finder<'d, 'a> {
@@ -159,6 +191,7 @@ impl<'d, 'a> Finder<'d, 'a> {
             },
             fname: None,
             lno: 0,
+            lazy_lines: None,
         }
     }
 
@@ -195,9 +228,6 @@ impl<'d, 'a> Finder<'d, 'a> {
     pub fn find(&mut self) -> Result<(), FindError> {
         let spec = self.spec;
         let pp = &spec.point;
-        if pp.lazy_line.is_some() {
-            return fail("Lazy line patterns (;PTN) are not supported yet.");
-        }
         if pp.abs_address.is_some() {
             return fail("Absolute addresses are not supported yet.");
         }
@@ -216,6 +246,8 @@ impl<'d, 'a> Finder<'d, 'a> {
             };
             if pp.function.is_some() {
                 self.find_by_func(unit)?;
+            } else if pp.lazy_line.is_some() {
+                self.find_lazy(cu, true)?;
             } else {
                 self.lno = pp.line;
                 self.find_by_line()?;
@@ -286,6 +318,9 @@ impl<'d, 'a> Finder<'d, 'a> {
                 self.find_by_line()?;
             } else if self.is_func_instance(sp) {
                 match self.di.die_entrypc(sp) {
+                    Some(a) if a != 0 && pp.lazy_line.is_some() => {
+                        self.find_lazy(sp, false)?;
+                    }
                     Some(a) if a != 0 => {
                         let addr = a.wrapping_add(pp.offset);
                         self.call_probe_finder(sp, addr)?;
@@ -342,6 +377,10 @@ impl<'d, 'a> Finder<'d, 'a> {
             };
             if addr == 0 {
                 return Ok(());
+            }
+            if self.spec.point.lazy_line.is_some() {
+                self.find_lazy(d, false)?;
+                continue;
             }
             self.call_probe_finder(d, addr.wrapping_add(self.spec.point.offset))?;
         }
@@ -571,6 +610,134 @@ impl<'d, 'a> Finder<'d, 'a> {
             return fail("Failed to find scope of probe point.");
         };
         self.call_probe_finder(sc, addr)
+    }
+
+    /// perf's `find_probe_point_lazy()`: the lines of `rt` (a function, an
+    /// inlined instance or, with `is_cu`, the whole unit) whose source text
+    /// matches the lazy pattern.
+    fn find_lazy(&mut self, rt: DieRef, is_cu: bool) -> Result<(), FindError> {
+        let Some(pat) = self.spec.point.lazy_line.clone() else {
+            return Ok(());
+        };
+        if self.lazy_lines.is_none() {
+            let Some(fname) = self.fname.clone() else {
+                return Ok(());
+            };
+            let text = std::fs::read(&*fname).map_err(|e| {
+                FindError(format!(
+                    "Failed to find source file path.\nFailed to open {fname}: {e}"
+                ))
+            })?;
+            let set = lazy_match_lines(&String::from_utf8_lossy(&text), &pat);
+            if set.is_empty() {
+                // perf reads the file again for the next unit.
+                return Ok(());
+            }
+            self.lazy_lines = Some(set);
+        }
+        let Some(fname) = self.fname.clone() else {
+            return Ok(());
+        };
+        for (file, line, addr) in self.walk_lines(rt, is_cu) {
+            let hit = self
+                .lazy_lines
+                .as_ref()
+                .is_some_and(|s| s.contains(&line));
+            if !hit || !strtailcmp(&file, &fname) {
+                continue;
+            }
+            self.lno = line;
+            let Some(sc) = self.find_best_scope(addr) else {
+                return fail("Failed to find scope of probe point.");
+            };
+            self.call_probe_finder(sc, addr)?;
+        }
+        Ok(())
+    }
+
+    /// perf's `die_walk_lines()`: the statement lines (file, line, address)
+    /// of a unit, or of a function without the lines of what is inlined into
+    /// it, then the declaration lines and inlined call sites.
+    fn walk_lines(&self, rt: DieRef, is_cu: bool) -> Vec<(Rc<str>, u32, u64)> {
+        let di = self.di;
+        let mut out = Vec::new();
+        let decl = di.decl_line(rt).unwrap_or(0);
+        let decf = if is_cu { None } else { di.decl_file(rt) };
+        if !is_cu && decf.is_none() {
+            return out;
+        }
+        for l in di.lines(rt.unit).iter() {
+            if l.end_sequence || !l.is_stmt {
+                continue;
+            }
+            if !is_cu {
+                if !di.haspc(rt, l.addr) {
+                    continue;
+                }
+                if let Some(inl) = self.deepest_inline(rt, l.addr) {
+                    let call_site = di.call_file(inl).is_some_and(|f| Some(&f) == decf.as_ref())
+                        && di.call_line(inl) == Some(l.line);
+                    if !call_site
+                        && (di.decl_line(inl).unwrap_or(0) != decl
+                            || di.decl_file(inl) != decf)
+                    {
+                        continue;
+                    }
+                }
+            }
+            out.push((l.file.clone(), l.line, l.addr));
+        }
+        let funcs: Vec<DieRef> = if is_cu {
+            di.subprograms(rt.unit).iter().copied().collect()
+        } else {
+            vec![rt]
+        };
+        for f in funcs {
+            if let (Some(file), Some(line), Some(addr)) =
+                (di.decl_file(f), di.decl_line(f), di.die_entrypc(f))
+            {
+                out.push((file, line, addr));
+            }
+            self.funclines(f, is_cu, &mut out);
+        }
+        out
+    }
+
+    /// perf's `__die_walk_funclines_cb()` over the children of `d`.
+    fn funclines(&self, d: DieRef, recursive: bool, out: &mut Vec<(Rc<str>, u32, u64)>) {
+        for c in self.di.children(d) {
+            if self.di.tag(c) == gimli::DW_TAG_inlined_subroutine {
+                let mut addr = None;
+                if let (Some(f), Some(l)) = (
+                    self.di.call_file(c),
+                    self.di.call_line(c).filter(|&l| l > 0),
+                ) {
+                    if let Some(a) = self.di.die_entrypc(c) {
+                        out.push((f, l, a));
+                        addr = Some(a);
+                    }
+                }
+                if let (Some(a), Some(f), Some(l)) =
+                    (addr, self.di.decl_file(c), self.di.decl_line(c))
+                {
+                    out.push((f, l, a));
+                }
+                if !recursive {
+                    continue;
+                }
+            }
+            self.funclines(c, recursive, out);
+        }
+    }
+
+    /// perf's `die_find_inlinefunc()`: the deepest inlined instance below
+    /// `d` holding `addr`.
+    fn deepest_inline(&self, d: DieRef, addr: u64) -> Option<DieRef> {
+        let mut cur = self.find_inline_below(d, addr)?;
+        while let Some(next) = self.find_inline_below(cur, addr) {
+            cur = next;
+        }
+        Some(cur)
     }
 
     /// perf's `cu_find_lineinfo()`.
@@ -809,6 +976,18 @@ mod tests {
         assert!(glob_match("a*b", "a\\*b"));
         assert!(is_glob("vfs_*"));
         assert!(!is_glob("vfs_read"));
+    }
+
+    #[test]
+    fn lazy_patterns() {
+        assert!(lazy_match("\tret = rw_verify_area(READ, file, pos, count);", "ret=rw_verify*"));
+        assert!(lazy_match("\tif (count > MAX_RW_COUNT)", "if(count>*"));
+        assert!(!lazy_match("\tret = rw_verify_area(READ, file, pos, count);", "rw_verify*"));
+        assert!(lazy_match("  a = b;", "a=*"));
+        assert!(lazy_match("a == b", "a=*"));
+        let text = "int a;\n  a = 1;\n\tb = 2;\n a=3;\n";
+        let got: Vec<u32> = lazy_match_lines(text, "a =*").into_iter().collect();
+        assert_eq!(got, vec![2, 4]);
     }
 
     #[test]

@@ -158,6 +158,23 @@ fn short_path(p: &str) -> String {
     }
 }
 
+/// A lazy pattern for line `line` of the source file `path`: the start of
+/// its text (white space dropped, up to the first character that is special
+/// in a probe specification or a glob) followed by `*`; `None` when the
+/// file cannot be read or the line has no such start.
+fn lazy_pattern(path: &str, line: u32) -> Option<String> {
+    let text = std::fs::read(path).ok()?;
+    let text = String::from_utf8_lossy(&text);
+    let l = text.lines().nth(usize::try_from(line).ok()?.checked_sub(1)?)?;
+    let start: String = l
+        .chars()
+        .filter(|c| !c.is_ascii_whitespace())
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '(')
+        .take(16)
+        .collect();
+    (start.len() >= 3).then(|| format!("{start}*"))
+}
+
 /// `n` specifications drawn from `di` with `seed`.
 pub fn generate(di: &Debuginfo<'_>, n: usize, seed: u64) -> Vec<String> {
     let funcs = functions(di);
@@ -178,7 +195,7 @@ pub fn generate(di: &Debuginfo<'_>, n: usize, seed: u64) -> Vec<String> {
         let mut locals = Vec::new();
         named(di, f.die, gimli::DW_TAG_variable, true, &mut locals);
         let name = &f.name;
-        let kind = rng.below(12);
+        let kind = rng.below(15);
         let spec = if f.inline {
             match kind % 3 {
                 0 => Some(name.clone()),
@@ -243,6 +260,27 @@ pub fn generate(di: &Debuginfo<'_>, n: usize, seed: u64) -> Vec<String> {
                     let decl = di.decl_line(f.die).unwrap_or(0);
                     rng.pick(&lines)
                         .and_then(|&(l, _)| Some(format!("{name}:{} $vars", l.checked_sub(decl)?)))
+                }
+                12 | 13 => {
+                    let lines = lines_in(di, f.die);
+                    let file = di.decl_file(f.die);
+                    match (rng.pick(&lines), file) {
+                        (Some(&(l, _)), Some(file)) => lazy_pattern(&file, l).map(|p| {
+                            if kind == 12 {
+                                format!("{name};{p}")
+                            } else {
+                                format!("{};{p}", short_path(&file))
+                            }
+                        }),
+                        _ => None,
+                    }
+                }
+                14 => {
+                    let file = di.decl_file(f.die).map(|p| short_path(&p));
+                    file.map(|file| match rng.pick(&params) {
+                        Some((p, _)) => format!("{name}@{file} {p}"),
+                        None => format!("{name}@{file}"),
+                    })
                 }
                 _ => rng.pick(&locals).map(|(v, _)| format!("{name} {v}")),
             }
