@@ -19,6 +19,7 @@ pub mod event;
 pub mod fetcharg;
 pub mod finder;
 pub mod regs;
+pub mod show;
 pub mod spec;
 pub mod specgen;
 pub mod translate;

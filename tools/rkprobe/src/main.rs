@@ -7,6 +7,8 @@
 //! rkprobe -k VMLINUX --definition 'vfs_read count file->f_mode'
 //! rkprobe --add 'fs/read_write.c:470 count'        # into rkprobes
 //! rkprobe --tracefs --add 'vfs_read%return $retval' # into the kernel's
+//! rkprobe --list; rkprobe --del 'vfs_*'; rkprobe --vars vfs_read:5
+//! rkprobe --line vfs_read; rkprobe --funcs 'vfs_*'
 //! ```
 
 use std::collections::HashSet;
@@ -41,7 +43,22 @@ struct Cli {
     /// Add a probe event.
     #[arg(short = 'a', long = "add", value_name = "PROBE")]
     add: Vec<String>,
-    /// With --add: show what would be written, write nothing.
+    /// Delete the events matching GLOB (`GROUP:EVENT` or `EVENT`).
+    #[arg(short = 'd', long = "del", value_name = "GLOB")]
+    del: Vec<String>,
+    /// List the events defined, with their source places and arguments.
+    #[arg(short = 'l', long = "list", value_name = "GLOB", num_args = 0..=1, default_missing_value = "*")]
+    list: Option<String>,
+    /// Show the source lines of FUNC[:RANGE] that can be probed.
+    #[arg(short = 'L', long = "line", value_name = "FUNC[:RANGE]")]
+    line: Option<String>,
+    /// Show the variables available at a probe point.
+    #[arg(short = 'V', long = "vars", value_name = "PROBE")]
+    vars: Vec<String>,
+    /// Show the functions (FILTER: a glob; default all not starting with _).
+    #[arg(short = 'F', long = "funcs", value_name = "FILTER", num_args = 0..=1, default_missing_value = "!_*")]
+    funcs: Option<String>,
+    /// With --add or --del: show what would be written, write nothing.
     #[arg(short = 'n', long = "dry-run")]
     dry_run: bool,
     /// Allow numbered names for events that already exist.
@@ -142,7 +159,60 @@ fn existing_events(path: &Path) -> HashSet<String> {
         .collect()
 }
 
+/// `--del`: removes the events matching any of `globs` from `control`
+/// (perf's "Removed event: GROUP:EVENT"); an error when none matches.
+fn delete(cli: &Cli, control: &Path) -> Result<(), String> {
+    let text = std::fs::read_to_string(control)
+        .map_err(|e| format!("Failed to open {}: {e}", control.display()))?;
+    let mut found = Vec::new();
+    for line in text.lines() {
+        let Some(head) = line.split_ascii_whitespace().next() else {
+            continue;
+        };
+        let Some((_, ge)) = head.split_once(':') else {
+            continue;
+        };
+        let full = ge.replace('/', ":");
+        let ev = ge.rsplit('/').next().unwrap_or(ge);
+        let hit = cli.del.iter().any(|g| {
+            let g = g.replace('/', ":");
+            if g.contains(':') {
+                finder::glob_match(&full, &g)
+            } else {
+                finder::glob_match(ev, &g)
+            }
+        });
+        if hit {
+            found.push((ge.to_string(), full));
+        }
+    }
+    if found.is_empty() {
+        return Err(format!("  Error: No matched event: {}", cli.del.join(" ")));
+    }
+    for (ge, full) in found {
+        if !cli.dry_run {
+            let mut f = std::fs::OpenOptions::new()
+                .append(true)
+                .open(control)
+                .map_err(|e| format!("Failed to open {}: {e}", control.display()))?;
+            writeln!(f, "-:{ge}").map_err(|e| format!("Failed to delete event {full}: {e}"))?;
+        }
+        if !cli.quiet {
+            eprintln!("Removed event: {full}");
+        }
+    }
+    Ok(())
+}
+
 fn run(cli: Cli) -> Result<(), String> {
+    let control = Path::new(if cli.tracefs {
+        TRACEFS_EVENTS
+    } else {
+        RKPROBES_EVENTS
+    });
+    if !cli.del.is_empty() {
+        return delete(&cli, control);
+    }
     let path = match &cli.vmlinux {
         Some(p) => p.clone(),
         None => find_vmlinux().ok_or("Failed to find the path for the kernel: use -k VMLINUX")?,
@@ -153,6 +223,29 @@ fn run(cli: Cli) -> Result<(), String> {
     let features = features(&cli);
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
+
+    if let Some(glob) = &cli.list {
+        let text = std::fs::read_to_string(control)
+            .map_err(|e| format!("Failed to open {}: {e}", control.display()))?;
+        let g = (glob != "*").then_some(glob.as_str());
+        let _ = write!(out, "{}", rkprobe::show::list(&di, &text, g));
+        return Ok(());
+    }
+    if let Some(range) = &cli.line {
+        let _ = write!(out, "{}", rkprobe::show::line_range(&di, range)?);
+        return Ok(());
+    }
+    if !cli.vars.is_empty() {
+        for v in &cli.vars {
+            let _ = write!(out, "{}", rkprobe::show::vars(&di, v, features)?);
+        }
+        return Ok(());
+    }
+    if let Some(filter) = &cli.funcs {
+        let f = (filter != "!_*").then_some(filter.as_str());
+        let _ = write!(out, "{}", rkprobe::show::funcs(&di, f));
+        return Ok(());
+    }
 
     if let Some(batch) = &cli.batch {
         let list =
@@ -199,13 +292,11 @@ fn run(cli: Cli) -> Result<(), String> {
         adds.push(cli.probe.join(" "));
     }
     if adds.is_empty() {
-        return Err("Nothing to do: give --add PROBE or --definition PROBE".into());
+        return Err(
+            "Nothing to do: give --add, --del, --list, --line, --vars, --funcs or --definition"
+                .into(),
+        );
     }
-    let control = Path::new(if cli.tracefs {
-        TRACEFS_EVENTS
-    } else {
-        RKPROBES_EVENTS
-    });
     let mut taken = existing_events(control);
     let mut all = Vec::new();
     for a in &adds {
