@@ -195,7 +195,10 @@ fn delete(cli: &Cli, control: &Path) -> Result<(), String> {
                 .append(true)
                 .open(control)
                 .map_err(|e| format!("Failed to open {}: {e}", control.display()))?;
-            writeln!(f, "-:{ge}").map_err(|e| format!("Failed to delete event {full}: {e}"))?;
+            // One write() a command: the kernel's parser (and rkprobes')
+            // takes each write as whole lines.
+            f.write_all(format!("-:{ge}\n").as_bytes())
+                .map_err(|e| format!("Failed to delete event {full}: {e}"))?;
         }
         if !cli.quiet {
             eprintln!("Removed event: {full}");
@@ -316,7 +319,7 @@ fn run(cli: Cli) -> Result<(), String> {
             .open(control)
             .map_err(|e| format!("Failed to open {}: {e}", control.display()))?;
         for e in &all {
-            writeln!(f, "{}", e.command())
+            f.write_all(format!("{}\n", e.command()).as_bytes())
                 .map_err(|err| format!("Failed to write event: {err}\n  {}", e.command()))?;
         }
     }
@@ -337,7 +340,9 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("{e}");
-            eprintln!("  Error: Failed to add events.");
+            if !e.contains("Error:") {
+                eprintln!("  Error: Failed to add events.");
+            }
             ExitCode::FAILURE
         }
     }
