@@ -138,7 +138,11 @@ pub fn probeable_lines(di: &Debuginfo<'_>, sp: DieRef) -> Vec<(Rc<str>, u32)> {
 /// perf's `strlazymatch()`: a glob over the whole line, white space in
 /// the line and in the pattern ignored.
 pub fn lazy_match(line: &str, pat: &str) -> bool {
-    let strip = |s: &str| s.chars().filter(|c| !c.is_ascii_whitespace()).collect::<String>();
+    let strip = |s: &str| {
+        s.chars()
+            .filter(|c| !c.is_ascii_whitespace())
+            .collect::<String>()
+    };
     glob_match(&strip(line), &strip(pat))
 }
 
@@ -639,10 +643,7 @@ impl<'d, 'a> Finder<'d, 'a> {
             return Ok(());
         };
         for (file, line, addr) in self.walk_lines(rt, is_cu) {
-            let hit = self
-                .lazy_lines
-                .as_ref()
-                .is_some_and(|s| s.contains(&line));
+            let hit = self.lazy_lines.as_ref().is_some_and(|s| s.contains(&line));
             if !hit || !strtailcmp(&file, &fname) {
                 continue;
             }
@@ -678,8 +679,7 @@ impl<'d, 'a> Finder<'d, 'a> {
                     let call_site = di.call_file(inl).is_some_and(|f| Some(&f) == decf.as_ref())
                         && di.call_line(inl) == Some(l.line);
                     if !call_site
-                        && (di.decl_line(inl).unwrap_or(0) != decl
-                            || di.decl_file(inl) != decf)
+                        && (di.decl_line(inl).unwrap_or(0) != decl || di.decl_file(inl) != decf)
                     {
                         continue;
                     }
@@ -936,6 +936,17 @@ pub fn find_probes(
     let r = f.find();
     let mut events = std::mem::take(&mut f.events);
     let warnings = std::mem::take(&mut f.warnings);
+    if r.is_ok() && events.is_empty() && s.point.lazy_line.is_some() && features.perf_quirks {
+        // perf's get_alternative_probe_event(): when nothing is found it
+        // retries at the function's symbol turned back into a source
+        // point, which drops the lazy pattern, and so probes the entry of
+        // a function none of whose lines matched.
+        let mut alt = s.clone();
+        alt.point.lazy_line = None;
+        if alt.point.function.is_some() {
+            return find_probes(di, &alt, features, max_probes);
+        }
+    }
     if let Err(e) = r {
         if spec::needs_dwarf(s) {
             return Err(e);
@@ -980,9 +991,15 @@ mod tests {
 
     #[test]
     fn lazy_patterns() {
-        assert!(lazy_match("\tret = rw_verify_area(READ, file, pos, count);", "ret=rw_verify*"));
+        assert!(lazy_match(
+            "\tret = rw_verify_area(READ, file, pos, count);",
+            "ret=rw_verify*"
+        ));
         assert!(lazy_match("\tif (count > MAX_RW_COUNT)", "if(count>*"));
-        assert!(!lazy_match("\tret = rw_verify_area(READ, file, pos, count);", "rw_verify*"));
+        assert!(!lazy_match(
+            "\tret = rw_verify_area(READ, file, pos, count);",
+            "rw_verify*"
+        ));
         assert!(lazy_match("  a = b;", "a=*"));
         assert!(lazy_match("a == b", "a=*"));
         let text = "int a;\n  a = 1;\n\tb = 2;\n a=3;\n";

@@ -53,7 +53,9 @@ pub fn type_name(di: &Debuginfo<'_>, var: DieRef) -> Option<String> {
     };
     match type_name(di, t) {
         Some(inner) => Some(format!("{inner}{suffix}")),
-        None if tag == gimli::DW_TAG_pointer_type && di.attr_die(t, gimli::DW_AT_type).is_none() => {
+        None if tag == gimli::DW_TAG_pointer_type
+            && di.attr_die(t, gimli::DW_AT_type).is_none() =>
+        {
             Some("void*".into())
         }
         None => None,
@@ -99,7 +101,10 @@ fn line_of(di: &Debuginfo<'_>, unit: usize, addr: u64) -> Option<(String, u32)> 
     let lines = di.lines(unit);
     let upper = lines.partition_point(|l| l.addr <= addr);
     let mut i = upper.checked_sub(1)?;
-    while i > 0 && lines.get(i - 1).is_some_and(|l| l.addr == lines.get(i).map_or(0, |x| x.addr))
+    while i > 0
+        && lines
+            .get(i - 1)
+            .is_some_and(|l| l.addr == lines.get(i).map_or(0, |x| x.addr))
     {
         i -= 1;
     }
@@ -324,12 +329,16 @@ pub fn line_range(di: &Debuginfo<'_>, range: &str) -> Result<String, String> {
     let sp = funcs
         .get(name.as_str())
         .and_then(|l| {
-            l.iter().copied().find(|&d| {
-                !di.has_attr(d, gimli::DW_AT_declaration) && di.entrypc(d).is_some()
-            })
+            l.iter()
+                .copied()
+                .find(|&d| !di.has_attr(d, gimli::DW_AT_declaration) && di.entrypc(d).is_some())
         })
-        .ok_or_else(|| format!("Specified source line is not found.\n  Error: Failed to show lines of {name}"))?;
-    let file = di.decl_file(sp).ok_or("A function DIE doesn't have decl_line.")?;
+        .ok_or_else(|| {
+            format!("Specified source line is not found.\n  Error: Failed to show lines of {name}")
+        })?;
+    let file = di
+        .decl_file(sp)
+        .ok_or("A function DIE doesn't have decl_line.")?;
     let decl = di.decl_line(sp).unwrap_or(0);
     let probeable: BTreeSet<u32> = finder::probeable_lines(di, sp)
         .into_iter()

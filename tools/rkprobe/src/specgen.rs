@@ -165,7 +165,9 @@ fn short_path(p: &str) -> String {
 fn lazy_pattern(path: &str, line: u32) -> Option<String> {
     let text = std::fs::read(path).ok()?;
     let text = String::from_utf8_lossy(&text);
-    let l = text.lines().nth(usize::try_from(line).ok()?.checked_sub(1)?)?;
+    let l = text
+        .lines()
+        .nth(usize::try_from(line).ok()?.checked_sub(1)?)?;
     let start: String = l
         .chars()
         .filter(|c| !c.is_ascii_whitespace())
