@@ -59,6 +59,29 @@ grep myopen $T/trace | head -6 | sed 's/^/#   /'
 check "the opens were traced" grep -q 'myopen: (do_sys_openat2.* path="/proc/version"' $T/trace
 check "remove the event" sh -c "echo '-:myopen' >> $KE"
 
+# The runner puts tools/rkprobe and the kernel's DWARF into the guest for
+# scripts that name rkprobe-tool.
+if [ -x /bin/rkprobe ] && [ -e /usr/lib/debug/boot/vmlinux-"$(uname -r)" ]; then
+	diag ""
+	diag "rkprobe (tools/rkprobe, perf probe's syntax): the same with the"
+	diag "kernel's DWARF, by source line and variable name: vfs_read's count"
+	diag "on the line after its checks, as dd reads 37 bytes"
+	rel=$(rkprobe --line vfs_read | sed -n 's/^ *\([0-9][0-9]*\)[[:space:]]*ret = rw_verify_area(READ.*/\1/p')
+	diag "\$ rkprobe --line vfs_read (the lines around it):"
+	rkprobe --line vfs_read | grep -B2 -A1 "^ *$rel  " | sed 's/^/#   /'
+	check "rkprobe --add 'vfs_read:$rel count mode=file->f_mode'" \
+		rkprobe --add "vfs_read:$rel count mode=file->f_mode"
+	sed 's/^/#   /' $KE
+	check "enable it" sh -c "echo 1 > $T/events/probe/enable"
+	dd if=/proc/version of=/dev/null bs=37 count=1 2>/dev/null
+	check "disable it" sh -c "echo 0 > $T/events/probe/enable"
+	grep 'dd-.*vfs_read' $T/trace | head -3 | sed 's/^/#   /'
+	check "count=0x25 (37) traced" grep -q 'dd-.*vfs_read_L[0-9]*: .* count=0x25' $T/trace
+	diag "\$ rkprobe --list"
+	rkprobe --list | sed 's/^/#   /'
+	check "rkprobe --del 'vfs_read*'" rkprobe --del 'vfs_read*'
+fi
+
 check "insmod rkp_sweep.ko symbol=vfs_read" insmod $MODDIR/rkp_sweep.ko symbol=vfs_read
 diag "rkprobes/list (first lines of $(wc -l < /sys/kernel/debug/rkprobes/list)):"
 head -6 /sys/kernel/debug/rkprobes/list | sed 's/^/#   /'
