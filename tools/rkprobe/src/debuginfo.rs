@@ -535,10 +535,44 @@ impl<'a> Debuginfo<'a> {
         if let Some(a) = self.entrypc(d) {
             return Some(a);
         }
-        if !self.has_attr(d, gimli::DW_AT_ranges) {
-            return None;
+        self.first_range_start(d)
+    }
+
+    /// The start of the first entry of the DIE's `DW_AT_ranges`, an empty
+    /// one included. libdw's `dwarf_ranges()` returns empty entries like any
+    /// other, and GCC opens an inlined instance's ranges with one
+    /// (`[a, a)`, where the instance's first view is): perf probes there.
+    /// gimli's range iterator skips empty entries, so the raw entries are
+    /// read here.
+    fn first_range_start(&self, d: DieRef) -> Option<u64> {
+        use gimli::RawRngListEntry as E;
+        let u = self.unit(d)?;
+        let off = self
+            .dwarf
+            .attr_ranges_offset(u, self.attr(d, gimli::DW_AT_ranges)?)
+            .ok()??;
+        let mut raw = self.dwarf.raw_ranges(u, off).ok()?;
+        let mut base = u.low_pc;
+        while let Ok(Some(e)) = raw.next() {
+            return Some(match e {
+                E::BaseAddress { addr } => {
+                    base = addr;
+                    continue;
+                }
+                E::BaseAddressx { addr } => {
+                    base = self.dwarf.address(u, addr).ok()?;
+                    continue;
+                }
+                E::StartxEndx { begin, .. } | E::StartxLength { begin, .. } => {
+                    self.dwarf.address(u, begin).ok()?
+                }
+                E::AddressOrOffsetPair { begin, .. } | E::OffsetPair { begin, .. } => {
+                    base.wrapping_add(begin)
+                }
+                E::StartEnd { begin, .. } | E::StartLength { begin, .. } => begin,
+            });
         }
-        self.ranges(d).first().map(|r| r.0)
+        None
     }
 
     /// libdw's `dwarf_highpc`.

@@ -532,13 +532,22 @@ impl<'d, 'a> Finder<'d, 'a> {
         out
     }
 
+    /// Unlike perf, a name already among the arguments is not added again:
+    /// an argument is found by its name, so a second one would fetch the
+    /// same variable, and kprobe_events refuses a name given twice. perf
+    /// lists such a name twice (an inlined function GCC also inlined into
+    /// itself, its parameters repeated in the inner instance; a variable
+    /// shadowed in a block) and writes a line the kernel refuses, or
+    /// crashes. perf's quirks mode (the differential test's) lists it twice.
     fn collect_vars(&self, d: DieRef, site: &Site, vars: bool, out: &mut Vec<ArgSpec>) {
         for c in self.di.children(d) {
             let tag = self.di.tag(c);
             let wanted =
                 tag == gimli::DW_TAG_formal_parameter || (vars && tag == gimli::DW_TAG_variable);
             if wanted && translate::locate(self.di, c, site, self.features).is_ok() {
-                if let Some(n) = self.di.name(c) {
+                if let Some(n) = self.di.name(c).filter(|n| {
+                    self.features.perf_quirks || !out.iter().any(|o| translate::arg_name(o) == *n)
+                }) {
                     out.push(ArgSpec {
                         var: n,
                         ..ArgSpec::default()

@@ -10,7 +10,7 @@
 use gimli::write::{
     Address, AttributeValue, CallFrameInstruction, CommonInformationEntry, DwarfUnit, EndianVec,
     Expression, FrameDescriptionEntry, FrameTable, LineProgram, LineString, Location, LocationList,
-    Sections, UnitEntryId,
+    Range, RangeList, Sections, UnitEntryId,
 };
 use gimli::{Encoding, Format, LineEncoding, LittleEndian, Register};
 
@@ -24,6 +24,7 @@ use rkprobe::translate::{self, FrameBase, Site, Translated};
 const FUNC: u64 = 0x1000;
 const FUNC_LEN: u64 = 0x100;
 const INLINE_AT: u64 = 0x1020;
+const TWICE_AT: u64 = 0x1060;
 
 struct Builder {
     dw: DwarfUnit,
@@ -499,6 +500,73 @@ fn build() -> (Parts, Vec<Symbol>) {
             loc(expr(|e| e.op_reg(Register(12)))),
         ],
     );
+    // twice(x) inlined at walk+0x60 as GCC writes some instances: ranges
+    // that open with an empty one (where the instance's first view is), and
+    // a second instance of itself inside it, at the same address, with its
+    // own copy of the parameter.
+    let twice = b.add(
+        root,
+        gimli::DW_TAG_subprogram,
+        vec![
+            name("twice"),
+            (
+                gimli::DW_AT_decl_file,
+                AttributeValue::FileIndex(Some(file)),
+            ),
+            udata(gimli::DW_AT_decl_line, 6),
+            (
+                gimli::DW_AT_inline,
+                AttributeValue::Inline(gimli::DW_INL_declared_inlined),
+            ),
+        ],
+    );
+    let twice_x = b.add(
+        twice,
+        gimli::DW_TAG_formal_parameter,
+        vec![name("x"), ty(int)],
+    );
+    let instance = |b: &mut Builder, parent, ranges: Vec<(u64, u64)>| {
+        let r = b.dw.unit.ranges.add(RangeList(
+            ranges
+                .into_iter()
+                .map(|(begin, end)| Range::StartEnd {
+                    begin: Address::Constant(begin),
+                    end: Address::Constant(end),
+                })
+                .collect(),
+        ));
+        let i = b.add(
+            parent,
+            gimli::DW_TAG_inlined_subroutine,
+            vec![
+                (gimli::DW_AT_abstract_origin, AttributeValue::UnitRef(twice)),
+                (gimli::DW_AT_ranges, AttributeValue::RangeListRef(r)),
+                (
+                    gimli::DW_AT_call_file,
+                    AttributeValue::FileIndex(Some(file)),
+                ),
+                udata(gimli::DW_AT_call_line, 14),
+            ],
+        );
+        b.add(
+            i,
+            gimli::DW_TAG_formal_parameter,
+            vec![
+                (
+                    gimli::DW_AT_abstract_origin,
+                    AttributeValue::UnitRef(twice_x),
+                ),
+                loc(expr(|e| e.op_reg(Register(13)))),
+            ],
+        );
+        i
+    };
+    let outer = instance(
+        &mut b,
+        walk,
+        vec![(TWICE_AT, TWICE_AT), (TWICE_AT + 4, TWICE_AT + 0x10)],
+    );
+    instance(&mut b, outer, vec![(TWICE_AT, TWICE_AT + 8)]);
     let _ = file_idx;
 
     let mut sections = Sections::new(EndianVec::new(LittleEndian));
@@ -917,6 +985,36 @@ fn probe_points() {
             d("walk $params").unwrap(),
             ["p:probe/walk walk+0 o=%di:x64 depth=%si:s32 tag=%dx:x64 v=%cx:x32 st=%r8:x64 flagp=%r9:x8 late=%bx:x64"]
         );
+    });
+}
+
+/// An inlined instance whose ranges open with an empty one is probed at
+/// that one's start, as perf does (libdw's `dwarf_ranges()` returns empty
+/// entries); a parameter repeated by an instance of the function inside
+/// itself is fetched once, where perf lists it twice (a line the kernel
+/// refuses), which the quirks mode reproduces.
+#[test]
+fn inlined_instances_as_gcc_writes_them() {
+    with_di(|di| {
+        let d = |t: &str| definitions(di, t);
+        assert_eq!(d("twice").unwrap(), ["p:probe/twice walk+96"]);
+        assert_eq!(
+            d("twice $params").unwrap(),
+            ["p:probe/twice walk+96 x=%r13:s32"]
+        );
+        let s = spec::parse("twice $params").unwrap();
+        let quirks = Features {
+            perf_quirks: true,
+            ..ALL
+        };
+        let (tevs, _) = finder::find_probes(di, &s, quirks, finder::MAX_PROBES).unwrap();
+        let mut taken = Default::default();
+        let lines: Vec<String> = event::name_events(&s, tevs, &mut taken, quirks, true)
+            .unwrap()
+            .iter()
+            .map(|e| e.command())
+            .collect();
+        assert_eq!(lines, ["p:probe/twice walk+96 x=%r13:s32 x=%r13:s32"]);
     });
 }
 
