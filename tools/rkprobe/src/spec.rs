@@ -341,7 +341,11 @@ pub fn parse_arg(s: &str) -> Result<ArgSpec, SpecError> {
                 return err(format!("Argument parse error: {after}"));
             }
             continue;
-        } else if let Some(r) = rest.strip_prefix("->") {
+        } else if let Some((r, arrow)) = rest
+            .strip_prefix("->")
+            .map(|r| (r, true))
+            .or_else(|| rest.strip_prefix('.').map(|r| (r, false)))
+        {
             next_search_from = s.len() - r.len();
             let end = r.find(['-', '.', '[']).map(|j| next_search_from + j);
             let name = s
@@ -349,22 +353,7 @@ pub fn parse_arg(s: &str) -> Result<ArgSpec, SpecError> {
                 .unwrap_or("");
             a.fields.push(Field::Member {
                 name: name.to_string(),
-                arrow: true,
-            });
-            goodname = name.to_string();
-            match end {
-                Some(e) => i = e,
-                None => break,
-            }
-        } else if let Some(r) = rest.strip_prefix('.') {
-            next_search_from = s.len() - r.len();
-            let end = r.find(['-', '.', '[']).map(|j| next_search_from + j);
-            let name = s
-                .get(next_search_from..end.unwrap_or(s.len()))
-                .unwrap_or("");
-            a.fields.push(Field::Member {
-                name: name.to_string(),
-                arrow: false,
+                arrow,
             });
             goodname = name.to_string();
             match end {

@@ -939,10 +939,14 @@ fn perf_quirks_read_the_first_operation_only() {
 }
 
 fn definitions(di: &Debuginfo<'_>, text: &str) -> Result<Vec<String>, String> {
+    definitions_with(di, text, ALL)
+}
+
+fn definitions_with(di: &Debuginfo<'_>, text: &str, f: Features) -> Result<Vec<String>, String> {
     let s = spec::parse(text).map_err(|e| e.0)?;
-    let (tevs, _) = finder::find_probes(di, &s, ALL, finder::MAX_PROBES).map_err(|e| e.0)?;
+    let (tevs, _) = finder::find_probes(di, &s, f, finder::MAX_PROBES).map_err(|e| e.0)?;
     let mut taken = Default::default();
-    Ok(event::name_events(&s, tevs, &mut taken, ALL, true)?
+    Ok(event::name_events(&s, tevs, &mut taken, f, true)?
         .iter()
         .map(|e| e.command())
         .collect())
@@ -1002,19 +1006,14 @@ fn inlined_instances_as_gcc_writes_them() {
             d("twice $params").unwrap(),
             ["p:probe/twice walk+96 x=%r13:s32"]
         );
-        let s = spec::parse("twice $params").unwrap();
         let quirks = Features {
             perf_quirks: true,
             ..ALL
         };
-        let (tevs, _) = finder::find_probes(di, &s, quirks, finder::MAX_PROBES).unwrap();
-        let mut taken = Default::default();
-        let lines: Vec<String> = event::name_events(&s, tevs, &mut taken, quirks, true)
-            .unwrap()
-            .iter()
-            .map(|e| e.command())
-            .collect();
-        assert_eq!(lines, ["p:probe/twice walk+96 x=%r13:s32 x=%r13:s32"]);
+        assert_eq!(
+            definitions_with(di, "twice $params", quirks).unwrap(),
+            ["p:probe/twice walk+96 x=%r13:s32 x=%r13:s32"]
+        );
     });
 }
 

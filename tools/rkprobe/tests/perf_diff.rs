@@ -144,7 +144,7 @@ fn names_once(line: &str) -> String {
     let mut seen = HashSet::new();
     line.split(' ')
         .enumerate()
-        .filter(|&(i, a)| i < 2 || a.split_once('=').map_or(true, |(n, _)| seen.insert(n)))
+        .filter(|&(i, a)| i < 2 || a.split_once('=').is_none_or(|(n, _)| seen.insert(n)))
         .map(|(_, a)| a)
         .collect::<Vec<_>>()
         .join(" ")
