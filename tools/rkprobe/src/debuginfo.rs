@@ -142,6 +142,100 @@ pub struct Sections<'a> {
     endian: RunTimeEndian,
     /// The file's function symbols.
     pub symbols: Symbols,
+    /// For a module (a relocatable file), its name: kprobe_events places
+    /// its probes at `MODULE:symbol+offset`.
+    pub module: Option<String>,
+}
+
+/// Where a relocatable file's allocated sections are laid out, as libdwfl
+/// lays out a module for perf: one after the other, aligned, from this
+/// address (never 0, which perf takes for "no address").
+const REL_BASE: u64 = 0x10000;
+
+/// A module's name: `name=` of its `.modinfo` (NUL-separated `key=value`
+/// strings), else the file's, as the kernel names modules (`-` becomes
+/// `_`); `file_stem` is the latter.
+fn module_name(file: &object::File<'_>, file_stem: &str) -> String {
+    let modinfo = file
+        .section_by_name(".modinfo")
+        .and_then(|s| s.data().ok())
+        .unwrap_or(&[]);
+    modinfo
+        .split(|&b| b == 0)
+        .find_map(|kv| kv.strip_prefix(b"name="))
+        .and_then(|n| std::str::from_utf8(n).ok())
+        .filter(|n| !n.is_empty())
+        .map(str::to_string)
+        .unwrap_or_else(|| file_stem.replace('-', "_"))
+}
+
+/// The addresses a relocatable file's allocated sections get (see
+/// [`REL_BASE`]), by section index.
+fn layout(file: &object::File<'_>) -> HashMap<object::SectionIndex, u64> {
+    let mut at = REL_BASE;
+    let mut out = HashMap::new();
+    for sec in file.sections() {
+        let alloc = match sec.flags() {
+            object::SectionFlags::Elf { sh_flags } => {
+                sh_flags & u64::from(object::elf::SHF_ALLOC) != 0
+            }
+            _ => false,
+        };
+        if !alloc {
+            continue;
+        }
+        let align = sec.align().max(1);
+        at = at.div_ceil(align).saturating_mul(align);
+        out.insert(sec.index(), at);
+        at = at.saturating_add(sec.size());
+    }
+    out
+}
+
+/// A debug section of a relocatable file with its relocations applied
+/// (the absolute ones DWARF uses: section offsets and addresses), symbols
+/// of allocated sections at their [`layout`] addresses.
+fn relocated(
+    file: &object::File<'_>,
+    sec: &object::Section<'_, '_>,
+    data: &[u8],
+    layout: &HashMap<object::SectionIndex, u64>,
+) -> Result<Vec<u8>, LoadError> {
+    let mut out = data.to_vec();
+    for (off, r) in sec.relocations() {
+        let object::RelocationTarget::Symbol(si) = r.target() else {
+            continue;
+        };
+        let sym = file
+            .symbol_by_index(si)
+            .map_err(|e| LoadError(format!("relocation at {off:#x}: {e}")))?;
+        let base = sym
+            .section_index()
+            .and_then(|i| layout.get(&i))
+            .copied()
+            .unwrap_or(0);
+        let value = base
+            .wrapping_add(sym.address())
+            .wrapping_add_signed(r.addend());
+        let bad = || LoadError(format!("relocation at {off:#x} outside its section"));
+        let at = usize::try_from(off).map_err(|_| bad())?;
+        match (r.kind(), r.size()) {
+            (object::RelocationKind::Absolute, 64) => out
+                .get_mut(at..at.checked_add(8).ok_or_else(bad)?)
+                .ok_or_else(bad)?
+                .copy_from_slice(&value.to_le_bytes()),
+            (object::RelocationKind::Absolute, 32) => out
+                .get_mut(at..at.checked_add(4).ok_or_else(bad)?)
+                .ok_or_else(bad)?
+                .copy_from_slice(&(value as u32).to_le_bytes()),
+            (k, n) => {
+                return Err(LoadError(format!(
+                    "relocation at {off:#x}: {k:?} of {n} bits not supported"
+                )))
+            }
+        }
+    }
+    Ok(out)
 }
 
 impl<'a> Sections<'a> {
@@ -154,11 +248,21 @@ impl<'a> Sections<'a> {
                 .collect(),
             endian: RunTimeEndian::Little,
             symbols: Symbols::new(symbols),
+            module: None,
         }
     }
 
-    /// The debug sections and function symbols of an ELF file.
+    /// The debug sections and function symbols of an ELF file: a vmlinux,
+    /// or a module's `.ko` (a relocatable file, whose relocations are
+    /// applied to the debug sections, its sections laid out from
+    /// [`REL_BASE`]).
     pub fn from_elf(bytes: &'a [u8]) -> Result<Sections<'a>, LoadError> {
+        Self::from_elf_named(bytes, "")
+    }
+
+    /// [`Sections::from_elf`], with the file's name for a module without
+    /// `.modinfo`.
+    pub fn from_elf_named(bytes: &'a [u8], file_stem: &str) -> Result<Sections<'a>, LoadError> {
         let file = object::File::parse(bytes).map_err(|e| LoadError(format!("not ELF: {e}")))?;
         if file.architecture() != object::Architecture::X86_64 {
             return Err(LoadError("only x86-64 files are supported".into()));
@@ -168,6 +272,8 @@ impl<'a> Sections<'a> {
         } else {
             RunTimeEndian::Big
         };
+        let rel = file.kind() == object::ObjectKind::Relocatable;
+        let layout = if rel { layout(&file) } else { HashMap::new() };
         let mut data = HashMap::new();
         for sec in file.sections() {
             let Ok(name) = sec.name() else { continue };
@@ -175,20 +281,32 @@ impl<'a> Sections<'a> {
                 continue;
             }
             if let Ok(d) = sec.uncompressed_data() {
-                data.insert(name.to_string(), (d, sec.address()));
+                let d = if rel {
+                    Cow::Owned(relocated(&file, &sec, &d, &layout)?)
+                } else {
+                    d
+                };
+                let addr = layout.get(&sec.index()).copied().unwrap_or(sec.address());
+                data.insert(name.to_string(), (d, addr));
             }
         }
         // perf's kernel map holds the symbols of `.text` only (`.init.text`
-        // and the others get maps of their own, which it does not search).
+        // and the others get maps of their own, which it does not search);
+        // a module's symbols are all searched.
         let text = file.section_by_name(".text").map(|s| s.index());
         let mut syms = Vec::new();
         for s in file.symbols() {
             if s.kind() != object::SymbolKind::Text || s.is_undefined() {
                 continue;
             }
-            if text.is_some() && s.section_index() != text {
+            if !rel && text.is_some() && s.section_index() != text {
                 continue;
             }
+            let base = s
+                .section_index()
+                .and_then(|i| layout.get(&i))
+                .copied()
+                .unwrap_or(0);
             let Ok(name) = s.name() else { continue };
             if name.is_empty() {
                 continue;
@@ -200,10 +318,11 @@ impl<'a> Sections<'a> {
             } else {
                 Binding::Local
             };
+            let start = base.saturating_add(s.address());
             syms.push(Symbol {
                 name: name.to_string(),
-                start: s.address(),
-                end: s.address().saturating_add(s.size()),
+                start,
+                end: start.saturating_add(s.size()),
                 binding,
             });
         }
@@ -211,6 +330,7 @@ impl<'a> Sections<'a> {
             data,
             endian,
             symbols: Symbols::new(syms),
+            module: rel.then(|| module_name(&file, file_stem)),
         })
     }
 
@@ -264,6 +384,8 @@ pub struct Debuginfo<'a> {
     debug_frame: Option<DebugFrame<R<'a>>>,
     /// The file's function symbols.
     pub symbols: &'a Symbols,
+    /// A module's name (see [`Sections::module`]).
+    pub module: Option<&'a str>,
     lines: RefCell<HashMap<usize, Rc<Vec<Line>>>>,
     files: RefCell<HashMap<usize, Rc<FileTable>>>,
     funcs: RefCell<Option<Rc<FunctionIndex>>>,
@@ -338,6 +460,7 @@ impl<'a> Debuginfo<'a> {
             eh_frame,
             debug_frame,
             symbols: &sections.symbols,
+            module: sections.module.as_deref(),
             lines: RefCell::default(),
             files: RefCell::default(),
             funcs: RefCell::default(),

@@ -164,8 +164,13 @@ pub fn definitions(
     allow_suffix: bool,
 ) -> Result<(Vec<NamedEvent>, Vec<String>), String> {
     let s = crate::spec::parse(text).map_err(|e| format!("Semantic error :{e}"))?;
-    let (tevs, warnings) =
+    let (mut tevs, warnings) =
         crate::finder::find_probes(di, &s, features, max_probes).map_err(|e| e.0)?;
+    if let Some(m) = di.module {
+        for t in &mut tevs {
+            t.symbol = format!("{m}:{}", t.symbol);
+        }
+    }
     Ok((
         name_events(&s, tevs, taken, features, allow_suffix)?,
         warnings,

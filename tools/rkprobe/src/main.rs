@@ -37,6 +37,14 @@ struct Cli {
     /// vmlinux with DWARF (default: looked for as perf looks for it).
     #[arg(short = 'k', long = "vmlinux")]
     vmlinux: Option<PathBuf>,
+    /// A module's .ko with DWARF: probes in the module (MODULE:symbol+offset).
+    #[arg(
+        short = 'm',
+        long = "module",
+        value_name = "MODULE.ko",
+        conflicts_with = "vmlinux"
+    )]
+    module: Option<PathBuf>,
     /// Print the kprobe_events line(s) of a probe and change nothing.
     #[arg(short = 'D', long = "definition", value_name = "PROBE")]
     definition: Vec<String>,
@@ -216,12 +224,22 @@ fn run(cli: Cli) -> Result<(), String> {
     if !cli.del.is_empty() {
         return delete(&cli, control);
     }
-    let path = match &cli.vmlinux {
-        Some(p) => p.clone(),
-        None => find_vmlinux().ok_or("Failed to find the path for the kernel: use -k VMLINUX")?,
+    let path = match (&cli.module, &cli.vmlinux) {
+        (Some(p), _) | (None, Some(p)) => p.clone(),
+        (None, None) => {
+            find_vmlinux().ok_or("Failed to find the path for the kernel: use -k VMLINUX")?
+        }
     };
     let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let sections = Sections::from_elf(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+    let sections =
+        Sections::from_elf_named(&bytes, stem).map_err(|e| format!("{}: {e}", path.display()))?;
+    if cli.module.is_some() && sections.module.is_none() {
+        return Err(format!(
+            "{}: not a module (a relocatable .ko)",
+            path.display()
+        ));
+    }
     let di = Debuginfo::new(&sections).map_err(|e| format!("{}: {e}", path.display()))?;
     let features = features(&cli);
     let stdout = std::io::stdout();

@@ -221,17 +221,26 @@ pub fn list(di: &Debuginfo<'_>, control: &str, glob: Option<&str>) -> String {
             Some((s, o)) => (s, parse_off(o)),
             None => (point, Some(0)),
         };
+        // A module's probe (`MOD:sym`) is placed from that module's DWARF
+        // only (`-m`), the kernel's from the kernel's.
+        let (module, sym) = match sym.split_once(':') {
+            Some((m, s)) => (Some(m), s),
+            None => (None, sym),
+        };
         let addr = di
             .symbols
             .all()
             .iter()
-            .find(|s| s.name == sym)
+            .find(|s| s.name == sym && module == di.module)
             .zip(off)
             .map(|(s, o)| s.start.wrapping_add(o));
         let place = addr
             .and_then(|a| place_of(di, a, retprobe))
             .unwrap_or_else(|| point.to_string());
         let _ = write!(out, "  {name:<20} (on {place}");
+        if let (Some(m), Some(_)) = (module, addr) {
+            let _ = write!(out, " in {m}");
+        }
         let args: Vec<&str> = words
             .map(|a| a.split_once('=').map_or(a, |(n, _)| n))
             .collect();

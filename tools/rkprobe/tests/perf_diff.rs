@@ -47,18 +47,10 @@ fn env_num(name: &str, default: u64) -> u64 {
 }
 
 /// perf's answer: its lines, or its messages.
-fn perf_definition(vmlinux: &str, spec: &str) -> Result<Vec<String>, String> {
+/// `file` is the vmlinux (`-k`) or a module's `.ko` (`-m`), as `opt` says.
+fn perf_definition(opt: &str, file: &str, spec: &str) -> Result<Vec<String>, String> {
     let out = Command::new("nice")
-        .args([
-            "-n",
-            "10",
-            "perf",
-            "probe",
-            "-k",
-            vmlinux,
-            "--definition",
-            spec,
-        ])
+        .args(["-n", "10", "perf", "probe", opt, file, "--definition", spec])
         .output()
         .map_err(|e| format!("running perf: {e}"))?;
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -253,7 +245,7 @@ impl PerfCache {
 
 /// perf's answers for `specs`: from the cache, the rest computed on every
 /// CPU and added to the cache.
-fn perf_answers(vmlinux: &str, build_id: &str, specs: &[String]) -> Vec<Answer> {
+fn perf_answers(opt: &str, file: &str, build_id: &str, specs: &[String]) -> Vec<Answer> {
     let version = Command::new("perf")
         .arg("--version")
         .output()
@@ -278,7 +270,7 @@ fn perf_answers(vmlinux: &str, build_id: &str, specs: &[String]) -> Vec<Answer> 
             sc.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(s) = missing.get(i) else { break };
-                let a = perf_definition(vmlinux, s);
+                let a = perf_definition(opt, file, s);
                 if let Ok(mut d) = done.lock() {
                     d.push(((*s).clone(), a));
                 }
@@ -369,12 +361,33 @@ impl Tally {
 #[test]
 fn agrees_with_perf_probe() {
     let vmlinux = vmlinux_path();
-    let vmlinux = vmlinux.to_string_lossy().into_owned();
+    let n = env_num("RKPROBE_DIFF_N", 400) as usize;
+    differential(&vmlinux, "-k", n, 300, "perf_diff.txt");
+}
+
+/// The same on a module of the test kernel: lkdtm.ko, built with it
+/// (`CONFIG_LKDTM=m`), its probes at `lkdtm:symbol+offset`, perf given it
+/// with `-m`.
+#[test]
+fn agrees_with_perf_probe_on_a_module() {
+    let vmlinux = vmlinux_path();
+    let ko = vmlinux
+        .parent()
+        .unwrap_or(std::path::Path::new("."))
+        .join("drivers/misc/lkdtm/lkdtm.ko");
+    let n = env_num("RKPROBE_DIFF_MODULE_N", 100) as usize;
+    differential(&ko, "-m", n, 60, "perf_diff_module.txt");
+}
+
+/// Compares rkprobe with `perf probe OPT FILE --definition` over `n`
+/// specifications generated from FILE (at least `least` of them);
+/// `report` names the report file when `RKPROBE_DIFF_REPORT` does not.
+fn differential(file: &std::path::Path, opt: &str, n: usize, least: usize, report_name: &str) {
+    let vmlinux = file.to_string_lossy().into_owned();
     assert!(
         Command::new("perf").arg("--version").output().is_ok(),
         "perf_diff: perf is not installed (tools/setup installs linux-perf)"
     );
-    let n = env_num("RKPROBE_DIFF_N", 400) as usize;
     let seed = env_num("RKPROBE_DIFF_SEED", 1);
     let min = env_num("RKPROBE_DIFF_MIN", 100) as usize;
 
@@ -398,7 +411,7 @@ fn agrees_with_perf_probe() {
     let di = Debuginfo::new(&sections).expect("DWARF");
     let specs = specgen::generate(&di, n, seed);
     assert!(
-        specs.len() >= n.min(300),
+        specs.len() >= n.min(least),
         "too few specifications generated: {}",
         specs.len()
     );
@@ -444,7 +457,7 @@ fn agrees_with_perf_probe() {
             })
     };
 
-    let theirs: Vec<Option<Answer>> = perf_answers(&vmlinux, &build_id, &specs)
+    let theirs: Vec<Option<Answer>> = perf_answers(opt, &vmlinux, &build_id, &specs)
         .into_iter()
         .map(Some)
         .collect();
@@ -546,7 +559,7 @@ fn agrees_with_perf_probe() {
     }
     let total = specs.len();
     let summary = format!(
-        "perf_diff: {total} specifications from the debuginfo.\n\
+        "perf_diff: {total} specifications from the debuginfo of {vmlinux}.\n\
          perf_diff: rkprobe: {} agree with perf ({} same lines, {} both refuse), \
          {deliberate} differ deliberately ({}), \
          {} otherwise.\n\
@@ -581,7 +594,8 @@ fn agrees_with_perf_probe() {
     eprintln!("{summary}");
     let _ = writeln!(report, "{summary}");
     let path = std::env::var("RKPROBE_DIFF_REPORT")
-        .unwrap_or_else(|_| format!("{}/perf_diff.txt", env!("CARGO_TARGET_TMPDIR")));
+        .map(|r| format!("{r}{}", if opt == "-m" { ".module" } else { "" }))
+        .unwrap_or_else(|_| format!("{}/{report_name}", env!("CARGO_TARGET_TMPDIR")));
     std::fs::write(&path, report).expect("writing the report");
     eprintln!("perf_diff: every case in {path}");
     let explained = t.agree() + deliberate;

@@ -71,6 +71,33 @@ sed 's/^/# /' /tmp/list
 check "--list: myopen at do_sys_openat2" grep -qE '^  probe:myopen +\(on do_sys_openat2@.*fs/open.c with fn\)$' /tmp/list
 check "--list: myread at vfs_read:$rel" grep -qE "^  probe:myread +\\(on vfs_read:$rel@.*fs/read_write.c with count mode\\)\$" /tmp/list
 
+# -m: a module's own DWARF (lkdtm.ko, which the runner adds to the
+# modules), probed by source line: lkdtm's debugfs read copies out its
+# listing of crash types, n bytes, of which the reader asked for count.
+check "insmod lkdtm.ko" insmod $MODDIR/lkdtm.ko
+rkprobe -m $MODDIR/lkdtm.ko --line lkdtm_debugfs_read > /tmp/mlines 2>&1
+mrel=$(sed -n 's/^ *\([0-9][0-9]*\)[[:space:]]*out = simple_read_from_buffer(.*/\1/p' /tmp/mlines | head -1)
+check "-m --line: the simple_read_from_buffer line can be probed" test -n "$mrel"
+check "-m --add lkdtm_debugfs_read:$mrel n count" \
+	rkprobe -q -m $MODDIR/lkdtm.ko --add "modread=lkdtm_debugfs_read:$mrel n count"
+grep modread $KE | sed 's/^/# /'
+check "placed at lkdtm:lkdtm_debugfs_read" grep -q '^p:probe/modread lkdtm:lkdtm_debugfs_read+' $KE
+size=$(cat /sys/kernel/debug/provoke-crash/DIRECT | wc -c)
+check "enable modread" sh -c "echo 1 > $EV/modread/enable"
+dd if=/sys/kernel/debug/provoke-crash/DIRECT of=/dev/null bs=4000 count=1 2>/dev/null
+check "disable modread" sh -c "echo 0 > $EV/modread/enable"
+grep 'dd-.*modread:' $T/trace | head -1 | sed 's/^/# /'
+n=$(grep 'dd-.*modread:' $T/trace | sed -n 's/.* n=\(-*[0-9]*\).*/\1/p' | head -1)
+expect_eq "lkdtm_debugfs_read: n is the listing's size" "$size" "$n"
+count=$(grep 'dd-.*modread:' $T/trace | sed -n 's/.* count=\(0x[0-9a-f]*\).*/\1/p' | head -1)
+expect_eq "lkdtm_debugfs_read: count is what dd asked for" 4000 "$((${count:-0}))"
+rkprobe -m $MODDIR/lkdtm.ko --list modread > /tmp/mlist 2>&1
+sed 's/^/# /' /tmp/mlist
+check "-m --list: modread at lkdtm_debugfs_read:$mrel in lkdtm" \
+	grep -qE "^  probe:modread +\\(on lkdtm_debugfs_read:$mrel@.*lkdtm/core.c in lkdtm with n count\\)\$" /tmp/mlist
+check "--del modread" rkprobe -q --del modread
+check "rmmod lkdtm" rmmod lkdtm
+
 # Errors: each a message, nothing written.
 before=$(cat $KE | wc -l)
 expect_fail "unknown function" rkprobe -q --add 'no_such_function_xyz'
