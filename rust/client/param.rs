@@ -70,6 +70,9 @@ macro_rules! string_param {
                     maxlen: $len,
                     string: $id.0.get().cast(),
                 });
+            // Only its address is taken; without lock debugging `struct
+            // module` holds an empty `struct lockdep_map`, not FFI-safe.
+            #[allow(improper_ctypes)]
             extern "C" {
                 static mut __this_module: kernel::bindings::module;
             }

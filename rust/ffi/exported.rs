@@ -53,6 +53,10 @@ pub(crate) struct Dentry {
     _marker: PhantomData<(*mut u8, PhantomPinned)>,
 }
 
+// Without lock debugging (the kernels users run) `struct lockdep_map`, inside
+// `struct module` and `struct file_operations`, is empty, which rustc calls
+// not FFI-safe; only addresses of these types cross the boundary.
+#[allow(improper_ctypes)]
 extern "C" {
     /// `int register_die_notifier(struct notifier_block *nb)`.
     pub(crate) fn register_die_notifier(nb: *mut bindings::notifier_block) -> c_int;
