@@ -39,7 +39,8 @@ string_param!(ITERS, "iters", "20000", 12);
 // opt=1: only the jump-optimized row (the guest script switches both
 // kernels' optimization on for it, and off for the others).
 string_param!(OPT, "opt", "0", 4);
-// scale=1: only the registration rows (time against the number of probes).
+// scale=1: only the registration rows (time against the number of probes);
+// scale=2: rkprobes' batch registration alone, for a profile of it.
 string_param!(SCALE, "scale", "0", 4);
 
 /// The int3 target.
@@ -243,9 +244,12 @@ extern "C" {
 /// time (up to 1,000: each unregistration waits for its own grace
 /// periods), and through the kernel's `register_kprobes()`. One line per
 /// count, microseconds, for `tools/testing/bench-plot`.
-fn bench_scale() -> Result {
+fn bench_scale(ours_only: bool) -> Result {
     let base = core::ptr::addr_of!(rkp_bench_nops) as usize;
     for n in [1usize, 10, 100, 1000, 10000] {
+        if ours_only && n != 1000 {
+            continue;
+        }
         let mut v = KVec::with_capacity(n, GFP_KERNEL)?;
         for i in 0..n {
             let at = base + (i / NOPS) * NOP_FN_SIZE + i % NOPS;
@@ -261,7 +265,7 @@ fn bench_scale() -> Result {
         with_pins(&mut v, rkprobes::unregister_kprobes)?;
         let batch_unreg = now() - t;
         let (mut one_reg, mut one_unreg) = (-1i64, -1i64);
-        if n <= 1000 {
+        if n <= 1000 && !ours_only {
             let t = now();
             for p in v.iter_mut() {
                 p.as_mut().register()?;
@@ -275,17 +279,21 @@ fn bench_scale() -> Result {
         }
         drop(v);
         let (mut kreg, mut kunreg) = (-1i64, -1i64);
-        // SAFETY: the NOP functions' sites, never called; the C side checks
-        // nothing else and writes the two times.
-        let ret = unsafe {
-            rkp_bench_native_batch(
-                base,
-                NOPS as i32,
-                NOP_FN_SIZE as i32,
-                n as i32,
-                &mut kreg,
-                &mut kunreg,
-            )
+        let ret = if ours_only {
+            -1
+        } else {
+            // SAFETY: the NOP functions' sites, never called; the C side
+            // checks nothing else and writes the two times.
+            unsafe {
+                rkp_bench_native_batch(
+                    base,
+                    NOPS as i32,
+                    NOP_FN_SIZE as i32,
+                    n as i32,
+                    &mut kreg,
+                    &mut kunreg,
+                )
+            }
         };
         if ret != 0 {
             (kreg, kunreg) = (-1, -1);
@@ -483,8 +491,8 @@ impl kernel::Module for RkpBench {
         if n == 0 {
             return Err(EINVAL);
         }
-        if SCALE.get().as_bytes() == b"1" {
-            bench_scale()?;
+        if matches!(SCALE.get().as_bytes(), b"1" | b"2") {
+            bench_scale(SCALE.get().as_bytes() == b"2")?;
             return Ok(RkpBench);
         }
         if OPT.get().as_bytes() == b"1" {
