@@ -73,6 +73,17 @@ pub(crate) struct Runtime {
     /// `int static_call_text_reserved(void *start, void *end)`, when the
     /// kernel patches static calls inline.
     static_call_text_reserved: Option<unsafe extern "C" fn(*mut c_void, *mut c_void) -> c_int>,
+    /// `void jump_label_lock(void)` and `void jump_label_unlock(void)`: the
+    /// mutex under which jump-label sites are patched, and under which the
+    /// kernel's kprobes call `jump_label_text_reserved()` (which decodes
+    /// every site's current bytes).
+    jump_label_lock: Option<(unsafe extern "C" fn(), unsafe extern "C" fn())>,
+    /// `__start___jump_table`..`__stop___jump_table`: vmlinux's `struct
+    /// jump_entry` array, whole entries.
+    jump_table: Option<(usize, usize)>,
+    /// `__start_static_call_sites`..`__stop_static_call_sites`: vmlinux's
+    /// `struct static_call_site` array, whole entries.
+    static_call_sites: Option<(usize, usize)>,
     /// `unsigned long ftrace_location(unsigned long ip)`: the ftrace call site
     /// at `ip`, or 0; when the kernel has dynamic ftrace.
     ftrace_location: Option<unsafe extern "C" fn(c_ulong) -> c_ulong>,
@@ -148,6 +159,22 @@ fn find(ksyms: &Kallsyms, buf: &mut SymbolBuf, name: &CStr) -> Result<usize> {
     })
 }
 
+/// The bounds of the vmlinux array of `T` between the linker markers
+/// `start` and `stop`, when both are found, in order, and hold whole,
+/// aligned entries.
+fn table_bounds<T>(
+    ksyms: &Kallsyms,
+    buf: &mut SymbolBuf,
+    start: &CStr,
+    stop: &CStr,
+) -> Option<(usize, usize)> {
+    let a = ksyms.lookup_marker(buf, start)?;
+    let b = ksyms.lookup_marker(buf, stop)?;
+    let size = core::mem::size_of::<T>();
+    let whole = b >= a && (b - a) % size == 0 && a % core::mem::align_of::<T>() == 0;
+    whole.then_some((a, b))
+}
+
 impl Runtime {
     /// Finds everything. Process context, may sleep.
     pub(crate) fn find(ksyms: &Kallsyms) -> Result<Self> {
@@ -167,6 +194,20 @@ impl Runtime {
         let alternatives_text_reserved = find(ksyms, b, c_str!("alternatives_text_reserved"))?;
         let jump_label_text_reserved = ksyms.lookup(b, c_str!("jump_label_text_reserved"));
         let static_call_text_reserved = ksyms.lookup(b, c_str!("static_call_text_reserved"));
+        let jl_lock = ksyms.lookup(b, c_str!("jump_label_lock"));
+        let jl_unlock = ksyms.lookup(b, c_str!("jump_label_unlock"));
+        let jump_table = table_bounds::<bindings::jump_entry>(
+            ksyms,
+            b,
+            c_str!("__start___jump_table"),
+            c_str!("__stop___jump_table"),
+        );
+        let static_call_sites = table_bounds::<bindings::static_call_site>(
+            ksyms,
+            b,
+            c_str!("__start_static_call_sites"),
+            c_str!("__stop_static_call_sites"),
+        );
         let ftrace_location = ksyms.lookup(b, c_str!("ftrace_location"));
         let synchronize_rcu_tasks = ksyms.lookup(b, c_str!("synchronize_rcu_tasks"));
         let stack_trace_save_regs = ksyms.lookup(b, c_str!("stack_trace_save_regs"));
@@ -207,6 +248,12 @@ impl Runtime {
             jump_label_text_reserved: jump_label_text_reserved.map(|a| unsafe { as_fn(a) }),
             // SAFETY: as above.
             static_call_text_reserved: static_call_text_reserved.map(|a| unsafe { as_fn(a) }),
+            jump_label_lock: jl_lock.zip(jl_unlock).map(|(l, u)| {
+                // SAFETY: as above, for both.
+                unsafe { (as_fn(l), as_fn(u)) }
+            }),
+            jump_table,
+            static_call_sites,
             // SAFETY: as above.
             ftrace_location: ftrace_location.map(|a| unsafe { as_fn(a) }),
             // SAFETY: as above.
@@ -390,8 +437,10 @@ impl Runtime {
     ///
     /// # Safety
     ///
-    /// None beyond a running kernel: it searches the jump-label tables under
-    /// their own lock. Process context.
+    /// Process context; the caller holds `jump_label_lock`
+    /// ([`Runtime::jump_label_lock`]): the kernel's function decodes each
+    /// site's current bytes, and a site being patched (an int3 in it)
+    /// would hit a `BUG_ON()` in `arch_jump_entry_size()`.
     pub(crate) unsafe fn jump_label_text_reserved(
         &self,
         start: *mut c_void,
@@ -401,6 +450,111 @@ impl Runtime {
             // SAFETY: see above.
             Some(f) => unsafe { f(start, end) },
             None => 0,
+        }
+    }
+
+    /// Whether vmlinux's site tables were found for every kind of site the
+    /// kernel checks (jump labels with their lock, inline static calls):
+    /// only then can rkprobes answer for vmlinux's sites itself.
+    pub(crate) fn site_tables_found(&self) -> bool {
+        let jump = match self.jump_label_text_reserved {
+            Some(_) => self.jump_table.is_some() && self.jump_label_lock.is_some(),
+            None => self.jump_table.is_none(),
+        };
+        let calls = self.static_call_text_reserved.is_some() == self.static_call_sites.is_some();
+        jump && calls
+    }
+
+    /// `jump_label_lock()`; does nothing without it.
+    ///
+    /// # Safety
+    ///
+    /// Process context; the caller does not hold it, holds no lock that a
+    /// jump-label update takes inside it (`text_mutex`), and calls
+    /// [`Runtime::jump_label_unlock`] once.
+    pub(crate) unsafe fn jump_label_lock(&self) {
+        if let Some((lock, _)) = self.jump_label_lock {
+            // SAFETY: the caller's contract.
+            unsafe { lock() };
+        }
+    }
+
+    /// `jump_label_unlock()`; does nothing without it.
+    ///
+    /// # Safety
+    ///
+    /// The caller took it with [`Runtime::jump_label_lock`].
+    pub(crate) unsafe fn jump_label_unlock(&self) {
+        if let Some((_, unlock)) = self.jump_label_lock {
+            // SAFETY: the caller's contract.
+            unsafe { unlock() };
+        }
+    }
+
+    /// Whether the kernel has finished booting (`system_state >=
+    /// SYSTEM_RUNNING`): its init text is gone, and the site tables'
+    /// checks skip the init sites.
+    pub(crate) fn system_running(&self) -> bool {
+        // SAFETY: `system_state` is an exported kernel variable, read once
+        // (the kernel's own readers read it plainly).
+        let state = unsafe { core::ptr::addr_of!(bindings::system_state).read_volatile() };
+        state >= bindings::system_states_SYSTEM_RUNNING
+    }
+
+    /// Calls `f(code, init)` for each entry of vmlinux's jump table: the
+    /// address of its site (`jump_entry_code()`) and whether it is an init
+    /// site (`jump_entry_is_init()`). Nothing without the table.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds `jump_label_lock` ([`Runtime::jump_label_lock`]).
+    pub(crate) unsafe fn for_each_core_jump_entry(&self, mut f: impl FnMut(usize, bool)) {
+        let Some((start, stop)) = self.jump_table else {
+            return;
+        };
+        let size = core::mem::size_of::<bindings::jump_entry>();
+        let mut at = start;
+        while at < stop {
+            let e = at as *const bindings::jump_entry;
+            // SAFETY: `at` is an entry of the table (its bounds hold whole,
+            // aligned entries, by `table_bounds`), which vmlinux keeps for
+            // its lifetime; its fields change only under `jump_label_lock`.
+            let (code, key) = unsafe { ((*e).code, (*e).key) };
+            // SAFETY: as above, the address of the field.
+            let code_at = unsafe { core::ptr::addr_of!((*e).code) } as usize;
+            // `jump_entry_code()` and `jump_entry_is_init()` of the
+            // relative entries of x86-64.
+            f(code_at.wrapping_add(code as isize as usize), key & 2 != 0);
+            at += size;
+        }
+    }
+
+    /// Calls `f(addr, init)` for each of vmlinux's inline static call
+    /// sites: its call's address (`static_call_addr()`) and whether it is
+    /// an init site (`static_call_is_init()`). Nothing without the table.
+    pub(crate) fn for_each_core_static_call_site(&self, mut f: impl FnMut(usize, bool)) {
+        let Some((start, stop)) = self.static_call_sites else {
+            return;
+        };
+        let size = core::mem::size_of::<bindings::static_call_site>();
+        let mut at = start;
+        while at < stop {
+            let s = at as *const bindings::static_call_site;
+            // SAFETY: `at` is an entry of the table (as in
+            // `for_each_core_jump_entry`); vmlinux sorts and flags it while
+            // booting and never writes it again.
+            let (addr, key) = unsafe { ((*s).addr, (*s).key) };
+            // SAFETY: as above, the addresses of the fields.
+            let (addr_at, key_at) = unsafe {
+                (
+                    core::ptr::addr_of!((*s).addr) as usize,
+                    core::ptr::addr_of!((*s).key) as usize,
+                )
+            };
+            let key = key_at.wrapping_add(key as isize as usize);
+            // STATIC_CALL_SITE_INIT.
+            f(addr_at.wrapping_add(addr as isize as usize), key & 2 != 0);
+            at += size;
         }
     }
 

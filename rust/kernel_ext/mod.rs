@@ -24,6 +24,7 @@ pub(crate) mod notifier;
 pub(crate) mod optwork;
 pub(crate) mod reclaim;
 pub(crate) mod security;
+pub(crate) mod sites;
 pub(crate) mod str;
 pub(crate) mod sync;
 pub(crate) mod task;

@@ -168,14 +168,7 @@ impl Core {
                 return Err(EINVAL);
             }
         }
-        let p = addr as *mut core::ffi::c_void;
-        // SAFETY: these queries read the kernel's site tables, which their
-        // owners keep stable for them.
-        let reserved = unsafe {
-            self.rt.jump_label_text_reserved(p, p) != 0
-                || self.rt.static_call_text_reserved(p, p) != 0
-        };
-        if reserved || addr >= func.saturating_add(size) || self.blacklist.contains(addr) {
+        if self.sites.reserved(addr, addr) || addr >= func.saturating_add(size) || self.blacklist.contains(addr) {
             return Err(EINVAL);
         }
         // Checked again, under `text_mutex`, each time the probe is armed.

@@ -133,7 +133,7 @@ mod optimize;
 mod point;
 mod register;
 
-pub(crate) use debugfs::{EnabledFile, ListFile, OptimizationFile};
+pub(crate) use debugfs::{EnabledFile, ListFile, OptimizationFile, TextSitesFile};
 pub(crate) use point::Point;
 
 use crate::{
@@ -141,6 +141,7 @@ use crate::{
     ffi::{self, kallsyms::Kallsyms, runtime::Runtime},
     kernel_ext::{
         notifier::{DieChain, DieEvent, Handler, ModuleChain, Notifier, Notify},
+        sites::TextSites,
         vec,
     },
 };
@@ -238,6 +239,8 @@ pub(crate) struct Core {
     rt: Runtime,
     ksyms: Kallsyms,
     blacklist: Blacklist,
+    /// The jump-label and static-call sites no probe may be placed on.
+    sites: TextSites,
     /// The architecture's hit-path state: per-CPU blocks.
     #[pin]
     arch: arch::ArchState,
@@ -287,6 +290,7 @@ impl Core {
         blacklist: Blacklist,
     ) -> Result<Pin<KBox<Self>>> {
         let table = Table::new()?;
+        let sites = TextSites::new(rt)?;
         let core = KBox::try_pin_init(
             try_pin_init!(Self {
                 reg <- new_mutex!(
@@ -306,6 +310,7 @@ impl Core {
                 rt,
                 ksyms,
                 blacklist,
+                sites,
                 arch <- arch::ArchState::new(),
                 kretprobes <- kretprobe::Kretprobes::new(),
                 die_nb: Notifier::new(arch::DIE_NOTIFIER_PRIORITY),
@@ -356,6 +361,11 @@ impl Core {
     /// The kernel functions found at run time.
     pub(crate) fn runtime(&self) -> &Runtime {
         &self.rt
+    }
+
+    /// The jump-label and static-call sites.
+    pub(crate) fn sites(&self) -> &TextSites {
+        &self.sites
     }
 
     /// The return probes.

@@ -10,6 +10,7 @@
 pub mod emulate;
 pub mod ksym;
 pub mod nokprobe;
+pub mod sites;
 
 pub mod insn;
 pub mod probe_events;

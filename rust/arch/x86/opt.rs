@@ -248,20 +248,12 @@ pub(crate) fn prepare_optimized(core: &Core, point: &Point) -> Result<(), OptRef
 /// checks in `copy_optimized_instructions()`): ftrace, alternatives, jump
 /// labels, static calls. Process context.
 fn region_reserved(core: &Core, addr: usize, size: usize) -> bool {
-    let rt = core.runtime();
     let last = addr + size - 1;
-    let (f, l) = (
-        addr as *mut core::ffi::c_void,
-        last as *mut core::ffi::c_void,
-    );
     // An ftrace site overlapping the region starts at most 4 bytes before it.
     let ftrace = (addr.saturating_sub(4)..=last).any(|a| core.is_ftrace_site(a));
-    // SAFETY: these read the kernel's site tables, which their owners keep
-    // stable for them.
-    let tables = unsafe {
-        rt.jump_label_text_reserved(f, l) != 0 || rt.static_call_text_reserved(f, l) != 0
-    };
-    ftrace || tables || TextGuard::lock(rt).alternatives_reserved_range(addr, last)
+    ftrace
+        || core.sites().reserved(addr, last)
+        || TextGuard::lock(core.runtime()).alternatives_reserved_range(addr, last)
 }
 
 /// `rel32` from the end of a 5-byte instruction at `at` to `to`, if it

@@ -88,3 +88,46 @@ expect_eq "every blacklisted address refused with EINVAL ($n addresses)" 0 "$(wc
 head -5 /tmp/bl.bad | sed 's/^/# accepted or other error: /'
 check "nothing left registered" sh -c '[ -z "$(cat /sys/kernel/debug/rkprobes/list)" ]'
 check "rmmod rkprobes" rmmod rkprobes
+
+# The jump-label and static-call sites, which rkprobes indexes once instead
+# of walking the kernel's tables for every probe (kernel_ext/sites.rs).
+TS=/sys/kernel/debug/rkprobes/text_sites
+check "insmod rkprobes.ko (text sites)" insmod $MODDIR/rkprobes.ko
+sites=$(wc -l < $TS)
+diag "text sites: $sites"
+check "at least 1000 sites indexed ($sites)" test "$sites" -ge 1000
+check "every line is 0xSTART-0xEND, in increasing order" \
+	awk '$0 !~ /^0x[0-9a-f]{16}-0x[0-9a-f]{16}$/ || $0 <= prev { print "bad: " $0; bad = 1 } { prev = $0 } END { exit bad }' $TS
+# The index against the kernel's jump_label_text_reserved() and
+# static_call_text_reserved(), on every 4th site: before, first and last
+# byte, after, and a range across it.
+dmesg -c > /dev/null
+check "check 4" sh -c "echo check 4 > $TS"
+dmesg | grep 'text sites:' | sed 's/^/# /'
+asked=$(dmesg | sed -n 's/.* \([0-9]*\) questions asked of the kernel, \([0-9]*\) answers differ/\1 \2/p')
+check "at least 1000 questions asked (${asked% *})" test "${asked% *}" -ge 1000 2>/dev/null
+expect_eq "the index answers as the kernel" 0 "${asked#* }"
+expect_fail "check with a bad stride fails" sh -c "echo check x > $TS"
+expect_fail "anything else fails" sh -c "echo chec > $TS"
+# End to end: a probe on the first and on the last byte of every 25th site
+# is refused with EINVAL.
+rm -f /tmp/ts.at
+awk 'NR % 25 == 1' $TS | while IFS=- read -r first end; do
+	echo "$first"
+	printf '0x%x\n' $((end - 1))
+done > /tmp/ts.at
+nat=$(wc -l < /tmp/ts.at)
+dmesg -c > /dev/null
+rm -f /tmp/ts.part.*
+awk '{ print > ("/tmp/ts.part." int((NR - 1) / 60)) }' /tmp/ts.at
+fails=0
+for part in /tmp/ts.part.*; do
+	insmod $MODDIR/rkp_sweep.ko ats=$(paste -sd, "$part") && rmmod rkp_sweep || fails=$((fails + 1))
+done
+expect_eq "rkp_sweep ran over every part ($nat addresses)" 0 "$fails"
+dmesg | sed -n 's/.*rkp_sweep: at //p' > /tmp/ts.results
+expect_eq "every address tried" "$nat" "$(wc -l < /tmp/ts.results)"
+grep -v ': -22$' /tmp/ts.results > /tmp/ts.bad
+expect_eq "a probe on a site's first or last byte is refused with EINVAL" 0 "$(wc -l < /tmp/ts.bad)"
+head -5 /tmp/ts.bad | sed 's/^/# accepted or other error: /'
+check "rmmod rkprobes (text sites)" rmmod rkprobes
