@@ -159,6 +159,58 @@ fn find(ksyms: &Kallsyms, buf: &mut SymbolBuf, name: &CStr) -> Result<usize> {
     })
 }
 
+/// Calls `f(code, init)` for each of the `n` jump entries at `start`: the
+/// address of the site (`jump_entry_code()`) and whether it is an init site
+/// (`jump_entry_is_init()`), for x86-64's relative entries.
+///
+/// # Safety
+///
+/// `start` holds `n` live `struct jump_entry`s; the caller holds
+/// `jump_label_lock`, under which the kernel writes them.
+pub(crate) unsafe fn for_each_jump_entry(
+    start: *const bindings::jump_entry,
+    n: usize,
+    mut f: impl FnMut(usize, bool),
+) {
+    for i in 0..n {
+        // SAFETY: within the array (the caller's contract).
+        let e = unsafe { start.add(i) };
+        // SAFETY: a live entry, read under its lock; and its field's address.
+        let (code, key, code_at) = unsafe { ((*e).code, (*e).key, core::ptr::addr_of!((*e).code)) };
+        f((code_at as usize).wrapping_add(code as isize as usize), key & 2 != 0);
+    }
+}
+
+/// Calls `f(addr, init)` for each of the `n` inline static call sites at
+/// `start`: its call's address (`static_call_addr()`) and whether it is an
+/// init site (`static_call_is_init()`, `STATIC_CALL_SITE_INIT`).
+///
+/// # Safety
+///
+/// `start` holds `n` live `struct static_call_site`s that nothing writes
+/// meanwhile (vmlinux's after boot; a module's once it is live or coming).
+pub(crate) unsafe fn for_each_static_call_site(
+    start: *const bindings::static_call_site,
+    n: usize,
+    mut f: impl FnMut(usize, bool),
+) {
+    for i in 0..n {
+        // SAFETY: within the array (the caller's contract).
+        let s = unsafe { start.add(i) };
+        // SAFETY: a live site; and its fields' addresses.
+        let (addr, key, addr_at, key_at) = unsafe {
+            (
+                (*s).addr,
+                (*s).key,
+                core::ptr::addr_of!((*s).addr) as usize,
+                core::ptr::addr_of!((*s).key) as usize,
+            )
+        };
+        let key = key_at.wrapping_add(key as isize as usize);
+        f(addr_at.wrapping_add(addr as isize as usize), key & 2 != 0);
+    }
+}
+
 /// The bounds of the vmlinux array of `T` between the linker markers
 /// `start` and `stop`, when both are found, in order, and hold whole,
 /// aligned entries.
@@ -501,61 +553,33 @@ impl Runtime {
         state >= bindings::system_states_SYSTEM_RUNNING
     }
 
-    /// Calls `f(code, init)` for each entry of vmlinux's jump table: the
-    /// address of its site (`jump_entry_code()`) and whether it is an init
-    /// site (`jump_entry_is_init()`). Nothing without the table.
+    /// Calls `f(code, init)` for each entry of vmlinux's jump table (see
+    /// [`for_each_jump_entry`]). Nothing without the table.
     ///
     /// # Safety
     ///
     /// The caller holds `jump_label_lock` ([`Runtime::jump_label_lock`]).
-    pub(crate) unsafe fn for_each_core_jump_entry(&self, mut f: impl FnMut(usize, bool)) {
+    pub(crate) unsafe fn for_each_core_jump_entry(&self, f: impl FnMut(usize, bool)) {
         let Some((start, stop)) = self.jump_table else {
             return;
         };
-        let size = core::mem::size_of::<bindings::jump_entry>();
-        let mut at = start;
-        while at < stop {
-            let e = at as *const bindings::jump_entry;
-            // SAFETY: `at` is an entry of the table (its bounds hold whole,
-            // aligned entries, by `table_bounds`), which vmlinux keeps for
-            // its lifetime; its fields change only under `jump_label_lock`.
-            let (code, key) = unsafe { ((*e).code, (*e).key) };
-            // SAFETY: as above, the address of the field.
-            let code_at = unsafe { core::ptr::addr_of!((*e).code) } as usize;
-            // `jump_entry_code()` and `jump_entry_is_init()` of the
-            // relative entries of x86-64.
-            f(code_at.wrapping_add(code as isize as usize), key & 2 != 0);
-            at += size;
-        }
+        let n = (stop - start) / core::mem::size_of::<bindings::jump_entry>();
+        // SAFETY: the bounds hold whole, aligned entries (`table_bounds`),
+        // which vmlinux keeps for its lifetime; the caller holds the lock.
+        unsafe { for_each_jump_entry(start as *const bindings::jump_entry, n, f) };
     }
 
     /// Calls `f(addr, init)` for each of vmlinux's inline static call
-    /// sites: its call's address (`static_call_addr()`) and whether it is
-    /// an init site (`static_call_is_init()`). Nothing without the table.
-    pub(crate) fn for_each_core_static_call_site(&self, mut f: impl FnMut(usize, bool)) {
+    /// sites (see [`for_each_static_call_site`]). Nothing without the
+    /// table.
+    pub(crate) fn for_each_core_static_call_site(&self, f: impl FnMut(usize, bool)) {
         let Some((start, stop)) = self.static_call_sites else {
             return;
         };
-        let size = core::mem::size_of::<bindings::static_call_site>();
-        let mut at = start;
-        while at < stop {
-            let s = at as *const bindings::static_call_site;
-            // SAFETY: `at` is an entry of the table (as in
-            // `for_each_core_jump_entry`); vmlinux sorts and flags it while
-            // booting and never writes it again.
-            let (addr, key) = unsafe { ((*s).addr, (*s).key) };
-            // SAFETY: as above, the addresses of the fields.
-            let (addr_at, key_at) = unsafe {
-                (
-                    core::ptr::addr_of!((*s).addr) as usize,
-                    core::ptr::addr_of!((*s).key) as usize,
-                )
-            };
-            let key = key_at.wrapping_add(key as isize as usize);
-            // STATIC_CALL_SITE_INIT.
-            f(addr_at.wrapping_add(addr as isize as usize), key & 2 != 0);
-            at += size;
-        }
+        let n = (stop - start) / core::mem::size_of::<bindings::static_call_site>();
+        // SAFETY: as in `for_each_core_jump_entry`; vmlinux sorts and flags
+        // its sites while booting and never writes them again.
+        unsafe { for_each_static_call_site(start as *const bindings::static_call_site, n, f) };
     }
 
     /// `static_call_text_reserved()`; 0 without inline static calls.

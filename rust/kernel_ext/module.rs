@@ -4,7 +4,10 @@
 //! keeps one loaded, and rkprobes' own.
 
 use crate::{
-    ffi::{self, runtime::Runtime},
+    ffi::{
+        self,
+        runtime::{self, Runtime},
+    },
     kernel_ext::sync::PreemptGuard,
 };
 use core::ops::{Deref, Range};
@@ -43,6 +46,14 @@ impl Module {
         bytes.get(..len).unwrap_or(&[])
     }
 
+    /// The address range of the module's core text.
+    pub(crate) fn text(&self) -> Range<usize> {
+        // SAFETY: a live module; its memory layout is read, not its text.
+        let m = unsafe { &(*self.0.get()).mem[ffi::mod_mem_type_MOD_TEXT as usize] };
+        let start = m.base as usize;
+        start..start.saturating_add(m.size as usize)
+    }
+
     /// The address range of the module's init text (only compared: it may
     /// be freed already).
     pub(crate) fn init_text(&self) -> Range<usize> {
@@ -60,6 +71,50 @@ impl Module {
             (m.noinstr_text_start as usize, m.noinstr_text_size as usize)
         };
         start..start.saturating_add(size)
+    }
+
+    /// Calls `f(code, init)` for each of the module's jump-label sites
+    /// (`ffi::runtime::for_each_jump_entry`).
+    ///
+    /// # Safety
+    ///
+    /// The caller holds `jump_label_lock`.
+    pub(crate) unsafe fn for_each_jump_entry(&self, f: impl FnMut(usize, bool)) {
+        #[cfg(CONFIG_JUMP_LABEL)]
+        // SAFETY: a live module's table of `num_jump_entries` entries,
+        // which the kernel writes under `jump_label_lock` (the caller's).
+        unsafe {
+            let m = &*self.0.get();
+            runtime::for_each_jump_entry(m.jump_entries, m.num_jump_entries as usize, f)
+        };
+        #[cfg(not(CONFIG_JUMP_LABEL))]
+        let _ = f;
+    }
+
+    /// Calls `f(addr, init)` for each of the module's inline static call
+    /// sites (`ffi::runtime::for_each_static_call_site`). Process context,
+    /// on a module that is coming or live.
+    pub(crate) fn for_each_static_call_site(&self, f: impl FnMut(usize, bool)) {
+        #[cfg(CONFIG_HAVE_STATIC_CALL_INLINE)]
+        // SAFETY: a live module's table of `num_static_call_sites` sites,
+        // sorted and flagged by the COMING notification, before any probe
+        // can be placed in the module's text.
+        unsafe {
+            let m = &*self.0.get();
+            let n = usize::try_from(m.num_static_call_sites).unwrap_or(0);
+            runtime::for_each_static_call_site(m.static_call_sites, n, f)
+        };
+        #[cfg(not(CONFIG_HAVE_STATIC_CALL_INLINE))]
+        let _ = f;
+    }
+
+    /// Whether `addr` is in this module's text (core or init).
+    pub(crate) fn has_text_address(&self, rt: &Runtime, addr: usize) -> bool {
+        let _preempt = PreemptGuard::new();
+        // SAFETY: preemption is disabled, as `__module_text_address` wants;
+        // the result is only compared.
+        let m = unsafe { rt.module_text_address(addr as c_ulong) };
+        m == self.as_ptr()
     }
 
     /// Whether the module is still coming (`MODULE_STATE_COMING`: its init
@@ -89,6 +144,25 @@ impl ModuleRef {
         // the guard provides; the module found is pinned with a reference
         // before preemption is enabled again.
         let module = unsafe { rt.module_text_address(addr as c_ulong) };
+        // SAFETY: a live module (preemption holds off its freeing).
+        if module.is_null() || !unsafe { ffi::try_module_get(module) } {
+            return None;
+        }
+        // INVARIANT: the reference was taken just above.
+        Some(Self { module })
+    }
+}
+
+impl ModuleRef {
+    /// A reference on the loaded module named `name`; `None` when there is
+    /// none, it is going, or the kernel's `find_module` was not found.
+    /// Process context.
+    pub(crate) fn by_name(rt: &Runtime, name: &kernel::str::CStr) -> Option<Self> {
+        let _preempt = PreemptGuard::new();
+        // SAFETY: `find_module` with preemption disabled, which the guard
+        // provides; the module is pinned with a reference before preemption
+        // is enabled again.
+        let module = unsafe { rt.find_module(name.as_char_ptr()) }?;
         // SAFETY: a live module (preemption holds off its freeing).
         if module.is_null() || !unsafe { ffi::try_module_get(module) } {
             return None;

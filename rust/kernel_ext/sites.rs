@@ -25,7 +25,7 @@
 
 use crate::{
     ffi::runtime::Runtime,
-    kernel_ext::text,
+    kernel_ext::{module::ModuleRef, text},
     pure::{insn::Insn, sites},
 };
 use core::ffi::c_void;
@@ -85,6 +85,8 @@ pub(crate) struct CheckResult {
     pub(crate) checked: usize,
     /// Answers that differed.
     pub(crate) differ: usize,
+    /// Questions the kernel answered "reserved".
+    pub(crate) reserved: usize,
 }
 
 /// The jump-label and static-call sites of the running kernel.
@@ -208,7 +210,46 @@ impl TextSites {
             return r;
         }
         let _lock = JumpLabelGuard::lock(&self.rt);
-        self.kernel_reserved(start, end)
+        self.module_reserved(start, end)
+            .unwrap_or_else(|| self.kernel_reserved(start, end))
+    }
+
+    /// The answer for `start..=end` in one module's text, from that
+    /// module's own sites, as the kernel's `__jump_label_mod_text_reserved()`
+    /// and `__static_call_mod_text_reserved()` give it (vmlinux's sites,
+    /// which the kernel's functions walk first, are never in module text);
+    /// `None` when the range is not in one module's text, or a site does
+    /// not decode. The caller holds `jump_label_lock`.
+    fn module_reserved(&self, start: usize, end: usize) -> Option<bool> {
+        if self.index.is_none() {
+            return None;
+        }
+        let m = ModuleRef::of_text_address(&self.rt, start)?;
+        if !m.has_text_address(&self.rt, end) {
+            return None;
+        }
+        // The kernel checks a coming module's init sites too.
+        let coming = m.is_coming();
+        let overlaps = |code: usize, len: usize| code <= end && code.wrapping_add(len) > start;
+        let (mut hit, mut whole) = (false, true);
+        // SAFETY: `jump_label_lock` is held (the caller's contract).
+        unsafe {
+            m.for_each_jump_entry(|code, init| {
+                if init && !coming {
+                    return;
+                }
+                match jump_site_len(code) {
+                    Some(len) => hit |= overlaps(code, usize::from(len)),
+                    None => whole = false,
+                }
+            })
+        };
+        m.for_each_static_call_site(|addr, init| {
+            if !init || coming {
+                hit |= overlaps(addr, usize::from(CALL_INSN_SIZE));
+            }
+        });
+        whole.then_some(hit)
     }
 
     /// The index's answer, when it has one for `start..=end`: both ends in
@@ -233,6 +274,30 @@ impl TextSites {
             self.rt.jump_label_text_reserved(s, e) != 0
                 || self.rt.static_call_text_reserved(s, e) != 0
         }
+    }
+
+    /// Asks rkprobes' walk of one module's sites and the kernel's functions
+    /// the same questions: every byte of the module's core text (up to 64
+    /// KiB), alone and as the first of five. Process context, may sleep;
+    /// takes `jump_label_lock`. `None` when no such module is loaded.
+    pub(crate) fn check_module(&self, name: &kernel::str::CStr) -> Option<CheckResult> {
+        let m = ModuleRef::by_name(&self.rt, name)?;
+        let text = m.text();
+        let mut res = CheckResult::default();
+        let _lock = JumpLabelGuard::lock(&self.rt);
+        for a in text.start..text.end.min(text.start + (64 << 10)) {
+            for (s, e) in [(a, a), (a, (a + 4).min(text.end - 1))] {
+                res.checked += 1;
+                let ours = self.module_reserved(s, e).unwrap_or_else(|| self.kernel_reserved(s, e));
+                let theirs = self.kernel_reserved(s, e);
+                res.reserved += usize::from(theirs);
+                if ours != theirs {
+                    res.differ += 1;
+                    pr_err!("module site walk differs from the kernel at {:#x}..={:#x}\n", s, e);
+                }
+            }
+        }
+        Some(res)
     }
 
     /// Asks the index and the kernel's functions the same questions, about
@@ -264,7 +329,9 @@ impl TextSites {
                 ] {
                     res.checked += 1;
                     let ours = self.indexed(s, e).unwrap_or_else(|| self.kernel_reserved(s, e));
-                    if ours != self.kernel_reserved(s, e) {
+                    let theirs = self.kernel_reserved(s, e);
+                    res.reserved += usize::from(theirs);
+                    if ours != theirs {
                         res.differ += 1;
                         pr_err!("site index differs from the kernel at {:#x}..={:#x}\n", s, e);
                     }

@@ -84,6 +84,22 @@ impl Show for TextSitesFile {
 
 impl Store for TextSitesFile {
     fn store(core: &Core, input: &[u8]) -> Result {
+        if let Some(name) = input.trim_ascii().strip_prefix(b"check module ") {
+            let mut buf = [0u8; 64];
+            let name = name.trim_ascii();
+            buf.get_mut(..name.len()).ok_or(EINVAL)?.copy_from_slice(name);
+            let name = kernel::str::CStr::from_bytes_with_nul(buf.get(..=name.len()).ok_or(EINVAL)?)
+                .map_err(|_| EINVAL)?;
+            let res = core.sites().check_module(name).ok_or(ENOENT)?;
+            pr_info!(
+                "text sites of module {}: {} questions asked of the kernel ({} reserved), {} answers differ\n",
+                name.to_str().unwrap_or("?"),
+                res.checked,
+                res.reserved,
+                res.differ
+            );
+            return Ok(());
+        }
         let rest = input.trim_ascii().strip_prefix(b"check").ok_or(EINVAL)?;
         if !rest.is_empty() && !rest.starts_with(b" ") {
             return Err(EINVAL);
@@ -99,11 +115,12 @@ impl Store for TextSitesFile {
         let (jump, calls, indexed) = core.sites().counts();
         let res = core.sites().check(stride);
         pr_info!(
-            "text sites: {} jump-label and {} static-call sites indexed ({}); {} questions asked of the kernel, {} answers differ\n",
+            "text sites: {} jump-label and {} static-call sites indexed ({}); {} questions asked of the kernel ({} reserved), {} answers differ\n",
             jump,
             calls,
             if indexed { "yes" } else { "no" },
             res.checked,
+            res.reserved,
             res.differ
         );
         Ok(())

@@ -15,12 +15,18 @@
  *   the registration's error. An unsigned module cannot be loaded once
  *   lockdown is raised, so the lockdown test loads this one before and asks
  *   it for a probe after.
+ * - A jump-label site and an inline static call site of its own, in
+ *   rkp_evtest_sites(), called on every write to `call`: rkprobes' answer
+ *   for a module's sites (kernel_ext/sites.rs) is compared with the
+ *   kernel's over every byte of this module's text (30-blacklist.sh).
  */
 #include <linux/kallsyms.h>
 #include <linux/kernel.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
+#include <linux/static_call.h>
 #include <linux/string.h>
+#include <linux/jump_label.h>
 
 #include <rkprobes.h>
 
@@ -33,6 +39,24 @@
 	RKP_XPASTE(RKP_XPASTE(rkp_evtest_long_, RKP_32(symstr_0123456_)), symstr_0123456_)
 
 unsigned long RKP_LONG_NAME(void *self);
+
+static DEFINE_STATIC_KEY_FALSE(rkp_evtest_key);
+
+static noinline int rkp_evtest_one(int x)
+{
+	return x + 1;
+}
+
+DEFINE_STATIC_CALL(rkp_evtest_sc, rkp_evtest_one);
+
+int rkp_evtest_sites(int x);
+
+noinline int rkp_evtest_sites(int x)
+{
+	if (static_branch_unlikely(&rkp_evtest_key))
+		x ^= 0x55;
+	return static_call(rkp_evtest_sc)(x);
+}
 
 noinline unsigned long RKP_LONG_NAME(void *self)
 {
@@ -53,6 +77,8 @@ static int rkp_evtest_call(const char *val, const struct kernel_param *kp)
 	void *self = READ_ONCE(long_name_self);
 
 	if (RKP_LONG_NAME(self) != ((unsigned long)self ^ 0x5a))
+		return -EIO;
+	if (rkp_evtest_sites(1) != 2)
 		return -EIO;
 	calls++;
 	return 0;
