@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! [`Kprobe`]: a pinned probe whose handlers implement [`KprobeHandler`].
-//! Its trampolines run in int3 context (or ftrace's, at a function entry),
-//! with interrupts off, or, once the probe is optimized into a jump, in the
-//! context of the probed code with preemption off; the rest in process
+//! Its trampolines run in int3 context with interrupts off, or, at a
+//! function's ftrace site and once the probe is optimized into a jump, in
+//! the context of the probed code with preemption off; the rest in process
 //! context.
 
 use super::{
@@ -21,8 +21,9 @@ use kernel::{
 };
 
 /// The handlers of a probe. They run in int3 exception context with
-/// interrupts off, or, when the probe is optimized (a probe without a
-/// post-handler, a few milliseconds after registration, as the kernel's
+/// interrupts off, or, at a function's ftrace site (through ftrace, as the
+/// kernel's kprobes there) and when the probe is optimized (a probe without
+/// a post-handler, a few milliseconds after registration, as the kernel's
 /// optprobes), in the context of the probed code with preemption off and
 /// interrupts as that code had them (usually on): they must not sleep,
 /// allocate with `GFP_KERNEL`, or take locks the probed code may hold, and

@@ -2,8 +2,9 @@
 
 //! [`Kretprobe`]: a pinned return probe whose handlers implement
 //! [`KretprobeHandler`]. The entry trampoline runs in int3 context with
-//! interrupts off (or, once the entry probe is optimized into a jump, in the
-//! function's context with preemption off), the return trampoline in the
+//! interrupts off (or, at an ftrace site and once the entry probe is
+//! optimized into a jump, in the function's context with preemption off),
+//! the return trampoline in the
 //! return trampoline's with interrupts off; the rest in process context.
 
 use super::{
@@ -16,8 +17,8 @@ use core::marker::PhantomPinned;
 use kernel::{bindings, ffi::c_int, prelude::*, types::Opaque};
 
 /// The handlers of a return probe. `ret` runs with interrupts off; `entry`
-/// with interrupts off, or, once the entry probe is optimized, with
-/// preemption off and interrupts as the function had them. Neither may
+/// with interrupts off, or, at an ftrace site and once the entry probe is
+/// optimized, with preemption off and interrupts as the function had them. Neither may
 /// sleep, allocate with `GFP_KERNEL`, or take locks the probed code may
 /// hold.
 pub trait KretprobeHandler: Sync {

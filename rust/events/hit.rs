@@ -6,8 +6,9 @@
 //! and memory ([`HitEnv`], the fetch programs' environment) and record them
 //! into the ring buffer of every trace instance that enabled the event.
 //!
-//! Probe-hit context (int3, or the kretprobe trampoline): interrupts off;
-//! nothing here may sleep, allocate or take a lock, and memory is only read
+//! Probe-hit context (int3 or the kretprobe trampoline with interrupts off;
+//! an ftrace site or a detour with preemption off): nothing here may sleep,
+//! allocate or take a lock, and memory is only read
 //! through the non-faulting accessors. rkprobes' whole text is blacklisted,
 //! so probing this code cannot recurse.
 

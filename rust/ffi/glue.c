@@ -247,26 +247,24 @@ EXPORT_SYMBOL_GPL(rkp_stack_trace_save);
 /*
  * Probes at ftrace call sites go through ftrace: one ftrace_ops, filtered
  * to the probed sites. The callback only adapts ftrace's calling convention
- * (registers, recursion protection, interrupts off for rkprobes' per-CPU
- * state) and calls rkp_ftrace_hit() in rust/kprobe/mod.rs, which hands
- * the hit to rust/arch/x86/ftrace.rs.
+ * (registers, recursion protection, which also disables preemption) and
+ * calls rkp_ftrace_hit() in rust/kprobe/mod.rs, which hands the hit to
+ * rust/arch/x86/ftrace.rs. Interrupts stay as they were, as in the kernel's
+ * kprobe_ftrace_handler(): rkprobes' per-CPU state is safe against
+ * interrupts and NMIs nesting on the same CPU (arch/x86/kprobes.rs's Ctl).
  */
 static notrace void rkp_ftrace_func(unsigned long ip, unsigned long parent_ip,
 				    struct ftrace_ops *op,
 				    struct ftrace_regs *fregs)
 {
 	struct pt_regs *regs = ftrace_get_regs(fregs);
-	unsigned long flags;
 	int bit;
 
 	bit = ftrace_test_recursion_trylock(ip, parent_ip);
 	if (bit < 0)
 		return;
-	if (regs) {
-		local_irq_save(flags);
+	if (regs)
 		rkp_ftrace_hit(ip, regs);
-		local_irq_restore(flags);
-	}
 	ftrace_test_recursion_unlock(bit);
 }
 

@@ -209,8 +209,9 @@ impl Kretprobes {
 }
 
 /// The pre-handler of every kretprobe's entry probe: takes an instance and
-/// hijacks the return address. int3 context (or the ftrace callback):
-/// interrupts off, may not sleep, allocate or take locks.
+/// hijacks the return address. int3 context with interrupts off, or the
+/// ftrace callback or a detour with preemption off: may not sleep, allocate
+/// or take locks (the pool is lock-free, safe against nesting).
 ///
 /// # Safety
 ///

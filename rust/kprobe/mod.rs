@@ -22,7 +22,7 @@
 //!
 //! Context: [`Core::new`] and the core's drop run in process context (module
 //! init and exit); the die notifier and [`rkp_ftrace_hit`] are the hit path,
-//! in exception context or the ftrace callback with interrupts off, and may
+//! in exception context or the ftrace callback with preemption off, and may
 //! not sleep, allocate or take locks; the accessors run in any context.
 //!
 //! # Lock order
@@ -264,8 +264,9 @@ impl Handler<DieChain> for Core {
     }
 }
 /// Called by the ftrace callback in `ffi/glue.c` for a hit at the ftrace
-/// call site `ip`, with interrupts off and ftrace's recursion protection
-/// held; the architecture handles it (`arch::ftrace_hit`).
+/// call site `ip`, with preemption off (ftrace's recursion protection held)
+/// and interrupts as the probed code had them; the architecture handles it
+/// (`arch::ftrace_hit`).
 ///
 /// # Safety
 ///

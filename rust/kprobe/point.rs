@@ -12,7 +12,8 @@
 //! Context: the handler-running functions ([`Point::run_pre_handlers`],
 //! [`Point::run_post_handlers`], [`Point::run_fault_handlers`],
 //! [`Point::missed`], [`Point::ran_boosted`]) are the hit path: int3, #DB or
-//! fault context, or the ftrace callback, with interrupts off; they may not
+//! fault context with interrupts off, or the ftrace callback or an optimized
+//! probe's detour with preemption off; they may not
 //! sleep, allocate or take locks. The rest is the writer's: process context
 //! with `Core::reg` held.
 
@@ -193,7 +194,8 @@ impl Point {
     /// clients whose pre-handler ran (or might have) has a post-handler, so
     /// that the instruction must not run boosted.
     ///
-    /// int3 context: interrupts off, may not sleep, allocate or take locks.
+    /// Hit context (int3 with interrupts off, ftrace or a detour with
+    /// preemption off): may not sleep, allocate or take locks.
     pub(crate) fn run_pre_handlers(&self, regs: *mut ffi::pt_regs) -> Option<bool> {
         let mut post = false;
         for kp in self.clients() {

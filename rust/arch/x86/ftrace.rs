@@ -84,7 +84,8 @@ pub(crate) fn ftrace_disarm(_addr: usize, _last: bool) {}
 
 /// A hit at the ftrace call site `ip` (the kernel's
 /// `kprobe_ftrace_handler()`), handed over by the probe core from the ftrace
-/// callback in `glue.c`: interrupts off, ftrace's recursion protection held;
+/// callback in `glue.c`: preemption off (ftrace's recursion protection, held),
+/// interrupts as the probed code had them;
 /// may not sleep, allocate or take locks.
 ///
 /// # Safety
@@ -99,7 +100,8 @@ pub(crate) unsafe fn ftrace_hit(core: &Core, ip: usize, regs: *mut ffi::pt_regs)
     if !point.arch.is_ftrace() || !point.is_armed() {
         return;
     }
-    // Interrupts are off (glue.c): the CPU stays.
+    // Preemption is off (glue.c): the CPU stays. An interrupt or NMI that
+    // comes in meanwhile and hits a probe finds this frame and counts a miss.
     let Some(ctl) = core.arch().this_cpu() else {
         return;
     };

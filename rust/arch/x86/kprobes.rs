@@ -114,7 +114,8 @@ impl Frame {
     }
 
     /// The frame's point, unless it is `Busy`. The point is live: it was
-    /// found in the table by this CPU, which has had interrupts off since,
+    /// found in the table by this CPU, which has had interrupts or
+    /// preemption off since,
     /// holding off the grace period that would free it.
     fn point(&self) -> Option<&Point> {
         if self.status.get() == Status::Busy {
