@@ -54,7 +54,7 @@ KTESTS = RKP_TESTS=$(TESTS)
 KLLVM = $(if $(filter y,$(shell sed -n 's/^CONFIG_CC_IS_CLANG=//p' $(KDIR)/.config 2>/dev/null)),LLVM=1)
 
 .PHONY: all modules setup kernel demo check host-test clippy fmt fmt-check \
-	guest-test runner-selftest bench insn-long clean kernel-nokprobes kernel-debug kernel-bench layers \
+	guest-test runner-selftest bench profile insn-long clean kernel-nokprobes kernel-debug kernel-bench layers \
 	check-all probe-events-long
 
 all: modules
@@ -162,3 +162,15 @@ ifdef TEST_KERNEL
 endif
 	$(BENCH_RUN) --kdir $(KDIR)
 	$(BENCH_RUN) --kdir $(KDIR) --icount shift=0
+
+# The hit paths' instruction profile (tools/testing/insn-profile): per
+# function, rkprobes beside the kernel, on the benchmark kernel (or KDIR).
+profile: modules $(if $(TEST_KERNEL),kernel-bench)
+ifdef TEST_KERNEL
+	mkdir -p $(BENCH_TREE)
+	git ls-files -z -co --exclude-standard | tar --null -T - -cf - | tar -xf - -C $(BENCH_TREE)
+	$(MAKE) --no-print-directory -C $(BENCH_TREE) KDIR=$(KDIR_BENCH) TESTS=y modules
+	tools/testing/insn-profile --kdir $(KDIR_BENCH) --modtree $(BENCH_TREE)
+else
+	tools/testing/insn-profile --kdir $(KDIR)
+endif

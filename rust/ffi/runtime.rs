@@ -177,7 +177,10 @@ pub(crate) unsafe fn for_each_jump_entry(
         let e = unsafe { start.add(i) };
         // SAFETY: a live entry, read under its lock; and its field's address.
         let (code, key, code_at) = unsafe { ((*e).code, (*e).key, core::ptr::addr_of!((*e).code)) };
-        f((code_at as usize).wrapping_add(code as isize as usize), key & 2 != 0);
+        f(
+            (code_at as usize).wrapping_add(code as isize as usize),
+            key & 2 != 0,
+        );
     }
 }
 

@@ -260,9 +260,8 @@ impl TextSites {
         let core = unsafe {
             self.rt.core_kernel_text(start as _) != 0 && self.rt.core_kernel_text(end as _) != 0
         };
-        (core && self.rt.system_running()).then(|| {
-            sites::overlaps(&idx.entries, idx.base as u64, start as u64, end as u64)
-        })
+        (core && self.rt.system_running())
+            .then(|| sites::overlaps(&idx.entries, idx.base as u64, start as u64, end as u64))
     }
 
     /// The kernel's answer; the caller holds `jump_label_lock`.
@@ -288,12 +287,18 @@ impl TextSites {
         for a in text.start..text.end.min(text.start + (64 << 10)) {
             for (s, e) in [(a, a), (a, (a + 4).min(text.end - 1))] {
                 res.checked += 1;
-                let ours = self.module_reserved(s, e).unwrap_or_else(|| self.kernel_reserved(s, e));
+                let ours = self
+                    .module_reserved(s, e)
+                    .unwrap_or_else(|| self.kernel_reserved(s, e));
                 let theirs = self.kernel_reserved(s, e);
                 res.reserved += usize::from(theirs);
                 if ours != theirs {
                     res.differ += 1;
-                    pr_err!("module site walk differs from the kernel at {:#x}..={:#x}\n", s, e);
+                    pr_err!(
+                        "module site walk differs from the kernel at {:#x}..={:#x}\n",
+                        s,
+                        e
+                    );
                 }
             }
         }
@@ -328,12 +333,18 @@ impl TextSites {
                     (code - 2, last + 2),
                 ] {
                     res.checked += 1;
-                    let ours = self.indexed(s, e).unwrap_or_else(|| self.kernel_reserved(s, e));
+                    let ours = self
+                        .indexed(s, e)
+                        .unwrap_or_else(|| self.kernel_reserved(s, e));
                     let theirs = self.kernel_reserved(s, e);
                     res.reserved += usize::from(theirs);
                     if ours != theirs {
                         res.differ += 1;
-                        pr_err!("site index differs from the kernel at {:#x}..={:#x}\n", s, e);
+                        pr_err!(
+                            "site index differs from the kernel at {:#x}..={:#x}\n",
+                            s,
+                            e
+                        );
                     }
                 }
             }

@@ -168,7 +168,10 @@ impl Core {
                 return Err(EINVAL);
             }
         }
-        if self.sites.reserved(addr, addr) || addr >= func.saturating_add(size) || self.blacklist.contains(addr) {
+        if self.sites.reserved(addr, addr)
+            || addr >= func.saturating_add(size)
+            || self.blacklist.contains(addr)
+        {
             return Err(EINVAL);
         }
         // Checked again, under `text_mutex`, each time the probe is armed.

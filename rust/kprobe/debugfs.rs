@@ -87,9 +87,12 @@ impl Store for TextSitesFile {
         if let Some(name) = input.trim_ascii().strip_prefix(b"check module ") {
             let mut buf = [0u8; 64];
             let name = name.trim_ascii();
-            buf.get_mut(..name.len()).ok_or(EINVAL)?.copy_from_slice(name);
-            let name = kernel::str::CStr::from_bytes_with_nul(buf.get(..=name.len()).ok_or(EINVAL)?)
-                .map_err(|_| EINVAL)?;
+            buf.get_mut(..name.len())
+                .ok_or(EINVAL)?
+                .copy_from_slice(name);
+            let name =
+                kernel::str::CStr::from_bytes_with_nul(buf.get(..=name.len()).ok_or(EINVAL)?)
+                    .map_err(|_| EINVAL)?;
             let res = core.sites().check_module(name).ok_or(ENOENT)?;
             pr_info!(
                 "text sites of module {}: {} questions asked of the kernel ({} reserved), {} answers differ\n",

@@ -31,7 +31,13 @@ fn sort_agrees_with_std() {
     let mut rng = Rng(0x50f7);
     for n in (0..64).chain([255, 256, 1000, 6171]) {
         let mut v: Vec<u64> = (0..n)
-            .map(|_| if rng.below(4) == 0 { rng.below(8) as u64 } else { rng.next_u64() })
+            .map(|_| {
+                if rng.below(4) == 0 {
+                    rng.below(8) as u64
+                } else {
+                    rng.next_u64()
+                }
+            })
             .collect();
         let mut want = v.clone();
         want.sort_unstable();
@@ -43,7 +49,10 @@ fn sort_agrees_with_std() {
 #[test]
 fn pack_round_trips_and_refuses_what_does_not_fit() {
     assert_eq!(unpack(pack(0x1234, 5).unwrap()), (0x1234, 5));
-    assert_eq!(unpack(pack((1 << 56) - 1, 255).unwrap()), ((1 << 56) - 1, 255));
+    assert_eq!(
+        unpack(pack((1 << 56) - 1, 255).unwrap()),
+        ((1 << 56) - 1, 255)
+    );
     assert_eq!(pack(1 << 56, 2), None);
     assert_eq!(pack(7, 0), None);
 }
@@ -66,8 +75,16 @@ fn edges_of_a_site_as_the_kernel() {
         (0, u64::MAX, true),
         (0x2000, 0x1000, false),
     ] {
-        assert_eq!(overlaps(&idx, 0x1000, start, end), want, "{start:#x}..={end:#x}");
-        assert_eq!(walk(&sites, start, end), want, "oracle {start:#x}..={end:#x}");
+        assert_eq!(
+            overlaps(&idx, 0x1000, start, end),
+            want,
+            "{start:#x}..={end:#x}"
+        );
+        assert_eq!(
+            walk(&sites, start, end),
+            want,
+            "oracle {start:#x}..={end:#x}"
+        );
     }
     assert!(!overlaps(&[], 0, 0, u64::MAX));
 }
@@ -100,7 +117,9 @@ fn random_sets_agree_with_the_walk() {
                 Some(&(c, _)) if rng.below(2) == 0 => {
                     c.wrapping_add(rng.below(16) as u64).wrapping_sub(8)
                 }
-                _ => base.wrapping_add(rng.next_u64() % (span + 512)).wrapping_sub(256),
+                _ => base
+                    .wrapping_add(rng.next_u64() % (span + 512))
+                    .wrapping_sub(256),
             };
             let start = around(&mut rng);
             let end = match rng.below(3) {

@@ -42,6 +42,10 @@ string_param!(OPT, "opt", "0", 4);
 // scale=1: only the registration rows (time against the number of probes);
 // scale=2: rkprobes' batch registration alone, for a profile of it.
 string_param!(SCALE, "scale", "0", 4);
+// profile=1: print each timed loop's row number, for the instruction
+// profile of tools/testing/insn-profile (the loops always carry its
+// markers, which are NOPs).
+string_param!(PROFILE, "profile", "0", 4);
 
 /// The int3 target.
 #[no_mangle]
@@ -415,10 +419,55 @@ fn now() -> i64 {
     unsafe { bindings::ktime_get() }
 }
 
+/// The number of timed loops so far: each is a row of the instruction
+/// profile (`tools/testing/insn-profile`).
+static ROW: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
+
+/// The profile marker `nopl ID(%rax)` with ID `0x524b0000 | row << 1 | end`,
+/// which the QEMU plugin tools/testing/qemu-plugin/insn-profile.c looks for;
+/// a 7-byte NOP otherwise.
+macro_rules! marker {
+    ($id:expr) => {
+        // SAFETY: a NOP; the operand is not accessed.
+        unsafe {
+            core::arch::asm!(
+                ".byte 0x0f, 0x1f, 0x80",
+                ".long {id}",
+                id = const $id,
+                options(nomem, nostack, preserves_flags)
+            )
+        }
+    };
+}
+
+/// Times `f(n)`, between two profile markers for row `row` (the marker ID
+/// must be a constant: the start and end of each of 64 rows are expanded).
 fn time(n: u64, f: fn(u64)) -> u64 {
-    let t = now();
-    f(n);
-    (now() - t).max(0) as u64
+    let row = ROW.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+    if PROFILE.get().as_bytes() == b"1" {
+        pr_info!("profile row {}\n", row);
+    }
+    macro_rules! rows {
+        ($($r:literal)*) => {
+            match row {
+                $($r => {
+                    marker!(0x524b_0000 | ($r << 1));
+                    let t = now();
+                    f(n);
+                    let d = now() - t;
+                    marker!(0x524b_0000 | ($r << 1) | 1);
+                    d
+                })*
+                _ => {
+                    let t = now();
+                    f(n);
+                    now() - t
+                }
+            }
+        };
+    }
+    let d = rows!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23);
+    d.max(0) as u64
 }
 
 fn report(name: &str, n: u64, none: u64, native: Option<u64>, ours: u64) {
