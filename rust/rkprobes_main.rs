@@ -59,6 +59,7 @@ impl kernel::Module for RkProbes {
             pr_err!("cannot find kallsyms_lookup_name; refusing to load\n");
         })?;
         let rt = ffi::runtime::Runtime::find(&ksyms)?;
+        kernel_ext::cpu::check_percpu()?;
         let blacklist = kprobe::blacklist::Blacklist::new(&ksyms)?;
         let core = kprobe::Core::new(ksyms, rt, blacklist)?;
         let events = KBox::pin_init(events::Events::new(&core, core.ksyms())?, GFP_KERNEL)?;

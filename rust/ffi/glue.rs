@@ -28,11 +28,13 @@ pub(crate) struct RkpField {
 }
 
 extern "C" {
-    /// `raw_smp_processor_id()`.
+    /// `raw_smp_processor_id()`; the hit paths read it inline
+    /// (`percpu`), checked against this at load.
     pub(crate) fn rkp_smp_processor_id() -> c_uint;
 
     /// The interrupt level of the current context: NMI and hardirq nesting
-    /// and softirq service, as bits of the preempt count. Any context.
+    /// and softirq service, as bits of the preempt count. Any context. Read
+    /// inline on the hit paths, checked against this at load.
     pub(crate) fn rkp_irq_level() -> c_uint;
 
     /// `security_locked_down(LOCKDOWN_KPROBES)`: 0, or the errno (`-EPERM`)
@@ -60,7 +62,8 @@ extern "C" {
     /// `num_possible_cpus()`.
     pub(crate) fn rkp_num_possible_cpus() -> c_uint;
 
-    /// `current`, without a reference: only compared.
+    /// `current`, without a reference: only compared. Read inline on the
+    /// hit paths, checked against this at load.
     pub(crate) fn rkp_current_task() -> *mut c_void;
 
     /// `current->comm`, for `$comm`. Any context.

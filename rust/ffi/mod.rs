@@ -18,6 +18,7 @@ pub mod abi;
 mod exported;
 mod glue;
 pub(crate) mod kallsyms;
+pub(crate) mod percpu;
 pub(crate) mod runtime;
 
 pub(crate) use exported::*;
@@ -32,7 +33,8 @@ pub(crate) use ::kernel::bindings::{
 /// Constants of the generated bindings that rkprobes uses.
 pub(crate) use ::kernel::bindings::{
     mod_mem_type_MOD_INIT_TEXT, mod_mem_type_MOD_TEXT, module_state_MODULE_STATE_COMING,
-    module_state_MODULE_STATE_GOING, module_state_MODULE_STATE_LIVE, EILSEQ, EOPNOTSUPP, O_TRUNC,
+    module_state_MODULE_STATE_GOING, module_state_MODULE_STATE_LIVE, EILSEQ, EOPNOTSUPP,
+    HARDIRQ_BITS, HARDIRQ_SHIFT, NMI_BITS, NMI_SHIFT, O_TRUNC, SOFTIRQ_OFFSET,
 };
 
 /// Functions and data the kernel exports, through the generated bindings.

@@ -23,8 +23,7 @@ pub(crate) fn num_possible_cpus() -> usize {
 /// or preemption off).
 #[inline]
 pub(crate) fn raw_smp_processor_id() -> usize {
-    // SAFETY: no preconditions.
-    unsafe { ffi::rkp_smp_processor_id() as usize }
+    ffi::percpu::cpu_number() as usize
 }
 
 /// The interrupt level of the current context: its NMI and hardirq nesting
@@ -34,6 +33,35 @@ pub(crate) fn raw_smp_processor_id() -> usize {
 /// another. Any context, NMI included.
 #[inline]
 pub(crate) fn irq_level() -> u32 {
-    // SAFETY: reads this CPU's preempt count; no preconditions.
-    unsafe { ffi::rkp_irq_level() }
+    // `preempt_count() & (NMI_MASK | HARDIRQ_MASK | SOFTIRQ_OFFSET)`: the
+    // bits below `PREEMPT_NEED_RESCHED`, which the mask leaves out anyway.
+    const NMI_MASK: u32 = ((1 << ffi::NMI_BITS) - 1) << ffi::NMI_SHIFT;
+    const HARDIRQ_MASK: u32 = ((1 << ffi::HARDIRQ_BITS) - 1) << ffi::HARDIRQ_SHIFT;
+    ffi::percpu::preempt_count_raw() & (NMI_MASK | HARDIRQ_MASK | ffi::SOFTIRQ_OFFSET)
+}
+
+/// Checks the inline per-CPU reads that [`raw_smp_processor_id`],
+/// [`irq_level`] and `task::current_id` use (`ffi::percpu`) against the
+/// kernel's own `raw_smp_processor_id()`, `preempt_count()` and `current`,
+/// called through C: a kernel whose `pcpu_hot` differs from the one
+/// rkprobes was built against is refused. Process context, at load.
+pub(crate) fn check_percpu() -> Result<(), kernel::error::Error> {
+    let _preempt = super::sync::PreemptGuard::new();
+    // SAFETY: plain reads of this CPU's state; preemption is off, so the
+    // CPU cannot change between the two reads of each pair.
+    let (cpu, level, task) = unsafe {
+        (
+            ffi::rkp_smp_processor_id(),
+            ffi::rkp_irq_level(),
+            ffi::rkp_current_task(),
+        )
+    };
+    if cpu as usize != raw_smp_processor_id()
+        || level != irq_level()
+        || task != ffi::percpu::current_task()
+    {
+        kernel::pr_err!("this kernel's per-CPU data differs from the one rkprobes was built for\n");
+        return Err(kernel::error::code::EINVAL);
+    }
+    Ok(())
 }

@@ -221,9 +221,7 @@ impl TextSites {
     /// `None` when the range is not in one module's text, or a site does
     /// not decode. The caller holds `jump_label_lock`.
     fn module_reserved(&self, start: usize, end: usize) -> Option<bool> {
-        if self.index.is_none() {
-            return None;
-        }
+        self.index.as_ref()?;
         let m = ModuleRef::of_text_address(&self.rt, start)?;
         if !m.has_text_address(&self.rt, end) {
             return None;

@@ -19,3 +19,17 @@ pub(crate) fn kstrtobool(input: &[u8]) -> Result<bool> {
     kernel::error::to_result(unsafe { ffi::kstrtobool(s.as_ptr().cast(), &mut on) })?;
     Ok(on)
 }
+
+/// `input` without leading and trailing ASCII whitespace (`<[u8]>::trim_ascii`,
+/// stable only since Rust 1.80, above the kernel's minimum).
+pub(crate) fn trim_ascii(input: &[u8]) -> &[u8] {
+    let start = input
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .unwrap_or(input.len());
+    let end = input
+        .iter()
+        .rposition(|b| !b.is_ascii_whitespace())
+        .map_or(start, |i| i + 1);
+    input.get(start..end).unwrap_or(&[])
+}

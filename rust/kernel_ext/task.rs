@@ -11,8 +11,7 @@ use kernel::ffi::{c_ulong, c_void};
 /// The current task's address, only to be compared, never dereferenced.
 /// Any context, NMI included.
 pub(crate) fn current_id() -> *mut c_void {
-    // SAFETY: no preconditions; reads `current`.
-    unsafe { ffi::rkp_current_task() }
+    ffi::percpu::current_task()
 }
 
 /// Takes a reference on the current task (`get_task_struct(current)`) and

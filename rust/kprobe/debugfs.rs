@@ -15,7 +15,7 @@ use crate::{
     ffi::kallsyms::SymbolBuf,
     kernel_ext::{
         debugfs::{SeqFile, Show, Store},
-        str::kstrtobool,
+        str::{kstrtobool, trim_ascii},
     },
 };
 use core::fmt::Write;
@@ -84,9 +84,9 @@ impl Show for TextSitesFile {
 
 impl Store for TextSitesFile {
     fn store(core: &Core, input: &[u8]) -> Result {
-        if let Some(name) = input.trim_ascii().strip_prefix(b"check module ") {
+        if let Some(name) = trim_ascii(input).strip_prefix(b"check module ") {
             let mut buf = [0u8; 64];
-            let name = name.trim_ascii();
+            let name = trim_ascii(name);
             buf.get_mut(..name.len())
                 .ok_or(EINVAL)?
                 .copy_from_slice(name);
@@ -103,11 +103,11 @@ impl Store for TextSitesFile {
             );
             return Ok(());
         }
-        let rest = input.trim_ascii().strip_prefix(b"check").ok_or(EINVAL)?;
+        let rest = trim_ascii(input).strip_prefix(b"check").ok_or(EINVAL)?;
         if !rest.is_empty() && !rest.starts_with(b" ") {
             return Err(EINVAL);
         }
-        let stride = match rest.trim_ascii() {
+        let stride = match trim_ascii(rest) {
             b"" => 1,
             n => core::str::from_utf8(n)
                 .ok()

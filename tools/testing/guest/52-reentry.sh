@@ -57,9 +57,9 @@ check "one hit and one post-handler call per call" \
 	sh -c 'dmesg | grep -q "3 calls: 3 hits, 3 post-handler calls, 0 missed"'
 rmmod rkp_reenter 2>/dev/null
 
-# rkprobes' own exception path and optimized-probe callback, and the
-# kernel's int3 entry, are refused.
-for fn in rkp_irq_level rkp_smp_processor_id rkp_optprobe_callback rkp_optprobe_trampoline exc_int3 notify_die; do
+# rkprobes' own hit paths (the ftrace callback, the optimized-probe
+# callback and trampoline), and the kernel's int3 entry, are refused.
+for fn in rkp_ftrace_func rkp_ftrace_hit rkp_optprobe_callback rkp_optprobe_trampoline exc_int3 notify_die; do
 	if grep -q " $fn\$" /proc/kallsyms || grep -q " $fn	" /proc/kallsyms; then
 		expect_fail "a probe in $fn is refused" \
 			insmod $MODDIR/rkp_reenter.ko symbol=$fn maxoff=32
