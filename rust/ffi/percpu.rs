@@ -18,56 +18,50 @@ const CPU_NUMBER: usize = offset_of!(Hot, cpu_number);
 const PREEMPT_COUNT: usize = offset_of!(Hot, preempt_count);
 const CURRENT_TASK: usize = offset_of!(Hot, current_task);
 
+/// One `%gs`-relative load of `$ty` at `pcpu_hot + $off`, `$mov` being the
+/// instruction with its operand size.
+macro_rules! hot_read {
+    ($ty:ty, $mov:literal, $off:expr) => {{
+        let v: $ty;
+        // SAFETY: a load of this CPU's `pcpu_hot` field at `$off` through
+        // `%gs`, which points to this CPU's per-CPU area in the kernel; the
+        // symbol's value is its offset there.
+        unsafe {
+            core::arch::asm!(
+                $mov,
+                v = out(reg) v,
+                hot = sym pcpu_hot,
+                off = const $off,
+                options(nostack, readonly, preserves_flags)
+            )
+        };
+        v
+    }};
+}
+
 /// `this_cpu_read(pcpu_hot.cpu_number)`: the id of the CPU this runs on.
 #[inline(always)]
 pub(crate) fn cpu_number() -> u32 {
-    let v: u32;
-    // SAFETY: a 4-byte load of this CPU's `pcpu_hot.cpu_number` through
-    // `%gs`, which points to this CPU's per-CPU area in the kernel; the
-    // symbol's value is its offset there.
-    unsafe {
-        core::arch::asm!(
-            "mov {v:e}, dword ptr gs:[{hot} + {off}]",
-            v = out(reg) v,
-            hot = sym pcpu_hot,
-            off = const CPU_NUMBER,
-            options(nostack, readonly, preserves_flags)
-        )
-    };
-    v
+    hot_read!(u32, "mov {v:e}, dword ptr gs:[{hot} + {off}]", CPU_NUMBER)
 }
 
 /// `raw_cpu_read_4(pcpu_hot.preempt_count)`: this CPU's preempt count,
 /// with x86's inverted `PREEMPT_NEED_RESCHED` bit as stored.
 #[inline(always)]
 pub(crate) fn preempt_count_raw() -> u32 {
-    let v: u32;
-    // SAFETY: as in `cpu_number`, for `pcpu_hot.preempt_count`.
-    unsafe {
-        core::arch::asm!(
-            "mov {v:e}, dword ptr gs:[{hot} + {off}]",
-            v = out(reg) v,
-            hot = sym pcpu_hot,
-            off = const PREEMPT_COUNT,
-            options(nostack, readonly, preserves_flags)
-        )
-    };
-    v
+    hot_read!(
+        u32,
+        "mov {v:e}, dword ptr gs:[{hot} + {off}]",
+        PREEMPT_COUNT
+    )
 }
 
 /// `current`: the running task's `task_struct`, as an address.
 #[inline(always)]
 pub(crate) fn current_task() -> *mut core::ffi::c_void {
-    let v: *mut core::ffi::c_void;
-    // SAFETY: as in `cpu_number`, an 8-byte load of `pcpu_hot.current_task`.
-    unsafe {
-        core::arch::asm!(
-            "mov {v}, qword ptr gs:[{hot} + {off}]",
-            v = out(reg) v,
-            hot = sym pcpu_hot,
-            off = const CURRENT_TASK,
-            options(nostack, readonly, preserves_flags)
-        )
-    };
-    v
+    hot_read!(
+        *mut core::ffi::c_void,
+        "mov {v}, qword ptr gs:[{hot} + {off}]",
+        CURRENT_TASK
+    )
 }

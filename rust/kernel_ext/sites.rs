@@ -273,6 +273,19 @@ impl TextSites {
         }
     }
 
+    /// Counts in `res` rkprobes' answer `ours` (the kernel's when `None`)
+    /// for `s..=e` against the kernel's. The caller holds
+    /// `jump_label_lock`.
+    fn compare(&self, s: usize, e: usize, ours: Option<bool>, res: &mut CheckResult) {
+        let theirs = self.kernel_reserved(s, e);
+        res.checked += 1;
+        res.reserved += usize::from(theirs);
+        if ours.unwrap_or(theirs) != theirs {
+            res.differ += 1;
+            pr_err!("text sites: rkprobes' answer differs from the kernel's at {s:#x}..={e:#x}\n");
+        }
+    }
+
     /// Asks rkprobes' walk of one module's sites and the kernel's functions
     /// the same questions: every byte of the module's core text (up to 64
     /// KiB), alone and as the first of five. Process context, may sleep;
@@ -284,20 +297,8 @@ impl TextSites {
         let _lock = JumpLabelGuard::lock(&self.rt);
         for a in text.start..text.end.min(text.start + (64 << 10)) {
             for (s, e) in [(a, a), (a, (a + 4).min(text.end - 1))] {
-                res.checked += 1;
-                let ours = self
-                    .module_reserved(s, e)
-                    .unwrap_or_else(|| self.kernel_reserved(s, e));
-                let theirs = self.kernel_reserved(s, e);
-                res.reserved += usize::from(theirs);
-                if ours != theirs {
-                    res.differ += 1;
-                    pr_err!(
-                        "module site walk differs from the kernel at {:#x}..={:#x}\n",
-                        s,
-                        e
-                    );
-                }
+                let ours = self.module_reserved(s, e);
+                self.compare(s, e, ours, &mut res);
             }
         }
         Some(res)
@@ -330,20 +331,8 @@ impl TextSites {
                     (code + len, code + len),
                     (code - 2, last + 2),
                 ] {
-                    res.checked += 1;
-                    let ours = self
-                        .indexed(s, e)
-                        .unwrap_or_else(|| self.kernel_reserved(s, e));
-                    let theirs = self.kernel_reserved(s, e);
-                    res.reserved += usize::from(theirs);
-                    if ours != theirs {
-                        res.differ += 1;
-                        pr_err!(
-                            "site index differs from the kernel at {:#x}..={:#x}\n",
-                            s,
-                            e
-                        );
-                    }
+                    let ours = self.indexed(s, e);
+                    self.compare(s, e, ours, &mut res);
                 }
             }
         }

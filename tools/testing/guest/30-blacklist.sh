@@ -71,17 +71,25 @@ fi
 
 # Every entry is refused: a probe at the first, middle and last byte of each
 # range, 60 ranges per load of rkp_sweep.
+# sweep_at LIST RESULTS: rkp_sweep tries a probe at each line of LIST (an
+# address, or a range: its first, middle and last byte), 60 lines a load,
+# and removes it; its answers ("0xADDR: ERRNO") go to RESULTS. Prints how
+# many loads failed.
+sweep_at() {
+	rm -f "$1".part.*
+	awk -v p="$1.part." '{ print > (p int((NR - 1) / 60)) }' "$1"
+	dmesg -c > /dev/null
+	fails=0
+	for part in "$1".part.*; do
+		insmod $MODDIR/rkp_sweep.ko ats=$(paste -sd, "$part") && rmmod rkp_sweep || fails=$((fails + 1))
+	done
+	dmesg | sed -n 's/.*rkp_sweep: at //p' > "$2"
+	echo $fails
+}
+
 cut -f1 $BL > /tmp/bl.ranges
 n=$(( $(wc -l < /tmp/bl.ranges) * 3 ))
-dmesg -c > /dev/null
-rm -f /tmp/bl.part.*
-awk '{ print > ("/tmp/bl.part." int((NR - 1) / 60)) }' /tmp/bl.ranges
-fails=0
-for part in /tmp/bl.part.*; do
-	insmod $MODDIR/rkp_sweep.ko ats=$(paste -sd, "$part") && rmmod rkp_sweep || fails=$((fails + 1))
-done
-expect_eq "rkp_sweep ran over every part" 0 "$fails"
-dmesg | sed -n 's/.*rkp_sweep: at //p' > /tmp/bl.results
+expect_eq "rkp_sweep ran over every part" 0 "$(sweep_at /tmp/bl.ranges /tmp/bl.results)"
 expect_eq "every address tried" "$n" "$(wc -l < /tmp/bl.results)"
 grep -v ': -22$' /tmp/bl.results > /tmp/bl.bad
 expect_eq "every blacklisted address refused with EINVAL ($n addresses)" 0 "$(wc -l < /tmp/bl.bad)"
@@ -129,15 +137,7 @@ awk 'NR % 25 == 1' $TS | while IFS=- read -r first end; do
 	printf '0x%x\n' $((end - 1))
 done > /tmp/ts.at
 nat=$(wc -l < /tmp/ts.at)
-dmesg -c > /dev/null
-rm -f /tmp/ts.part.*
-awk '{ print > ("/tmp/ts.part." int((NR - 1) / 60)) }' /tmp/ts.at
-fails=0
-for part in /tmp/ts.part.*; do
-	insmod $MODDIR/rkp_sweep.ko ats=$(paste -sd, "$part") && rmmod rkp_sweep || fails=$((fails + 1))
-done
-expect_eq "rkp_sweep ran over every part ($nat addresses)" 0 "$fails"
-dmesg | sed -n 's/.*rkp_sweep: at //p' > /tmp/ts.results
+expect_eq "rkp_sweep ran over every part ($nat addresses)" 0 "$(sweep_at /tmp/ts.at /tmp/ts.results)"
 expect_eq "every address tried" "$nat" "$(wc -l < /tmp/ts.results)"
 grep -v ': -22$' /tmp/ts.results > /tmp/ts.bad
 expect_eq "a probe on a site's first or last byte is refused with EINVAL" 0 "$(wc -l < /tmp/ts.bad)"
