@@ -196,7 +196,7 @@ impl Point {
     ///
     /// Hit context (int3 with interrupts off, ftrace or a detour with
     /// preemption off): may not sleep, allocate or take locks.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn run_pre_handlers(&self, regs: *mut ffi::pt_regs) -> Option<bool> {
         let mut post = false;
         for kp in self.clients() {

@@ -116,14 +116,14 @@ pub(crate) unsafe fn ftrace_hit(core: &Core, ip: usize, regs: *mut ffi::pt_regs)
     let r = unsafe { &mut *regs };
     let orig_ip = r.ip;
     // As if an int3 at the site had trapped.
-    r.ip = ip + 1;
+    r.ip = ip.wrapping_add(1);
     // `Some(true)` when an enabled client has a post-handler: the second
     // pass over the clients is skipped when none has (the kernel's
     // `kprobe_ftrace_handler()` tests its one `post_handler`).
     if let Some(post) = point.run_pre_handlers(regs) {
         if post {
             // As if the NOP had run.
-            r.ip = ip + MCOUNT_INSN_SIZE;
+            r.ip = ip.wrapping_add(MCOUNT_INSN_SIZE);
             if let Some(f) = ctl.top() {
                 f.set_status(Status::HitSsDone);
             }
