@@ -72,6 +72,16 @@
 //!                             (Core::optimize_pass, Core::unoptimize;
 //!                             text_poke_finish() takes nothing more). No
 //!                             lock of this table is taken under it.
+//!     e. jump_label_lock      kernel_ext/sites.rs: reading the jump-label
+//!        (kernel)             and static-call sites (TextSites::new, at
+//!                             load, with no lock of rkprobes held;
+//!                             TextSites::reserved from check_address_safe
+//!                             and the optimizer's region check; the
+//!                             text_sites file's checks). Only the kernel's
+//!                             __module_text_address()/try_module_get()
+//!                             and its reserved-text checks run under it.
+//!                             The kernel takes text_mutex under it, so it
+//!                             is never taken with text_mutex held.
 //! ```
 //!
 //! The pairs, as the code takes them:
