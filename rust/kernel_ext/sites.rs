@@ -81,7 +81,8 @@ struct Index {
 /// What [`TextSites::check`] found.
 #[derive(Clone, Copy, Default)]
 pub(crate) struct CheckResult {
-    /// Addresses (and ranges) asked of both.
+    /// Addresses (and ranges) rkprobes answered itself, asked of the
+    /// kernel too.
     pub(crate) checked: usize,
     /// Answers that differed.
     pub(crate) differ: usize,
@@ -131,8 +132,7 @@ impl TextSites {
             return Ok(me);
         }
         let _lock = JumpLabelGuard::lock(&rt);
-        // First pass: how many live sites, from which address, and whether
-        // every jump-label site decodes as the kernel's would.
+        // First pass: how many live sites, from which address.
         let (mut njump, mut nstatic, mut base, mut whole) = (0usize, 0usize, usize::MAX, true);
         // SAFETY: `jump_label_lock` is held.
         unsafe {
@@ -140,7 +140,6 @@ impl TextSites {
                 if !init {
                     njump += 1;
                     base = base.min(code);
-                    whole &= jump_site_len(code).is_some();
                 }
             })
         };
@@ -150,14 +149,11 @@ impl TextSites {
                 base = base.min(addr);
             }
         });
-        if !whole {
-            pr_info!("a jump-label site does not decode; asking the kernel for each probe\n");
-            return Ok(me);
-        }
         let mut entries = KVVec::with_capacity(njump + nstatic, GFP_KERNEL)?;
         let mut push = |at: usize, len: Option<u8>| {
             let packed = len.and_then(|l| sites::pack(at.wrapping_sub(base) as u64, l));
-            // Capacity was reserved above for every live site; a site that
+            // Capacity was reserved above for every live site; a jump-label
+            // site that does not decode as the kernel's would, a site that
             // does not pack (or a table that grew) makes `whole` false.
             whole &= packed.is_some_and(|p| entries.push(p, GFP_NOWAIT).is_ok());
         };
@@ -175,6 +171,9 @@ impl TextSites {
             }
         });
         if !whole || entries.len() != njump + nstatic {
+            pr_info!(
+                "vmlinux's site tables could not be read whole; asking the kernel for each probe\n"
+            );
             return Ok(me);
         }
         sites::sort(entries.as_mut_slice());
@@ -273,14 +272,18 @@ impl TextSites {
         }
     }
 
-    /// Counts in `res` rkprobes' answer `ours` (the kernel's when `None`)
-    /// for `s..=e` against the kernel's. The caller holds
-    /// `jump_label_lock`.
+    /// Counts in `res` rkprobes' own answer `ours` for `s..=e` against the
+    /// kernel's. A question rkprobes leaves to the kernel (`None`) is not
+    /// counted: comparing the kernel with itself would prove nothing. The
+    /// caller holds `jump_label_lock`.
     fn compare(&self, s: usize, e: usize, ours: Option<bool>, res: &mut CheckResult) {
+        let Some(ours) = ours else {
+            return;
+        };
         let theirs = self.kernel_reserved(s, e);
         res.checked += 1;
         res.reserved += usize::from(theirs);
-        if ours.unwrap_or(theirs) != theirs {
+        if ours != theirs {
             res.differ += 1;
             pr_err!("text sites: rkprobes' answer differs from the kernel's at {s:#x}..={e:#x}\n");
         }
