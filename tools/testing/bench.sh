@@ -56,6 +56,156 @@ else
 	skip "bpf-empty" "the host's root or its bpftrace is not available"
 fi
 
+cp /bin/sysloop /tmp/sysloop
+NATIVE_KE=/sys/kernel/tracing/kprobe_events
+# Is the kernel's kprobe_events there (a kernel with CONFIG_KPROBE_EVENTS)?
+native_events() {
+	[ -w $NATIVE_KE ]
+}
+
+# The event rows: a kprobe_events event at do_sys_openat2 with two register
+# arguments and a string (the path, from user memory), recorded into the
+# trace buffer, then the same event with a filter that rejects every record;
+# rkprobes' event and the kernel's, each alone (never both at the same
+# address: ftrace would switch to its list function). The cost per hit is
+# sysloop's time per open with the event on minus its time with none; the
+# least of two runs each.
+EN=${RKP_BENCH_EVENT_ITERS:-20000}
+EVDEF="do_sys_openat2 dfd=%di:s32 how=%dx:x64 path=+0(%si):ustring"
+loop_ns() {
+	best=
+	for _ in 1 2; do
+		t=$(/tmp/sysloop $EN $NOFILE -t | sed -n 's/^sysloop: [0-9]* calls in \([0-9]*\) ns$/\1/p')
+		[ -z "$t" ] && return
+		[ -z "$best" ] || [ "$t" -lt "$best" ] && best=$t
+	done
+	echo $best
+}
+# event_row CONTROL EVENTS_DIR: "RECORDED FILTERED", sysloop's times with
+# the event on, recording and then filtered out.
+event_row() {
+	echo "p:evbench $EVDEF" >> $1 || return
+	echo > /sys/kernel/tracing/trace
+	echo 1 > $2/evbench/enable
+	rec=$(loop_ns)
+	echo 0 > $2/evbench/enable
+	# dfd is AT_FDCWD (-100) in every call: nothing passes.
+	echo 'dfd == 12345' > $2/evbench/filter
+	echo 1 > $2/evbench/enable
+	filt=$(loop_ns)
+	echo 0 > $2/evbench/enable
+	echo 0 > $2/evbench/filter
+	echo "-:evbench" >> $1
+	echo "$rec $filt"
+}
+none=$(loop_ns)
+ours=$(event_row $KE /sys/kernel/tracing/events/rkprobes)
+check "the event rows ran on rkprobes' event" test -n "$none" -a -n "${ours#* }"
+native=
+native_events && native=$(event_row $NATIVE_KE /sys/kernel/tracing/events/kprobes)
+for row in "1 event, two registers and a string, recorded" "2 event, the same, a filter rejects every record"; do
+	i=${row%% *}
+	awk -v n=$EN -v none="$none" -v ours="$(echo $ours | cut -d' ' -f$i)" \
+		-v nat="$(echo $native | cut -d' ' -f$i)" -v name="${row#* }" 'BEGIN {
+		o = (ours - none) / n
+		if (nat == "") {
+			printf "# %s, do_sys_openat2: %d calls: none %d ns/call, rkprobes %d ns/call (+%d per hit), kernel kprobe_events not available\n", name, n, none / n, ours / n, o
+			exit
+		}
+		k = (nat - none) / n
+		r = 0
+		if (k > 0)
+			r = o / k
+		printf "# %s, do_sys_openat2: %d calls: none %d ns/call, kprobes %d ns/call (+%d per hit), rkprobes %d ns/call (+%d per hit), rkprobes/kprobes %.2fx\n", name, n, none / n, nat / n, k, ours / n, o, r
+	}'
+done
+
+# Events at scale: the time to add 1, 64 and 1,000 events on as many
+# distinct kernel functions' entries in one write to each control file, and
+# to remove them with one write of "-:" commands; timeit's nanoseconds,
+# less those of the same write to /dev/null. The functions: ftrace's
+# traceable functions of vmlinux with a unique name, outside rkprobes'
+# blacklist (which holds the kernel's); a function one side refuses is
+# dropped, and the count tried again on both.
+timed_write() {
+	/bin/timeit sh -c "cat $1 > $2" 2>&1 >/dev/null | sed -n 's/^timeit: \([0-9]*\) ns$/\1/p'
+}
+# events_in CONTROL: how many of the benchmark's events CONTROL holds.
+events_in() {
+	grep -c '^p:[a-z]*/rkb[0-9]* ' $1
+}
+sed -n 's/^[^	]*	//p' /sys/kernel/debug/rkprobes/blacklist | sort -u > /tmp/bl.names
+grep -v '[[ ]' /sys/kernel/tracing/available_filter_functions | sort | uniq -u |
+	grep -v -x -F -f /tmp/bl.names | awk 'NR % 7 == 0' | head -1200 > /tmp/scale.funcs
+diag "events at scale: $(wc -l < /tmp/scale.funcs) candidate functions"
+echo > $KE
+native_events && echo > $NATIVE_KE
+for n in ${RKP_BENCH_EVENTS:-1 64 1000}; do
+	tries=0
+	while :; do
+		head -$n /tmp/scale.funcs | awk '{ printf "p:rkb%d %s\n", NR, $1 }' > /tmp/ev.add
+		sed 's/^p:\(rkb[0-9]*\) .*/-:\1/' /tmp/ev.add > /tmp/ev.del
+		[ "$(wc -l < /tmp/ev.add)" -eq $n ] || break
+		base=$(timed_write /tmp/ev.add /dev/null)
+		bad=
+		rk_add=$(timed_write /tmp/ev.add $KE)
+		got=$(events_in $KE)
+		[ "$got" -lt $n ] && bad=$((got + 1))
+		rk_del=$(timed_write /tmp/ev.del $KE)
+		kp_add=-1 kp_del=-1
+		if [ -z "$bad" ] && native_events; then
+			kp_add=$(timed_write /tmp/ev.add $NATIVE_KE)
+			got=$(events_in $NATIVE_KE)
+			[ "$got" -lt $n ] && bad=$((got + 1))
+			kp_del=$(timed_write /tmp/ev.del $NATIVE_KE)
+		fi
+		echo > $KE
+		native_events && echo > $NATIVE_KE
+		[ -z "$bad" ] && break
+		tries=$((tries + 1))
+		[ $tries -gt 20 ] && break
+		diag "events at scale: $(sed -n ${bad}p /tmp/scale.funcs) refused, dropped"
+		sed -i "${bad}d" /tmp/scale.funcs
+	done
+	if [ -n "$bad" ] || [ -z "$rk_add" ]; then
+		check "events at scale: $n events added on both sides" false
+		continue
+	fi
+	us() { [ "$1" -lt 0 ] && echo -1 || echo $((($1 - base) / 1000)); }
+	echo "# events: $n events (us): rkprobes add $(us $rk_add) remove $(us $rk_del); kprobes add $(us $kp_add) remove $(us $kp_del)"
+done
+
+# Memory per registered probe: /proc/meminfo's Slab and VmallocUsed (the
+# instruction slots are execmem, which is vmalloc space) after the vmstat
+# counters were folded, around rkp_bench mem=, which holds 10,000 probes
+# registered in one batch; the same load with the probes only allocated is
+# the baseline (the module, the caller's structures).
+meminfo() {
+	echo 1 > /proc/sys/vm/stat_refresh 2>/dev/null
+	awk '/^Slab:/ { s = $2 } /^VmallocUsed:/ { v = $2 } END { print s, v }' /proc/meminfo
+}
+# held WHAT: "SLAB VMALLOC", the kB each grew by while rkp_bench mem=WHAT held its probes.
+held() {
+	b=$(meminfo)
+	dmesg -c > /dev/null
+	insmod $MODDIR/rkp_bench.ko mem=$1 || return
+	a=$(meminfo)
+	dmesg | sed -n 's/.*rkp_bench: /# /p' >&2
+	rmmod rkp_bench
+	echo "$b $a" | awk '{ print $3 - $1, $4 - $2 }'
+}
+mem_row() {
+	base=$(held ${1}0)
+	reg=$(held $1)
+	[ -n "$base" ] && [ -n "$reg" ] && echo "$base $reg" |
+		awk '{ printf "%d %d", ($3 - $1) * 1024 / 10000, ($4 - $2) * 1024 / 10000 }'
+}
+rk_mem=$(mem_row rk)
+check "the memory row ran on rkprobes" test -n "$rk_mem"
+kp_mem=
+[ -d /sys/kernel/debug/kprobes ] && kp_mem=$(mem_row kp)
+echo "# memory: per registered probe (bytes, 10,000 int3 probes): rkprobes slab ${rk_mem% *} execmem ${rk_mem#* }; kprobes slab ${kp_mem% *} execmem ${kp_mem#* }"
+
 # The int3 rows with jump optimization off on both sides, then the
 # jump-optimized row with it on.
 NATIVE_OPT=/proc/sys/debug/kprobes-optimization

@@ -42,6 +42,11 @@ string_param!(OPT, "opt", "0", 4);
 // scale=1: only the registration rows (time against the number of probes);
 // scale=2: rkprobes' batch registration alone, for a profile of it.
 string_param!(SCALE, "scale", "0", 4);
+// mem=rk|rk0|kp|kp0: the memory row. 10,000 probes on the NOP functions'
+// sites, registered in one batch by rkprobes (rk) or by the kernel's
+// register_kprobes() (kp), or only allocated (rk0, kp0: the baselines), and
+// kept until rmmod; bench.sh reads /proc/meminfo around the load.
+string_param!(MEM, "mem", "", 4);
 // profile=1: print each timed loop's row number, for the instruction
 // profile of tools/testing/insn-profile (the loops always carry its
 // markers, which are NOPs).
@@ -317,6 +322,105 @@ fn bench_scale(ours_only: bool) -> Result {
     Ok(())
 }
 
+/// The memory row's probes, kept until rmmod.
+enum Held {
+    None,
+    Ours(#[allow(dead_code)] KVec<Pin<KBox<Kprobe<Empty>>>>),
+    Native(*mut kernel::ffi::c_void),
+}
+
+// SAFETY: the native handle is used only by `drop`, in process context; the
+// kernel's kprobes have no affinity to a thread.
+unsafe impl Send for Held {}
+// SAFETY: no method of `Held` takes `&self`.
+unsafe impl Sync for Held {}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        if let Held::Native(h) = *self {
+            // SAFETY: `h` came from `rkp_bench_native_hold` and is released
+            // once.
+            unsafe { rkp_bench_native_release(h) };
+        }
+    }
+}
+
+extern "C" {
+    fn rkp_bench_native_hold(
+        base: usize,
+        per_fn: i32,
+        fn_size: i32,
+        n: i32,
+        reg: i32,
+    ) -> *mut kernel::ffi::c_void;
+    fn rkp_bench_native_release(held: *mut kernel::ffi::c_void);
+    fn rkp_bench_native_kprobe_size() -> usize;
+}
+
+/// The number of probes of the memory row.
+const MEM_PROBES: usize = 10_000;
+
+/// The memory row (`mem=`): `MEM_PROBES` probes on the NOP functions'
+/// sites, registered or only allocated, kept until rmmod.
+fn hold(what: &[u8]) -> Result<Held> {
+    let base = core::ptr::addr_of!(rkp_bench_nops) as usize;
+    match what {
+        b"rk" | b"rk0" => {
+            let mut v = KVec::with_capacity(MEM_PROBES, GFP_KERNEL)?;
+            for i in 0..MEM_PROBES {
+                let at = base + (i / NOPS) * NOP_FN_SIZE + i % NOPS;
+                v.push(
+                    KBox::pin_init(Kprobe::new(Target::Addr(at), Empty), GFP_KERNEL)?,
+                    GFP_KERNEL,
+                )?;
+            }
+            if what == b"rk" {
+                with_pins(&mut v, rkprobes::register_kprobes)?;
+            }
+            pr_info!(
+                "mem: {} probes held by rkprobes ({}), {} bytes of caller's structure each\n",
+                MEM_PROBES,
+                if what == b"rk" {
+                    "registered"
+                } else {
+                    "allocated"
+                },
+                core::mem::size_of::<Kprobe<Empty>>()
+            );
+            Ok(Held::Ours(v))
+        }
+        b"kp" | b"kp0" => {
+            // SAFETY: the NOP functions' sites, never called.
+            let h = unsafe {
+                rkp_bench_native_hold(
+                    base,
+                    NOPS as i32,
+                    NOP_FN_SIZE as i32,
+                    MEM_PROBES as i32,
+                    i32::from(what == b"kp"),
+                )
+            };
+            if let Err(e) = kernel::error::from_err_ptr(h) {
+                pr_info!("mem: kernel kprobes refused: {:?}\n", e);
+                return Err(e);
+            }
+            pr_info!(
+                "mem: {} probes held by kprobes ({}), {} bytes of caller's structure each\n",
+                MEM_PROBES,
+                if what == b"kp" {
+                    "registered"
+                } else {
+                    "allocated"
+                },
+                // SAFETY: no arguments, no state.
+                unsafe { rkp_bench_native_kprobe_size() }
+            );
+            Ok(Held::Native(h))
+        }
+        _ => Err(EINVAL),
+    }
+}
+
 /// The same empty return handler as the kernel kretprobe's.
 struct EmptyRet;
 
@@ -525,7 +629,7 @@ fn bench(name: &str, n: u64, f: fn(u64), target: Target, native_at: (usize, *con
     Ok(())
 }
 
-struct RkpBench;
+struct RkpBench(#[allow(dead_code)] Held);
 
 impl kernel::Module for RkpBench {
     fn init(_module: &'static ThisModule) -> Result<Self> {
@@ -540,9 +644,12 @@ impl kernel::Module for RkpBench {
         if n == 0 {
             return Err(EINVAL);
         }
+        if !MEM.get().as_bytes().is_empty() {
+            return Ok(RkpBench(hold(MEM.get().as_bytes())?));
+        }
         if matches!(SCALE.get().as_bytes(), b"1" | b"2") {
             bench_scale(SCALE.get().as_bytes() == b"2")?;
-            return Ok(RkpBench);
+            return Ok(RkpBench(Held::None));
         }
         if OPT.get().as_bytes() == b"1" {
             // Computed at run time: objtool warns about a relocation past ENDBR.
@@ -561,7 +668,7 @@ impl kernel::Module for RkpBench {
                 call_opt_target,
                 at,
             )?;
-            return Ok(RkpBench);
+            return Ok(RkpBench(Held::None));
         }
         let target = rkp_bench_target as *const () as usize;
         bench(
@@ -593,6 +700,6 @@ impl kernel::Module for RkpBench {
             (0, c_str!("kfree").as_char_ptr().cast()),
         )?;
         bench_many(n)?;
-        Ok(RkpBench)
+        Ok(RkpBench(Held::None))
     }
 }

@@ -13,6 +13,9 @@ void *rkp_bench_native_kretprobe(void *addr, const char *sym);
 void rkp_bench_native_kretprobe_free(void *rp);
 int rkp_bench_native_batch(unsigned long base, int per_fn, int fn_size, int n,
 			   s64 *reg_ns, s64 *unreg_ns);
+void *rkp_bench_native_hold(unsigned long base, int per_fn, int fn_size, int n, int reg);
+void rkp_bench_native_release(void *held);
+unsigned long rkp_bench_native_kprobe_size(void);
 
 /* A kernel kprobe with an empty pre-handler; NULL or ERR_PTR on failure. */
 void *rkp_bench_native_kprobe(void *addr, const char *sym)
@@ -59,13 +62,88 @@ out:
 	kvfree(kps);
 	return ret;
 }
+
+/* n kernel kprobes, and the array register_kprobes() takes. */
+struct rkp_bench_held {
+	int n;
+	bool registered;
+	struct kprobe **kps;
+	struct kprobe *mem;
+};
+
+/*
+ * For the memory row: n kprobes on the NOP functions' sites, as
+ * rkp_bench_native_batch() lays them out, registered in one batch if reg,
+ * only allocated otherwise (the baseline); kept until
+ * rkp_bench_native_release(). ERR_PTR on failure.
+ */
+void *rkp_bench_native_hold(unsigned long base, int per_fn, int fn_size, int n, int reg)
+{
+	struct rkp_bench_held *h = kzalloc(sizeof(*h), GFP_KERNEL);
+	int i, ret = -ENOMEM;
+
+	if (!h)
+		return ERR_PTR(-ENOMEM);
+	h->n = n;
+	h->kps = kvcalloc(n, sizeof(*h->kps), GFP_KERNEL);
+	h->mem = kvcalloc(n, sizeof(*h->mem), GFP_KERNEL);
+	if (!h->kps || !h->mem)
+		goto fail;
+	for (i = 0; i < n; i++) {
+		h->mem[i].addr = (void *)(base + (i / per_fn) * fn_size + i % per_fn);
+		h->mem[i].pre_handler = rkp_native_empty_pre;
+		h->kps[i] = &h->mem[i];
+	}
+	if (reg) {
+		ret = register_kprobes(h->kps, n);
+		if (ret)
+			goto fail;
+		h->registered = true;
+	}
+	return h;
+fail:
+	kvfree(h->mem);
+	kvfree(h->kps);
+	kfree(h);
+	return ERR_PTR(ret);
+}
+
+void rkp_bench_native_release(void *held)
+{
+	struct rkp_bench_held *h = held;
+
+	if (h->registered)
+		unregister_kprobes(h->kps, h->n);
+	kvfree(h->mem);
+	kvfree(h->kps);
+	kfree(h);
+}
 #else
 int rkp_bench_native_batch(unsigned long base, int per_fn, int fn_size, int n,
 			   s64 *reg_ns, s64 *unreg_ns)
 {
 	return -EOPNOTSUPP;
 }
+
+void *rkp_bench_native_hold(unsigned long base, int per_fn, int fn_size, int n, int reg)
+{
+	return ERR_PTR(-EOPNOTSUPP);
+}
+
+void rkp_bench_native_release(void *held)
+{
+}
 #endif
+
+/* What a kernel kprobe's caller allocates for it. */
+unsigned long rkp_bench_native_kprobe_size(void)
+{
+#ifdef CONFIG_KPROBES
+	return sizeof(struct kprobe);
+#else
+	return 0;
+#endif
+}
 
 #ifdef CONFIG_KRETPROBES
 static int rkp_bench_empty_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
