@@ -20,13 +20,16 @@ use crate::{
     kernel_ext::nofault,
     kprobe::abi::RkpKprobe,
     pure::probe_events::{
-        exec::{data_size, store_args, ArgSource, FetchEnv},
+        exec::{data_size, store_args, strncpy_chunked, strnlen_chunked, ArgSource, FetchEnv},
         fetch::{FetchInsn, Register},
         Errno,
     },
 };
 use core::sync::atomic::Ordering;
 use kernel::ffi::{c_int, c_uint, c_ulong, c_void};
+
+/// The page size, the granule of the chunked string reads.
+const PAGE: u64 = kernel::page::PAGE_SIZE as u64;
 
 /// The registers of a hit, and the arguments saved at entry of a return
 /// probe.
@@ -96,26 +99,18 @@ impl FetchEnv for HitEnv<'_> {
     }
 
     fn strncpy_kernel(&self, addr: u64, buf: &mut [u8]) -> core::result::Result<usize, Errno> {
-        // `strncpy_from_kernel_nofault()` is not exported: byte by byte.
-        strncpy_with(buf, |i, b| self.read_kernel(addr.wrapping_add(i), b))
+        // `strncpy_from_kernel_nofault()` is not exported: by chunks.
+        strncpy_chunked(addr, buf, PAGE, |a, b| self.read_kernel(a, b))
     }
 
     fn strncpy_user(&self, addr: u64, buf: &mut [u8]) -> core::result::Result<usize, Errno> {
         // `strncpy_from_user_nofault()` is not exported either.
-        strncpy_with(buf, |i, b| self.read_user(addr.wrapping_add(i), b))
+        strncpy_chunked(addr, buf, PAGE, |a, b| self.read_user(a, b))
     }
 
     fn strnlen_user(&self, addr: u64, max: usize) -> core::result::Result<usize, Errno> {
-        for i in 0..max {
-            let mut c = [0u8; 1];
-            if !self.read_user(addr.wrapping_add(i as u64), &mut c) {
-                return Err(Errno(14));
-            }
-            if c[0] == 0 {
-                return Ok(i + 1);
-            }
-        }
-        Ok(max)
+        // `strnlen_user_nofault()` is not exported either.
+        strnlen_chunked(addr, max, PAGE, |a, b| self.read_user(a, b))
     }
 
     fn symbol_string(&self, addr: u64, room: &mut [u8]) -> usize {
@@ -146,30 +141,6 @@ impl ArgSource for Arg {
     fn dynamic(&self) -> bool {
         self.dynamic
     }
-}
-
-/// The kernel's `strncpy_from_*_nofault()` contract over a one-byte reader:
-/// the length copied including the NUL, the string cut and NUL-terminated
-/// at the end of `buf`; `-EFAULT` when a byte cannot be read.
-fn strncpy_with(
-    buf: &mut [u8],
-    mut read: impl FnMut(u64, &mut [u8]) -> bool,
-) -> core::result::Result<usize, Errno> {
-    let n = buf.len();
-    for (i, slot) in buf.iter_mut().enumerate() {
-        let mut c = [0u8; 1];
-        if !read(i as u64, &mut c) {
-            return Err(Errno(14));
-        }
-        *slot = c[0];
-        if c[0] == 0 {
-            return Ok(i + 1);
-        }
-    }
-    if let Some(last) = buf.last_mut() {
-        *last = 0;
-    }
-    Ok(n)
 }
 
 /// What `rkp_event_fill` needs during one record.

@@ -23,6 +23,8 @@ impl Errno {
     pub const ENOENT: Errno = Errno(2);
     /// Argument list too long.
     pub const E2BIG: Errno = Errno(7);
+    /// Bad address: memory a fetch reads cannot be read.
+    pub const EFAULT: Errno = Errno(14);
     /// Out of memory (also the kernel's answer for too long `%pd` expansions).
     pub const ENOMEM: Errno = Errno(12);
     /// Device or resource busy: an enabled event cannot be deleted.
