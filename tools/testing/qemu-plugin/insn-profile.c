@@ -6,7 +6,8 @@
  *
  * A marker is the 7-byte NOP `nopl ID(%rax)` (0f 1f 80 + a 32-bit ID) with
  * ID = 0x524b0000 | (row << 1) | end: rkp_bench places one before and one
- * after each timed loop (with profile=1). At a start marker the plugin
+ * after each timed loop (with profile=1), sysloop (-p ROW) around its loop
+ * of system calls, in user space. At a start marker the plugin
  * snapshots its counters; at the matching end marker it writes, to the file
  * given as out=FILE, a line "row ROW" followed by one line "ADDR COUNT" for
  * each kernel address executed in between. The host (tools/testing/
@@ -115,8 +116,8 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 		const uint8_t *b = qemu_plugin_insn_data(insn);
 		struct slot *s;
 
-		if (addr < KERNEL_START)
-			continue;
+		/* Markers anywhere (sysloop's are in user space); counts
+		 * only of kernel instructions. */
 		if (qemu_plugin_insn_size(insn) == 7 && b[0] == 0x0f && b[1] == 0x1f &&
 		    b[2] == 0x80) {
 			uint32_t mid;
@@ -126,6 +127,8 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 				qemu_plugin_register_vcpu_insn_exec_cb(insn, marker,
 					QEMU_PLUGIN_CB_NO_REGS, (void *)(uintptr_t)mid);
 		}
+		if (addr < KERNEL_START)
+			continue;
 		s = slot_of(addr);
 		if (s)
 			qemu_plugin_register_vcpu_insn_exec_inline(insn,

@@ -5,7 +5,10 @@
  * hits exactly N times in this task (86-perf-bpf.sh). Static, so that the
  * dynamic loader opens nothing either. With -t it prints the loop's time
  * (CLOCK_MONOTONIC) as "sysloop: N calls in NS ns" (bench.sh: under
- * -icount, the guest's time counts executed instructions).
+ * -icount, the guest's time counts executed instructions). With -p ROW
+ * (0 to 7) the loop is placed between the markers of that row of the
+ * instruction profile (tools/testing/insn-profile --events: its QEMU plugin
+ * counts the kernel's instructions between them).
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -23,24 +26,52 @@ static long long now_ns(void)
 	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+/* The profile marker `nopl ID(%rax)`, ID = 0x524b0000 | row << 1 | end. */
+#define MARK(id) asm volatile(".byte 0x0f, 0x1f, 0x80\n\t.long %c0" : : "i"(id))
+#define ROW(r)                                      \
+	case r:                                     \
+		if (end)                            \
+			MARK(0x524b0000 | (r) << 1 | 1); \
+		else                                \
+			MARK(0x524b0000 | (r) << 1); \
+		break
+
+static void marker(int row, int end)
+{
+	switch (row) {
+	ROW(0); ROW(1); ROW(2); ROW(3); ROW(4); ROW(5); ROW(6); ROW(7);
+	}
+}
+
 int main(int argc, char **argv)
 {
+	int timed = 0, row = -1;
 	long long start;
 	long i, n;
 
-	if (argc < 3 || argc > 4 || (argc == 4 && strcmp(argv[3], "-t"))) {
-		fprintf(stderr, "usage: sysloop N PATH [-t]\n");
+	if (argc == 4 && !strcmp(argv[3], "-t"))
+		timed = 1;
+	else if (argc == 5 && !strcmp(argv[3], "-p"))
+		row = atoi(argv[4]);
+	else if (argc != 3)
+		row = 8;
+	if (row > 7) {
+		fprintf(stderr, "usage: sysloop N PATH [-t | -p ROW]\n");
 		return 2;
 	}
 	n = strtol(argv[1], NULL, 0);
 	start = now_ns();
+	if (row >= 0)
+		marker(row, 0);
 	for (i = 0; i < n; i++) {
 		long fd = syscall(SYS_openat, AT_FDCWD, argv[2], O_RDONLY);
 
 		if (fd >= 0)
 			close(fd);
 	}
-	if (argc == 4)
+	if (row >= 0)
+		marker(row, 1);
+	if (timed)
 		printf("sysloop: %ld calls in %lld ns\n", n, now_ns() - start);
 	return 0;
 }
