@@ -127,8 +127,10 @@ done
 # traceable functions of vmlinux with a unique name, outside rkprobes'
 # blacklist (which holds the kernel's); a function one side refuses is
 # dropped, and the count tried again on both.
+# timed_write FILE CONTROL: the time of one write of FILE to CONTROL, appended
+# (a truncating open would first remove every event).
 timed_write() {
-	/bin/timeit sh -c "cat $1 > $2" 2>&1 >/dev/null | sed -n 's/^timeit: \([0-9]*\) ns$/\1/p'
+	/bin/timeit sh -c "cat $1 >> $2" 2>&1 >/dev/null | sed -n 's/^timeit: \([0-9]*\) ns$/\1/p'
 }
 # events_in CONTROL: how many of the benchmark's events CONTROL holds.
 events_in() {
