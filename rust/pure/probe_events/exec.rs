@@ -204,6 +204,32 @@ pub fn chunk_len(addr: u64, left: usize, page: u64) -> usize {
         .min(usize::try_from(to_page_end).unwrap_or(usize::MAX))
 }
 
+/// The index of the first NUL of `b`, found a word at a time as the
+/// kernel's `strncpy_from_user()` does (`has_zero()`): in a little-endian
+/// word, the lowest byte flagged by `(w - 0x01..01) & !w & 0x80..80` is the
+/// first zero byte (a flag above it may be false, one below cannot be).
+pub fn find_nul(b: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let mut words = b.chunks_exact(8);
+    let mut at = 0;
+    for w in words.by_ref() {
+        let mut a = [0u8; 8];
+        a.copy_from_slice(w);
+        let v = u64::from_le_bytes(a);
+        let zero = v.wrapping_sub(ONES) & !v & HIGHS;
+        if zero != 0 {
+            return Some(at + (zero.trailing_zeros() / 8) as usize);
+        }
+        at += 8;
+    }
+    words
+        .remainder()
+        .iter()
+        .position(|&c| c == 0)
+        .map(|i| at + i)
+}
+
 /// The kernel's `strncpy_from_*_nofault()` contract over `read`, a
 /// non-faulting reader (false: not readable), by chunks (`chunk_len`): the
 /// length copied including the NUL, the string cut and NUL-terminated at
@@ -224,7 +250,7 @@ pub fn strncpy_chunked(
         if !read(a, b) {
             return Err(Errno::EFAULT);
         }
-        if let Some(z) = b.iter().position(|&c| c == 0) {
+        if let Some(z) = find_nul(b) {
             return Ok(i + z + 1);
         }
         i += len;
@@ -254,7 +280,7 @@ pub fn strnlen_chunked(
         if !read(a, b) {
             return Err(Errno::EFAULT);
         }
-        if let Some(z) = b.iter().position(|&c| c == 0) {
+        if let Some(z) = find_nul(b) {
             return Ok(i + z + 1);
         }
         i += b.len();

@@ -126,6 +126,7 @@ impl Register {
     }
 
     /// Byte offset of the register in x86-64 `struct pt_regs`.
+    #[inline]
     pub fn pt_regs_offset(self) -> u16 {
         match self {
             Register::R15 => 0,

@@ -128,6 +128,34 @@ fn chunked_reads_equal_byte_by_byte_reads() {
 }
 
 #[test]
+fn find_nul_finds_the_first_nul() {
+    use rkprobes_host::pure::probe_events::exec::find_nul;
+    // Every length up to 40, every NUL position, with bytes around the NUL
+    // that trip the word test's false flags (0x01 after a 0x00, 0x80, 0xff).
+    for len in 0..40usize {
+        for fill in [b'a', 0x01, 0x80, 0xff] {
+            let base = vec![fill; len];
+            assert_eq!(find_nul(&base), None, "len {len} fill {fill:#x}");
+            for nul in 0..len {
+                let mut b = base.clone();
+                b[nul] = 0;
+                if nul + 1 < len {
+                    b[nul + 1] = 0x01;
+                }
+                if nul + 2 < len {
+                    b[nul + 2] = 0;
+                }
+                assert_eq!(
+                    find_nul(&b),
+                    b.iter().position(|&c| c == 0),
+                    "len {len} fill {fill:#x} nul {nul}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
 fn a_chunk_never_crosses_a_page() {
     use rkprobes_host::pure::probe_events::exec::chunk_len;
     assert_eq!(chunk_len(BASE, 1000, PAGE), STR_CHUNK);
