@@ -122,24 +122,53 @@ impl Events {
             core: self.core(),
             ksyms: self.core().ksyms(),
         };
+        // The events of consecutive `-:` commands, taken out of the list
+        // and destroyed together before the next `p`/`r` command and at the
+        // end: a few grace periods for all of them, where one at a time
+        // paid them per event.
+        let mut pending = KVec::new();
         let mut lines = WriteLines::new(input);
         for line in lines.by_ref() {
             let line = match line {
                 Ok(l) => l,
-                Err(e) => return Err(Error::from_errno(-e.errno.0)),
+                Err(e) => {
+                    self.flush_deleted(&mut inner, &mut pending)?;
+                    return Err(Error::from_errno(-e.errno.0));
+                }
             };
             let r = match parse_command(line, &env) {
                 Ok(Command::Empty) => Ok(()),
-                Ok(Command::Probe(def)) => self.create(&mut inner, &env, line, &def),
-                Ok(Command::Delete(d)) => self.delete(&mut inner, &env, &d),
+                Ok(Command::Probe(def)) => {
+                    self.flush_deleted(&mut inner, &mut pending)?;
+                    self.create(&mut inner, &env, line, &def)
+                }
+                Ok(Command::Delete(d)) => self.delete(&mut inner, &env, &d, &mut pending),
                 Err(e) => Err(e),
             };
             if let Err(e) = r {
+                self.flush_deleted(&mut inner, &mut pending)?;
                 self.log_error(&mut inner, line, &e);
                 return Err(Error::from_errno(-e.errno.0));
             }
         }
+        self.flush_deleted(&mut inner, &mut pending)?;
         Ok(lines.consumed())
+    }
+
+    /// Destroys the events `-:` commands took out of the list, in their
+    /// order. At the first whose trace event is in use (`EBUSY`) it stops,
+    /// as a write stops at the command that fails: that event and the ones
+    /// after it go back to the list.
+    fn flush_deleted(&self, inner: &mut Inner, pending: &mut KVec<Pin<KBox<Event>>>) -> Result {
+        let (busy, err) = self.destroy_many(core::mem::replace(pending, KVec::new()), true);
+        for ev in busy {
+            // Back in the list (at its end); room was kept when they left.
+            let _ = inner.events.push(ev, GFP_KERNEL);
+        }
+        match err {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
     }
 
     /// Removes every event (a truncating open); `EBUSY`, and nothing
@@ -152,7 +181,7 @@ impl Events {
             return Err(EBUSY);
         }
         let all = core::mem::replace(&mut inner.events, KVec::new());
-        let (busy, err) = self.destroy_many(all);
+        let (busy, err) = self.destroy_many(all, false);
         inner.events = busy;
         match err {
             Some(e) => Err(e),
@@ -310,6 +339,7 @@ impl Events {
         inner: &mut Inner,
         env: &KernelEnv<'_>,
         d: &DeleteCmd<'_>,
+        gone: &mut KVec<Pin<KBox<Event>>>,
     ) -> core::result::Result<(), ParseError> {
         let matching = |e: &Pin<KBox<Event>>| {
             d.group.map_or(true, |g| g == e.group.as_bytes())
@@ -328,7 +358,9 @@ impl Events {
         {
             return Err(ParseError::silent(Errno::EBUSY));
         }
-        let mut gone: KVec<Pin<KBox<Event>>> = KVec::with_capacity(inner.events.len(), GFP_KERNEL)
+        // Room for every event to leave, and to come back to the list if its
+        // removal fails.
+        gone.reserve(inner.events.len(), GFP_KERNEL)
             .map_err(|_| ParseError::silent(Errno::ENOMEM))?;
         let mut i = 0;
         while i < inner.events.len() {
@@ -383,15 +415,7 @@ impl Events {
                 return Err(ParseError::silent(Errno::ENOMEM));
             }
         }
-        let (busy, err) = self.destroy_many(gone);
-        for ev in busy {
-            // Back in the list (at its end); nothing else was lost.
-            let _ = inner.events.push(ev, GFP_KERNEL);
-        }
-        match err {
-            Some(e) => Err(ParseError::silent(Errno(-e.to_errno()))),
-            None => Ok(()),
-        }
+        Ok(())
     }
 }
 

@@ -46,12 +46,18 @@ impl Events {
 
     /// Removes the trace events and the probes of `evs`, with a few grace
     /// periods for the whole batch; gives back, with the error, the events
-    /// whose trace event is in use (`EBUSY`). Writer.
+    /// whose trace event is in use (`EBUSY`), and with `stop_at_busy` every
+    /// event after the first of those too, untouched (a write's `-:`
+    /// commands, which stop at the first that fails). Writer.
     pub(super) fn destroy_many(
         &self,
         evs: KVec<Pin<KBox<Event>>>,
+        stop_at_busy: bool,
     ) -> (KVec<Pin<KBox<Event>>>, Option<Error>) {
         let n = evs.len();
+        if n == 0 {
+            return (evs, None);
+        }
         let (Ok(mut removed), Ok(mut busy)) = (
             KVec::<Pin<KBox<Event>>>::with_capacity(n, GFP_KERNEL),
             KVec::<Pin<KBox<Event>>>::with_capacity(n, GFP_KERNEL),
@@ -60,8 +66,12 @@ impl Events {
             let mut back = KVec::new();
             let mut err = None;
             for ev in evs {
+                if stop_at_busy && err.is_some() {
+                    let _ = back.push(ev, GFP_KERNEL);
+                    continue;
+                }
                 if let Err((ev, e)) = self.destroy(ev) {
-                    err = Some(e);
+                    err.get_or_insert(e);
                     let _ = back.push(ev, GFP_KERNEL);
                 }
             }
@@ -74,6 +84,11 @@ impl Events {
         {
             let em = self.event_mutex.lock();
             for ev in evs {
+                if stop_at_busy && err.is_some() {
+                    // Not tried: a command before it failed.
+                    let _ = busy.push(ev, GFP_KERNEL);
+                    continue;
+                }
                 let r = if ev.tev.is_null() {
                     0
                 } else {
@@ -85,7 +100,7 @@ impl Events {
                 if r == 0 {
                     let _ = removed.push(ev, GFP_KERNEL);
                 } else {
-                    err = Some(Error::from_errno(r));
+                    err.get_or_insert(Error::from_errno(r));
                     let _ = busy.push(ev, GFP_KERNEL);
                 }
             }

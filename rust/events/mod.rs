@@ -288,7 +288,7 @@ impl PinnedDrop for Events {
         self.module_nb.unregister();
         let mut inner = self.inner.lock();
         let all = core::mem::replace(&mut inner.events, KVec::new());
-        let (busy, _) = self.destroy_many(all);
+        let (busy, _) = self.destroy_many(all, false);
         if !busy.is_empty() {
             // Cannot happen: events hold rkprobes loaded.
             pr_err!("{} probe events still in use at unload\n", busy.len());

@@ -39,7 +39,7 @@ perf_lists() {
 
 # hold.sh: a command for perf and bpftrace to run while the test looks
 # (bpftrace's -c runs only an ELF file: it is given /bin/sh hold.sh).
-printf '#!/bin/sh\ntouch /tmp/ready\nsleep 3\n' > /tmp/hold.sh
+printf '#!/bin/sh\ntouch /tmp/ready\nsleep 5\n' > /tmp/hold.sh
 chmod +x /tmp/hold.sh
 
 # removal_refused_while WHO CMD...: runs CMD, which holds popen and runs
@@ -57,6 +57,17 @@ removal_refused_while() {
 	expect_eq "removing an event $who holds fails with EBUSY" 1 \
 		"$(grep -c 'resource busy' /tmp/rm.err)"
 	check "and changes nothing" sh -c "grep -q '^p:rkprobes/popen ' $KE && test -d $EV/popen"
+	# One write of three removals, the held event second: the write stops
+	# there, as the kernel's does, so the first goes and the last stays.
+	echo "p:pfirst do_sys_openat2" >> $KE
+	echo "p:plast do_sys_openat2" >> $KE
+	echo -e '-:pfirst\n-:popen\n-:plast' >> $KE 2> /tmp/rm.err
+	expect_eq "a write removing it among others fails with EBUSY" 1 \
+		"$(grep -c 'resource busy' /tmp/rm.err)"
+	check "the removal before it was done" sh -c "! grep -q pfirst $KE && ! test -d $EV/pfirst"
+	check "it and the removal after it were not" \
+		sh -c "grep -q '^p:rkprobes/popen ' $KE && grep -q '^p:rkprobes/plast ' $KE && test -d $EV/plast"
+	echo "-:plast" >> $KE
 	wait $pid
 }
 
