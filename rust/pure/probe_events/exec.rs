@@ -658,6 +658,20 @@ pub fn store_args<A: ArgSource, E: FetchEnv + ?Sized>(
     let mut maxlen = maxlen;
     for a in args {
         let at = header_size.saturating_add(a.offset() as usize);
+        // The common argument, a register stored as it is, without the
+        // interpreter: what `process` would do for this program, in a few
+        // instructions instead of about 130.
+        if let [FetchInsn::Reg(r), FetchInsn::StRaw(size), FetchInsn::End, ..] = a.code() {
+            if !a.dynamic() {
+                if let Some(out) = at
+                    .checked_add(usize::from(*size))
+                    .and_then(|end| rec.get_mut(at..end))
+                {
+                    store_raw(env.register(*r), *size, out);
+                }
+                continue;
+            }
+        }
         let mut d = Dest { rec: &mut *rec, at };
         if a.dynamic() {
             let len = u32::try_from(maxlen).unwrap_or(u32::MAX).min(0xffff);
