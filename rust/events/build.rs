@@ -173,6 +173,7 @@ impl Events {
                 layout_on_entry: on_entry,
                 fixed_size: def.size,
                 enabled: AtomicBool::new(false),
+                ever_enabled: AtomicBool::new(false),
             },
             GFP_KERNEL,
         )

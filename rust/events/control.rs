@@ -341,8 +341,13 @@ impl Events {
         d: &DeleteCmd<'_>,
         gone: &mut KVec<Pin<KBox<Event>>>,
     ) -> core::result::Result<(), ParseError> {
+        // By name first: `matches` would say the same of every probe of an
+        // event of another name, but only after its command was parsed
+        // again (`def`), which made deleting n events one by one O(n^2)
+        // parses.
         let matching = |e: &Pin<KBox<Event>>| {
             d.group.map_or(true, |g| g == e.group.as_bytes())
+                && (d.event.is_empty() || d.event == e.name.as_bytes())
                 && e.probes
                     .iter()
                     .any(|p| p.def().is_some_and(|def| d.matches(&def, env)))

@@ -17,6 +17,7 @@ use crate::{
     kernel_ext::{module, mutex::KernelMutexGuard, sync::synchronize_rcu},
     kprobe::abi::RkpKprobe,
 };
+use core::sync::atomic::Ordering;
 use kernel::prelude::*;
 
 impl Events {
@@ -77,12 +78,23 @@ impl Events {
             }
             return (back, err);
         };
-        // Hits that saw an instance's link before the events were disabled
-        // may still be committing into its file.
-        synchronize_rcu();
+        // Events never enabled were never hit (`record` tests `enabled`
+        // first, and the probes were registered disabled): their removal
+        // waits for no hit. Enabling (by a trace instance or by perf) takes
+        // `event_mutex`, so what is seen under it holds until the events are
+        // removed under the same hold. The probes' unregistration keeps its
+        // own grace period.
+        let mut em = self.event_mutex.lock();
+        let hit = evs.iter().any(|e| e.ever_enabled.load(Ordering::Acquire));
+        if hit {
+            // Hits that saw an instance's link before the events were
+            // disabled may still be committing into its file.
+            drop(em);
+            synchronize_rcu();
+            em = self.event_mutex.lock();
+        }
         let mut err = None;
         {
-            let em = self.event_mutex.lock();
             for ev in evs {
                 if stop_at_busy && err.is_some() {
                     // Not tried: a command before it failed.
@@ -105,9 +117,12 @@ impl Events {
                 }
             }
             self.reset_buffers(&em);
+            drop(em);
         }
         // A hit may still read the removed events' C side.
-        synchronize_rcu();
+        if hit {
+            synchronize_rcu();
+        }
         let mut kps: KVec<*mut RkpKprobe> = KVec::new();
         let mut rps: KVec<*mut RkpKretprobe> = KVec::new();
         let mut batched = true;

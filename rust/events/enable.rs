@@ -35,6 +35,7 @@ pub(crate) unsafe extern "C" fn rkp_event_set_enabled(owner: *mut c_void, on: c_
     };
     let on = on != 0;
     if on {
+        ev.ever_enabled.store(true, Ordering::Release);
         ev.enabled.store(true, Ordering::Release);
     }
     let mut ret = Ok(());

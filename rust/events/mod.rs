@@ -131,6 +131,10 @@ struct Event {
     /// Bytes of the fixed fields after the header.
     fixed_size: u32,
     enabled: AtomicBool,
+    /// Set before the probes are first enabled (by a trace instance or by
+    /// perf) and never cleared: until then no hit has reached the event,
+    /// and removing it needs no grace period of its own.
+    ever_enabled: AtomicBool,
 }
 
 // SAFETY: an event is shared between the control file's writers (under

@@ -69,6 +69,11 @@ pub struct WriteLines<'a> {
     done: usize,
     /// Start of the kernel's current `WRITE_BUFSIZE` chunk.
     chunk: usize,
+    /// The chunk that `cstr_len` is of (`usize::MAX`: none yet).
+    cstr_chunk: usize,
+    /// Bytes of that chunk before its first NUL, found once a chunk and
+    /// not once a line (a 4 KiB scan a line was most of a delete's cost).
+    cstr_len: usize,
     failed: bool,
 }
 
@@ -79,6 +84,8 @@ impl<'a> WriteLines<'a> {
             buf,
             done: 0,
             chunk: 0,
+            cstr_chunk: usize::MAX,
+            cstr_len: 0,
             failed: false,
         }
     }
@@ -100,12 +107,19 @@ impl<'a> Iterator for WriteLines<'a> {
         loop {
             // The kernel copies up to WRITE_BUFSIZE - 1 bytes and works on
             // them as a C string: a NUL ends the chunk early.
-            let chunk_len = (count - self.chunk).min(WRITE_BUFSIZE - 1);
+            if self.cstr_chunk != self.chunk {
+                let chunk_len = (count - self.chunk).min(WRITE_BUFSIZE - 1);
+                let chunk = self
+                    .buf
+                    .get(self.chunk..self.chunk + chunk_len)
+                    .unwrap_or(&[]);
+                self.cstr_len = c_str(chunk).len();
+                self.cstr_chunk = self.chunk;
+            }
             let chunk = self
                 .buf
-                .get(self.chunk..self.chunk + chunk_len)
+                .get(self.chunk..self.chunk + self.cstr_len)
                 .unwrap_or(&[]);
-            let chunk = c_str(chunk);
             let pos = self.done - self.chunk;
             let line_all = tail(chunk, pos);
             let (line, size) = match find(line_all, b'\n') {
