@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * timeit CMD [ARG...]: runs CMD, waits for it, and prints
+ * timeit [-p ROW] CMD [ARG...]: runs CMD, waits for it, and prints
  * "timeit: NS ns" (CLOCK_MONOTONIC) on stderr; exits with CMD's status.
  * Busybox's date has no nanoseconds; under -icount the guest's time counts
- * executed instructions (bench.sh).
+ * executed instructions (bench.sh). With -p ROW (0 to 7) the fork, the
+ * command and the wait are between the markers of that row of the
+ * instruction profile (tools/testing/insn-profile --guest).
  */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -18,16 +22,40 @@ static long long now_ns(void)
 	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+/* The profile marker `nopl ID(%rax)`, ID = 0x524b0000 | row << 1 | end. */
+#define MARK(id) asm volatile(".byte 0x0f, 0x1f, 0x80\n\t.long %c0" : : "i"(id))
+#define ROW(r)                                      \
+	case r:                                     \
+		if (end)                            \
+			MARK(0x524b0000 | (r) << 1 | 1); \
+		else                                \
+			MARK(0x524b0000 | (r) << 1); \
+		break
+
+static void marker(int row, int end)
+{
+	switch (row) {
+	ROW(0); ROW(1); ROW(2); ROW(3); ROW(4); ROW(5); ROW(6); ROW(7);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	long long start;
-	int status;
+	int status, row = -1;
 	pid_t pid;
 
-	if (argc < 2) {
-		fprintf(stderr, "usage: timeit CMD [ARG...]\n");
+	if (argc > 3 && !strcmp(argv[1], "-p")) {
+		row = atoi(argv[2]);
+		argv += 2;
+		argc -= 2;
+	}
+	if (argc < 2 || row > 7) {
+		fprintf(stderr, "usage: timeit [-p ROW] CMD [ARG...]\n");
 		return 2;
 	}
+	if (row >= 0)
+		marker(row, 0);
 	start = now_ns();
 	pid = fork();
 	if (pid < 0) {
@@ -43,6 +71,8 @@ int main(int argc, char **argv)
 		perror("timeit: waitpid");
 		return 2;
 	}
+	if (row >= 0)
+		marker(row, 1);
 	fprintf(stderr, "timeit: %lld ns\n", now_ns() - start);
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
