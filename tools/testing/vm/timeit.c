@@ -11,33 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
-static long long now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-/* The profile marker `nopl ID(%rax)`, ID = 0x524b0000 | row << 1 | end. */
-#define MARK(id) asm volatile(".byte 0x0f, 0x1f, 0x80\n\t.long %c0" : : "i"(id))
-#define ROW(r)                                      \
-	case r:                                     \
-		if (end)                            \
-			MARK(0x524b0000 | (r) << 1 | 1); \
-		else                                \
-			MARK(0x524b0000 | (r) << 1); \
-		break
-
-static void marker(int row, int end)
-{
-	switch (row) {
-	ROW(0); ROW(1); ROW(2); ROW(3); ROW(4); ROW(5); ROW(6); ROW(7);
-	}
-}
+#include "profile-marker.h"
 
 int main(int argc, char **argv)
 {
