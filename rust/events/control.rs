@@ -181,7 +181,7 @@ impl Events {
             return Err(EBUSY);
         }
         let all = core::mem::replace(&mut inner.events, KVec::new());
-        let (busy, err) = self.destroy_many(all, false);
+        let (busy, err) = self.destroy_many(all, true);
         inner.events = busy;
         match err {
             Some(e) => Err(e),
@@ -352,6 +352,20 @@ impl Events {
                     .iter()
                     .any(|p| p.def().is_some_and(|def| d.matches(&def, env)))
         };
+        // Some probes of a multiprobe event go at once, not in the batch:
+        // the removals of earlier lines must be done first, so that if one
+        // of them fails, this line has changed nothing.
+        let partial = |e: &Pin<KBox<Event>>| {
+            matching(e)
+                && !e
+                    .probes
+                    .iter()
+                    .all(|p| p.def().is_some_and(|def| d.matches(&def, env)))
+        };
+        if !gone.is_empty() && inner.events.iter().any(partial) {
+            self.flush_deleted(inner, gone)
+                .map_err(|e| ParseError::silent(Errno(-e.to_errno())))?;
+        }
         if !inner.events.iter().any(matching) {
             return Err(ParseError::silent(Errno::ENOENT));
         }

@@ -14,7 +14,7 @@ use super::{Event, Events};
 use crate::{
     abi::RkpKretprobe,
     ffi::{rkp_tev_free, rkp_tev_remove},
-    kernel_ext::{module, mutex::KernelMutexGuard, sync::synchronize_rcu},
+    kernel_ext::{module, mutex::KernelMutexGuard, sync::synchronize_rcu, vec},
     kprobe::abi::RkpKprobe,
 };
 use core::sync::atomic::Ordering;
@@ -63,20 +63,27 @@ impl Events {
             KVec::<Pin<KBox<Event>>>::with_capacity(n, GFP_KERNEL),
             KVec::<Pin<KBox<Event>>>::with_capacity(n, GFP_KERNEL),
         ) else {
-            // Without memory for the batch, one at a time.
-            let mut back = KVec::new();
+            // Without memory for the batch, one at a time, in place: nothing
+            // here allocates, so no event can be dropped while registered.
+            let mut evs = evs;
             let mut err = None;
-            for ev in evs {
+            // Each turn takes the first event not tried yet.
+            for _ in 0..n {
                 if stop_at_busy && err.is_some() {
-                    let _ = back.push(ev, GFP_KERNEL);
-                    continue;
+                    break;
                 }
+                let Some(ev) = vec::take(&mut evs, 0) else {
+                    break;
+                };
                 if let Err((ev, e)) = self.destroy(ev) {
                     err.get_or_insert(e);
-                    let _ = back.push(ev, GFP_KERNEL);
+                    // Cannot fail: `take` left the room, and a push within
+                    // the capacity does not allocate. At the end, after the
+                    // events not tried yet: the loop does not meet it again.
+                    let _ = evs.push(ev, GFP_KERNEL);
                 }
             }
-            return (back, err);
+            return (evs, err);
         };
         // Events never enabled were never hit (`record` tests `enabled`
         // first, and the probes were registered disabled): their removal

@@ -94,6 +94,16 @@ else
 fi
 check "triggers: remove the event" sh -c "echo '-:myopen' >> $KE"
 
+# One write of removals, the second taking one probe of a two-probe event:
+# the removals of one write are done together, and a partial one only after
+# those before it.
+check "removals in a batch: add" sh -c "printf 'p:bA vfs_read\np:bB vfs_write\np:bB vfs_open\n' >> $KE"
+check "removals in a batch: '-:bA' then '-:bB vfs_open'" sh -c "printf -- '-:bA\n-:bB vfs_open\n' >> $KE"
+check "removals in a batch: bA went, bB has vfs_write alone" \
+	sh -c "! grep -q ':rkprobes/bA ' $KE && [ \"\$(grep '^p:rkprobes/bB ' $KE)\" = 'p:rkprobes/bB vfs_write' ]"
+check "removals in a batch: bB goes" sh -c "echo '-:bB' >> $KE"
+check "removals in a batch: gone" sh -c "! grep -q ':rkprobes/b[AB] ' $KE && ! test -d $EV/bA && ! test -d $EV/bB"
+
 # kretprobe_args.tc, kretprobe_return_suffix.tc.
 echo > $T/trace
 check "kretprobe: add" sh -c "echo 'r:myret do_sys_openat2 ret=\$retval:s32' > $KE"
