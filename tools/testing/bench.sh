@@ -143,7 +143,8 @@ diag "events at scale: $(wc -l < /tmp/scale.funcs) candidate functions"
 echo > $KE
 native_events && echo > $NATIVE_KE
 for n in ${RKP_BENCH_EVENTS:-1 64 1000}; do
-	tries=0
+	# Nothing left from the count before.
+	tries=0 bad= rk_add= rk_del=
 	while :; do
 		head -$n /tmp/scale.funcs | awk '{ printf "p:rkb%d %s\n", NR, $1 }' > /tmp/ev.add
 		sed 's/^p:\(rkb[0-9]*\) .*/-:\1/' /tmp/ev.add > /tmp/ev.del

@@ -195,19 +195,25 @@ fn with_pins(
     f(&mut pins)
 }
 
+/// `n` probes (not registered) on the first `n` sites of the NOP
+/// functions, `NOPS` a function, as `rkp_bench_native.c` lays out the
+/// kernel's.
+fn nop_probes(n: usize) -> Result<KVec<Pin<KBox<Kprobe<Empty>>>>> {
+    let base = core::ptr::addr_of!(rkp_bench_nops) as usize;
+    let mut v = KVec::with_capacity(n, GFP_KERNEL)?;
+    for i in 0..n {
+        let at = base + (i / NOPS) * NOP_FN_SIZE + i % NOPS;
+        v.push(
+            KBox::pin_init(Kprobe::new(Target::Addr(at), Empty), GFP_KERNEL)?,
+            GFP_KERNEL,
+        )?;
+    }
+    Ok(v)
+}
+
 /// The int3 row with 10,000 other probes registered.
 fn bench_many(n: u64) -> Result {
-    let base = core::ptr::addr_of!(rkp_bench_nops) as usize;
-    let mut others = KVec::with_capacity(NOP_FNS * NOPS, GFP_KERNEL)?;
-    for f in 0..NOP_FNS {
-        for i in 0..NOPS {
-            let at = base + f * NOP_FN_SIZE + i;
-            others.push(
-                KBox::pin_init(Kprobe::new(Target::Addr(at), Empty), GFP_KERNEL)?,
-                GFP_KERNEL,
-            )?;
-        }
-    }
+    let mut others = nop_probes(NOP_FNS * NOPS)?;
     let target = rkp_bench_target as *const () as usize;
     let none = time(n, call_target);
     let mut one = KBox::pin_init(Kprobe::new(Target::Addr(target), Empty), GFP_KERNEL)?;
@@ -259,14 +265,7 @@ fn bench_scale(ours_only: bool) -> Result {
         if ours_only && n != 1000 {
             continue;
         }
-        let mut v = KVec::with_capacity(n, GFP_KERNEL)?;
-        for i in 0..n {
-            let at = base + (i / NOPS) * NOP_FN_SIZE + i % NOPS;
-            v.push(
-                KBox::pin_init(Kprobe::new(Target::Addr(at), Empty), GFP_KERNEL)?,
-                GFP_KERNEL,
-            )?;
-        }
+        let mut v = nop_probes(n)?;
         let t = now();
         with_pins(&mut v, rkprobes::register_kprobes)?;
         let batch_reg = now() - t;
@@ -366,14 +365,7 @@ fn hold(what: &[u8]) -> Result<Held> {
     let base = core::ptr::addr_of!(rkp_bench_nops) as usize;
     match what {
         b"rk" | b"rk0" => {
-            let mut v = KVec::with_capacity(MEM_PROBES, GFP_KERNEL)?;
-            for i in 0..MEM_PROBES {
-                let at = base + (i / NOPS) * NOP_FN_SIZE + i % NOPS;
-                v.push(
-                    KBox::pin_init(Kprobe::new(Target::Addr(at), Empty), GFP_KERNEL)?,
-                    GFP_KERNEL,
-                )?;
-            }
+            let mut v = nop_probes(MEM_PROBES)?;
             if what == b"rk" {
                 with_pins(&mut v, rkprobes::register_kprobes)?;
             }
