@@ -55,8 +55,10 @@ struct rkp_kprobe {
 	 * out-of-line step). */
 	unsigned long nmissed;
 
-	/* Private to rkprobes. */
+	/* Private to rkprobes: the probe point while registered, and the
+	 * next probe at the same point. */
 	void *rkp_private;
+	struct rkp_kprobe *rkp_next;
 };
 
 /*

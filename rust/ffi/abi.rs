@@ -38,8 +38,10 @@ pub struct RkpKprobe {
     pub flags: c_uint,
     /// Missed hits.
     pub nmissed: c_ulong,
-    /// rkprobes' own.
+    /// rkprobes' own: the probe point while registered.
     pub rkp_private: *mut c_void,
+    /// rkprobes' own: the next probe at the same point.
+    pub rkp_next: *mut RkpKprobe,
 }
 
 /// `rkp_kretprobe_handler_t`.
@@ -107,6 +109,7 @@ impl RkpKprobe {
             flags,
             nmissed: 0,
             rkp_private: core::ptr::null_mut(),
+            rkp_next: core::ptr::null_mut(),
         }
     }
 }

@@ -29,6 +29,7 @@ void rkp_abi_layout(void)
 	RKP_OFFSET(KPROBE_FLAGS, rkp_kprobe, flags);
 	RKP_OFFSET(KPROBE_NMISSED, rkp_kprobe, nmissed);
 	RKP_OFFSET(KPROBE_RKP_PRIVATE, rkp_kprobe, rkp_private);
+	RKP_OFFSET(KPROBE_RKP_NEXT, rkp_kprobe, rkp_next);
 
 	DEFINE(KRETPROBE_SIZE, sizeof(struct rkp_kretprobe));
 	RKP_OFFSET(KRETPROBE_KP, rkp_kretprobe, kp);

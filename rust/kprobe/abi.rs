@@ -282,6 +282,7 @@ mod layout_checks {
     static_assert!(offset_of!(RkpKprobe, flags) == c::KPROBE_FLAGS);
     static_assert!(offset_of!(RkpKprobe, nmissed) == c::KPROBE_NMISSED);
     static_assert!(offset_of!(RkpKprobe, rkp_private) == c::KPROBE_RKP_PRIVATE);
+    static_assert!(offset_of!(RkpKprobe, rkp_next) == c::KPROBE_RKP_NEXT);
 
     static_assert!(size_of::<RkpKretprobe>() == c::KRETPROBE_SIZE);
     static_assert!(offset_of!(RkpKretprobe, kp) == c::KRETPROBE_KP);

@@ -80,8 +80,9 @@ struct NativeList {
 ///
 /// # Invariants
 ///
-/// The entry came from `KBox::into_raw` and is on the kernel's list.
-pub(crate) struct Reservation(*mut NativeEntry);
+/// The entry came from `KBox::into_raw` and is on the kernel's list. Not
+/// null, so that an `Option<Reservation>` is one word.
+pub(crate) struct Reservation(core::ptr::NonNull<NativeEntry>);
 
 /// A half-open address range `[start, end)`.
 #[derive(Clone, Copy)]
@@ -296,7 +297,7 @@ impl Blacklist {
         unsafe { ffi::rkp_list_add_tail_rcu(core::ptr::addr_of_mut!((*p).list), native.head) };
         drop(held);
         // INVARIANT: allocated with `KBox` and on the list.
-        Some(Reservation(p))
+        core::ptr::NonNull::new(p).map(Reservation)
     }
 
     /// Takes `rs` off the kernel's blacklist and frees them once no reader
@@ -311,6 +312,7 @@ impl Blacklist {
         // SAFETY: `kprobe_mutex` is held (type invariant of `NativeList`).
         let ours = unsafe { &mut *native.ours.get() };
         for Reservation(p) in rs {
+            let p = p.as_ptr();
             // SAFETY: on the list (type invariant of `Reservation`), whose
             // writer lock is held.
             unsafe { ffi::rkp_list_del_rcu(core::ptr::addr_of_mut!((*p).list)) };

@@ -141,7 +141,7 @@ impl Show for ListFile {
     fn show(core: &Core, out: &mut SeqFile) -> Result {
         let mut buf = SymbolBuf::new()?;
         let reg = core.reg.lock();
-        for &point in Iterator::chain(reg.points.iter(), reg.gone.iter()) {
+        for point in Iterator::chain(reg.points.iter(), reg.gone.iter()) {
             // SAFETY: registered points are live while the mutex is held.
             let p = unsafe { &*point };
             for kp in p.clients() {

@@ -51,15 +51,13 @@ impl Core {
         let in_init = |a: usize| init.contains(&a);
         let module = module.as_ptr();
         let mut reg = self.reg.lock();
-        // Nothing here allocates: `gone` has room for every point
-        // (`new_point` reserves it), and points are handled one at a time.
+        // Nothing here allocates: the lists run through the points, and
+        // points are handled one at a time.
         let mut killed = 0usize;
-        let mut i = 0;
-        while let Some(&point) = reg.points.get(i) {
+        for point in reg.points.iter() {
             // SAFETY: registered points are live while the mutex is held.
             let p = unsafe { &*point };
             if p.module != module || !(going || in_init(p.addr)) {
-                i += 1;
                 continue;
             }
             // The text is still there (it is freed after the notification);
@@ -74,9 +72,9 @@ impl Core {
                 unsafe { RkpKprobe::update_flags(kp, flags::GONE, 0) };
             }
             // SAFETY: the registration mutex is held; the point is live.
-            unsafe { self.table.remove(p.addr) };
-            // The last live point takes its place, at `i`.
-            reg.move_to_gone(point);
+            unsafe { self.table.remove(p) };
+            // The iterator read the next point already.
+            reg.move_to_gone(p);
             killed += 1;
         }
         if killed == 0 {

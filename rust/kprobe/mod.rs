@@ -97,7 +97,7 @@
 //!   events' `create` and `module_coming` under `event_mutex`.
 //! - 2 and 3: never nested (`set_enabled` does not touch the pools).
 //! - 4 -> 5a: `arch::prepare` allocates a slot (`new_point`);
-//!   `finish_removal` and `new_point`'s error path free one.
+//!   `finish_removal` frees one.
 //! - 4 -> 5b: `Blacklist::contains` in `check_address_safe` and
 //!   `blacklisted_origin`; `wait_for_kprobe_optimizer()` in `set_armed`.
 //!   The kernel's order, `kprobe_mutex` -> `text_mutex`, is its own:
@@ -152,7 +152,6 @@ use crate::{
     kernel_ext::{
         notifier::{DieChain, DieEvent, Handler, ModuleChain, Notifier, Notify},
         sites::TextSites,
-        vec,
     },
 };
 use blacklist::Blacklist;
@@ -161,7 +160,7 @@ use core::{
     sync::atomic::{AtomicPtr, AtomicUsize, Ordering},
 };
 use kernel::{new_mutex, prelude::*, sync::Mutex};
-use point::Listed;
+use point::{Listed, PointList};
 use register::Removal;
 use slots::SlotCache;
 use table::Table;
@@ -169,10 +168,10 @@ use table::Table;
 /// What the registration mutex protects.
 struct Registry {
     /// Every live point, for listing and teardown.
-    points: KVec<*mut Point>,
+    points: PointList,
     /// Points of unloaded code ([GONE]): unpublished and disarmed, freed
     /// when their last client is unregistered.
-    gone: KVec<*mut Point>,
+    gone: PointList,
     /// Whether probes are armed (`/sys/kernel/debug/rkprobes/enabled`).
     enabled: bool,
     /// Points armed through ftrace; rkprobes' ftrace_ops is registered while
@@ -186,48 +185,19 @@ struct Registry {
 }
 
 impl Registry {
-    /// Lists a new point among the live ones. Fails only when there is no
-    /// room; `new_point` reserves it first.
-    fn list(&mut self, point: *mut Point) -> Result {
-        let i = self.points.len();
-        self.points.push(point, GFP_KERNEL)?;
-        // SAFETY: a point is live while listed, and the caller holds the
-        // registration mutex that guards `listed`.
-        unsafe { &*point }.listed.set(Listed::Live(i));
-        Ok(())
-    }
-
-    /// Takes `point` out of whichever list holds it, in O(1): the last
-    /// point of that list takes its place.
+    /// Takes `point` off whichever list holds it, in O(1).
     fn unlist(&mut self, point: &Point) {
-        let (v, i) = match point.listed.get() {
-            Listed::No => return,
-            Listed::Live(i) => (&mut self.points, i),
-            Listed::Gone(i) => (&mut self.gone, i),
-        };
-        let gone = matches!(point.listed.get(), Listed::Gone(_));
-        vec::swap_remove(v, i);
-        if let Some(&moved) = v.get(i) {
-            // SAFETY: listed points are live; the mutex is held.
-            unsafe { &*moved }.listed.set(if gone {
-                Listed::Gone(i)
-            } else {
-                Listed::Live(i)
-            });
+        match point.listed.get() {
+            Listed::No => {}
+            Listed::Live => self.points.remove(point),
+            Listed::Gone => self.gone.remove(point),
         }
-        point.listed.set(Listed::No);
     }
 
-    /// Moves a live point to the points of unloaded code. Allocates nothing:
-    /// `new_point` reserved room in `gone` for every point.
-    fn move_to_gone(&mut self, point: *mut Point) {
-        // SAFETY: a listed point is live; the mutex is held.
-        let p = unsafe { &*point };
-        self.unlist(p);
-        let i = self.gone.len();
-        // Cannot fail: reserved (see above).
-        let _ = self.gone.push(point, GFP_KERNEL);
-        p.listed.set(Listed::Gone(i));
+    /// Moves a live point to the points of unloaded code. Allocates nothing.
+    fn move_to_gone(&mut self, point: &Point) {
+        self.unlist(point);
+        self.gone.push(point);
     }
 }
 
@@ -306,8 +276,8 @@ impl Core {
             try_pin_init!(Self {
                 reg <- new_mutex!(
                     Registry {
-                        points: KVec::new(),
-                        gone: KVec::new(),
+                        points: PointList::new(Listed::Live),
+                        gone: PointList::new(Listed::Gone),
                         enabled: true,
                         ftrace_armed: 0,
                         optimize: true,
@@ -410,11 +380,11 @@ impl PinnedDrop for Core {
             let mut reg = self.reg.lock();
             let mut removal = Removal::new();
             let mut left = 0usize;
-            for &p in Iterator::chain(reg.points.iter(), reg.gone.iter()) {
+            for p in Iterator::chain(reg.points.iter(), reg.gone.iter()) {
                 // SAFETY: registered points are live while the mutex is held;
                 // unlinking a client leaves its link for the walk.
                 for kp in unsafe { &*p }.clients() {
-                    self.unlink_client(&mut removal, kp);
+                    self.unlink_client(&reg, &mut removal, kp);
                     left += 1;
                 }
             }

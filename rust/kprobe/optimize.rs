@@ -166,7 +166,7 @@ impl Core {
             return;
         }
         let mut batch = Batch::new();
-        for &point in reg.points.iter() {
+        for point in reg.points.iter() {
             // SAFETY: registered points are live while the mutex is held.
             let p = unsafe { &*point };
             // Points that became optimizable since they were armed.
@@ -286,7 +286,7 @@ impl Core {
         }
         reg.optimize = on;
         let mut all = Batch::new();
-        for &point in reg.points.iter() {
+        for point in reg.points.iter() {
             // SAFETY: registered points are live while the mutex is held.
             all.add(unsafe { &*point });
         }

@@ -3,11 +3,12 @@
 //! Probe points: one probed address and its client probes (the kernel's
 //! aggregate kprobe), and the running of the clients' handlers.
 //!
-//! A point's client list is in registration order. It is replaced link by
-//! link, never edited in place, and published with release stores, so that
-//! the hit path walks it lock-free; the writer frees what it unlinked only
-//! after a grace period. [`Batch`] chains points through themselves, so that
-//! the writer can arm, disarm or free any number of them without memory.
+//! A point's client list is in registration order and runs through the
+//! clients' own structures. Its links are published with release stores,
+//! so that the hit path walks it lock-free; unregistration returns only
+//! after a grace period. [`Batch`] and [`PointList`] chain points through
+//! themselves, so that the writer can arm, disarm, list or free any number
+//! of them without memory.
 //!
 //! Context: the handler-running functions ([`Point::run_pre_handlers`],
 //! [`Point::run_post_handlers`], [`Point::run_fault_handlers`],
@@ -20,6 +21,7 @@
 use super::{
     abi::{flags, RkpKprobe},
     blacklist::Reservation,
+    table::Chained,
 };
 use crate::{arch, ffi};
 use core::{
@@ -28,34 +30,23 @@ use core::{
 };
 use kernel::ffi::c_ulong;
 
-/// A registered probe's entry on its point's client list: the kernel's
-/// aggregate kprobe list, on which a probe is found by `kp->rkp_private`.
+/// The link of `kp` on its point's client list: the caller's structure is
+/// the list entry, as the kernel's `struct kprobe` is on its aggregate
+/// probe's list, so that a client costs rkprobes no memory.
 ///
-/// # Invariants
+/// The links are published with release stores, so that the hit path walks
+/// the list lock-free. Unlinking a client only redirects its predecessor's
+/// link and leaves its own alone (the kernel's `list_del_rcu()`): a reader
+/// standing on it walks on. Unregistration returns only after a grace
+/// period, so the caller's structure outlives every such reader.
 ///
-/// `next` is published with release stores, so that the hit path walks the
-/// list lock-free. Unlinking a client only redirects its predecessor's link
-/// and leaves its own `next` alone (the kernel's `list_del_rcu()`): a reader
-/// standing on it walks on, and removal needs no memory. An unlinked client
-/// is freed only after a grace period.
-pub(super) struct Client {
-    pub(super) kp: *mut RkpKprobe,
-    pub(super) point: *mut Point,
-    next: AtomicPtr<Client>,
-    /// Writer only: the next unlinked client waiting for a grace period.
-    pub(super) retired: Cell<*mut Client>,
-}
-
-impl Client {
-    /// The client of `kp`, on no point yet. Writer.
-    pub(super) fn new(kp: *mut RkpKprobe) -> Self {
-        Self {
-            kp,
-            point: core::ptr::null_mut(),
-            next: AtomicPtr::new(core::ptr::null_mut()),
-            retired: Cell::new(core::ptr::null_mut()),
-        }
-    }
+/// # Safety
+///
+/// `kp` is valid for the returned lifetime.
+unsafe fn next_link<'a>(kp: *mut RkpKprobe) -> &'a AtomicPtr<RkpKprobe> {
+    // SAFETY: the field is an aligned pointer of a live probe; every
+    // concurrent access is atomic.
+    unsafe { AtomicPtr::from_ptr(core::ptr::addr_of_mut!((*kp).rkp_next)) }
 }
 
 /// Where a point is in jump optimization (`rust/kprobe/optimize.rs`).
@@ -76,8 +67,9 @@ pub(crate) enum OptState {
 ///
 /// # Invariants
 ///
-/// `clients` is the head of a list of live `Client`s in registration order,
-/// non-empty while the point is in the table. `module` is the module
+/// `clients` is the head of a list of registered probes in registration
+/// order, linked through their `rkp_next` (see [`next_link`]), non-empty
+/// while the point is in the table. `module` is the module
 /// containing `addr` (null for vmlinux), only ever compared: as in the
 /// kernel, a probe holds no reference on it, and the module notifier kills
 /// the module's points when it goes (`Core::kill_module_points`). The
@@ -89,7 +81,7 @@ pub(crate) struct Point {
     pub(crate) func: usize,
     /// The architecture's copy of the instruction and how to run it.
     pub(crate) arch: arch::ArchInsn,
-    clients: AtomicPtr<Client>,
+    clients: AtomicPtr<RkpKprobe>,
     pub(super) armed: AtomicBool,
     /// A copy ran with interrupts on at some time (boosted, or the region
     /// from the detour): a task may be preempted inside the slot or the
@@ -108,21 +100,43 @@ pub(crate) struct Point {
     /// Writer only: the next point of the batch being worked on.
     batch: Cell<*const Point>,
     in_batch: Cell<bool>,
-    /// Writer only: where the point is in `Registry::points`, or in
-    /// `Registry::gone` once its code went (`Registry` in mod.rs), so that
-    /// removing it costs O(1).
+    /// Writer only: which list of the registry holds the point
+    /// (`Registry::points`, or `Registry::gone` once its code went), and its
+    /// neighbours there, so that removing it costs O(1) and no memory.
     pub(super) listed: Cell<Listed>,
+    prev: Cell<*mut Point>,
+    next: Cell<*mut Point>,
+    /// The probe table's links (`table::Chained`).
+    chain: [AtomicPtr<Point>; 2],
 }
 
-/// Which list of the registry holds a point, and where.
+// A point is a kmalloc-192 object: what it holds per probe is counted in
+// Documentation/performance.rst ("Memory per probe").
+const _: () = assert!(core::mem::size_of::<Point>() <= 192);
+
+/// Which list of the registry holds a point.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
 pub(super) enum Listed {
     /// In neither (being built, or removed).
     No,
-    /// `Registry::points[i]`.
-    Live(usize),
-    /// `Registry::gone[i]`.
-    Gone(usize),
+    /// `Registry::points`.
+    Live,
+    /// `Registry::gone`.
+    Gone,
+}
+
+// SAFETY: `addr` never changes, and `chain` is used by the table alone.
+unsafe impl Chained for Point {
+    #[inline(always)]
+    fn key(&self) -> usize {
+        self.addr
+    }
+
+    #[inline(always)]
+    fn link(&self, parity: usize) -> &AtomicPtr<Self> {
+        &self.chain[parity & 1]
+    }
 }
 
 // SAFETY: a `Point` is shared between the writer (under `Core::reg`, which
@@ -135,20 +149,24 @@ unsafe impl Send for Point {}
 
 /// The client probes of a point, walked lock-free.
 pub(super) struct ClientIter<'a> {
-    next: *const Client,
+    next: *mut RkpKprobe,
     _point: core::marker::PhantomData<&'a Point>,
 }
 
 impl Iterator for ClientIter<'_> {
     type Item = *mut RkpKprobe;
 
+    #[inline(always)]
     fn next(&mut self) -> Option<*mut RkpKprobe> {
-        // SAFETY: clients reachable from a point stay live for the walker's
+        let kp = self.next;
+        if kp.is_null() {
+            return None;
+        }
+        // SAFETY: probes reachable from a point stay valid for the walker's
         // RCU read-side critical section, or the writer's mutex (the type
-        // invariants of `Point` and `Client`).
-        let c = unsafe { self.next.as_ref() }?;
-        self.next = c.next.load(Ordering::Acquire);
-        Some(c.kp)
+        // invariant of `Point`).
+        self.next = unsafe { next_link(kp) }.load(Ordering::Acquire);
+        Some(kp)
     }
 }
 
@@ -176,6 +194,12 @@ impl Point {
             batch: Cell::new(core::ptr::null()),
             in_batch: Cell::new(false),
             listed: Cell::new(Listed::No),
+            prev: Cell::new(core::ptr::null_mut()),
+            next: Cell::new(core::ptr::null_mut()),
+            chain: [
+                AtomicPtr::new(core::ptr::null_mut()),
+                AtomicPtr::new(core::ptr::null_mut()),
+            ],
         }
     }
 
@@ -312,38 +336,50 @@ impl Point {
         self.clients.load(Ordering::Relaxed).is_null()
     }
 
-    /// Appends a client, published to the hit path at once. Writer.
-    pub(super) fn append(&self, c: *mut Client) {
+    /// Appends `kp`, published to the hit path at once. Writer.
+    ///
+    /// # Safety
+    ///
+    /// `kp` is valid, on no point's list, and stays valid until unlinked
+    /// and a grace period has passed.
+    pub(super) unsafe fn append(&self, kp: *mut RkpKprobe) {
+        // SAFETY: the caller's contract; not published yet.
+        unsafe { next_link(kp) }.store(core::ptr::null_mut(), Ordering::Relaxed);
         let mut link = &self.clients;
         loop {
             let n = link.load(Ordering::Relaxed);
-            // SAFETY: linked clients are live; only the writer changes links.
-            match unsafe { n.as_ref() } {
-                Some(next) => link = &next.next,
-                None => break,
+            if n.is_null() {
+                break;
             }
+            // SAFETY: linked probes are valid; only the writer changes links.
+            link = unsafe { next_link(n) };
         }
-        // Release: a reader that sees the client sees it initialised.
-        link.store(c, Ordering::Release);
+        // Release: a reader that sees the probe sees its link.
+        link.store(kp, Ordering::Release);
     }
 
-    /// Unlinks `c`, leaving its own link for readers standing on it (the
-    /// type invariant of `Client`). Writer; allocates nothing, cannot fail.
-    /// Returns whether it was linked.
-    pub(super) fn unlink(&self, c: *mut Client) -> bool {
+    /// Whether `kp` is one of the clients. Writer.
+    pub(super) fn has_client(&self, kp: *mut RkpKprobe) -> bool {
+        self.clients().any(|c| c == kp)
+    }
+
+    /// Unlinks `kp`, leaving its own link for readers standing on it (see
+    /// [`next_link`]). Writer; allocates nothing, cannot fail. Returns
+    /// whether it was linked.
+    pub(super) fn unlink(&self, kp: *mut RkpKprobe) -> bool {
         let mut link = &self.clients;
         loop {
             let n = link.load(Ordering::Relaxed);
             if n.is_null() {
                 return false;
             }
-            // SAFETY: linked clients are live; only the writer changes links.
-            let next = unsafe { &*n };
-            if n == c {
-                link.store(next.next.load(Ordering::Relaxed), Ordering::Release);
+            // SAFETY: linked probes are valid; only the writer changes links.
+            let next = unsafe { next_link(n) };
+            if n == kp {
+                link.store(next.load(Ordering::Relaxed), Ordering::Release);
                 return true;
             }
-            link = &next.next;
+            link = next;
         }
     }
 }
@@ -403,5 +439,71 @@ impl Drop for Batch {
         for p in self.iter() {
             p.in_batch.set(false);
         }
+    }
+}
+
+/// A list of the registry (`Registry::points` or `Registry::gone`), linked
+/// through the points themselves: adding and removing a point is O(1) and
+/// needs no memory, so that neither registration at scale nor the module
+/// notifier allocates per point. Writer: the registration mutex is held.
+pub(super) struct PointList {
+    head: *mut Point,
+    tail: *mut Point,
+    which: Listed,
+}
+
+impl PointList {
+    /// An empty list of points that are `which`.
+    pub(super) const fn new(which: Listed) -> Self {
+        Self {
+            head: core::ptr::null_mut(),
+            tail: core::ptr::null_mut(),
+            which,
+        }
+    }
+
+    /// Adds `p`, on no list yet, at the end: the list is in the order the
+    /// points were added.
+    pub(super) fn push(&mut self, p: &Point) {
+        let me = core::ptr::from_ref(p).cast_mut();
+        p.prev.set(self.tail);
+        p.next.set(core::ptr::null_mut());
+        // SAFETY: listed points are live while the mutex is held.
+        match unsafe { self.tail.as_ref() } {
+            Some(t) => t.next.set(me),
+            None => self.head = me,
+        }
+        self.tail = me;
+        p.listed.set(self.which);
+    }
+
+    /// Takes `p`, which this list holds, off it.
+    pub(super) fn remove(&mut self, p: &Point) {
+        let prev = p.prev.replace(core::ptr::null_mut());
+        let next = p.next.replace(core::ptr::null_mut());
+        // SAFETY: listed points are live while the mutex is held.
+        match unsafe { prev.as_ref() } {
+            Some(q) => q.next.set(next),
+            None => self.head = next,
+        }
+        // SAFETY: as above.
+        match unsafe { next.as_ref() } {
+            Some(q) => q.prev.set(prev),
+            None => self.tail = prev,
+        }
+        p.listed.set(Listed::No);
+    }
+
+    /// The points, in the order they were added. The iterator reads a
+    /// point's successor before yielding it, so that the caller may move
+    /// the point it was given to another list.
+    pub(super) fn iter(&self) -> impl Iterator<Item = *mut Point> {
+        let mut next = self.head;
+        core::iter::from_fn(move || {
+            let p = next;
+            // SAFETY: listed points are live while the mutex is held.
+            next = unsafe { p.as_ref() }?.next.get();
+            Some(p)
+        })
     }
 }

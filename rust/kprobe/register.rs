@@ -20,7 +20,7 @@
 use super::{
     abi::{flags, RkpKprobe},
     address::Target,
-    point::{Batch, Client, Listed, OptState, Point},
+    point::{Batch, Listed, OptState, Point},
     Core, Registry,
 };
 use crate::{
@@ -34,10 +34,10 @@ use crate::{
 use core::sync::atomic::Ordering;
 use kernel::prelude::*;
 
-/// What one unregistration takes away: the clients it unlinked and the
-/// points it touched, both chained through themselves.
+/// What one unregistration takes away: the points whose clients it
+/// unlinked, chained through themselves.
 pub(super) struct Removal {
-    retired: *mut Client,
+    unlinked: bool,
     points: Batch,
 }
 
@@ -45,7 +45,7 @@ impl Removal {
     /// Nothing taken away yet.
     pub(super) fn new() -> Self {
         Self {
-            retired: core::ptr::null_mut(),
+            unlinked: false,
             points: Batch::new(),
         }
     }
@@ -80,6 +80,16 @@ impl Core {
             self.unregister_locked(&mut reg, kps);
             return Err(e);
         }
+        // A registration that grew the table leaves the replaced bucket
+        // array to readers until a grace period: wait for one now rather
+        // than keep it until the next removal. Growth doubles the table, so
+        // few registrations pay this.
+        // SAFETY: the registration mutex is held.
+        if unsafe { self.table.has_retired() } {
+            synchronize_rcu();
+            // SAFETY: the mutex is held, and a grace period passed.
+            unsafe { self.table.reclaim() };
+        }
         Ok(())
     }
 
@@ -99,58 +109,76 @@ impl Core {
         }
         // SAFETY: the caller's contract.
         let target = unsafe { self.target(kp) }?;
-        let made = KBox::new(Client::new(kp), GFP_KERNEL)
-            .map_err(Error::from)
-            .and_then(|client| {
-                let point = match self.table.lookup(target.addr) {
-                    Some(point) => {
-                        // SAFETY: the caller's contract.
-                        if unsafe { (*kp).post_handler }.is_some() {
-                            // An optimized point runs no post-handler.
-                            self.unoptimize_one(point);
-                        }
-                        core::ptr::from_ref(point).cast_mut()
-                    }
-                    None => {
-                        let point = self.new_point(reg, &target)?;
-                        // Its int3 must not go into another point's jump.
-                        self.unoptimize_covering(target.addr);
-                        point
-                    }
-                };
-                Ok((point, KBox::into_raw(client)))
-            });
+        let point = match self.table.lookup(target.addr) {
+            Some(point) => {
+                // SAFETY: the caller's contract.
+                if unsafe { (*kp).post_handler }.is_some() {
+                    // An optimized point runs no post-handler.
+                    self.unoptimize_one(point);
+                }
+                Ok(core::ptr::from_ref(point).cast_mut())
+            }
+            None => self.new_point(reg, &target).inspect(|_| {
+                // Its int3 must not go into another point's jump.
+                self.unoptimize_covering(target.addr);
+            }),
+        };
         // The reference kept the module from going while its text was read.
         // From now on the module notifier handles its unloading, which waits
         // for the registration mutex that the caller holds.
         drop(target.module);
-        let (point, client) = made?;
+        let point = point?;
         // Only DISABLED is the caller's to set.
         // SAFETY: the caller's contract; these fields are ours to write now,
-        // and the client is ours until appended.
+        // and the probe is ours until appended.
         unsafe {
             RkpKprobe::update_flags(kp, 0, !flags::DISABLED);
             if target.ftrace {
                 RkpKprobe::update_flags(kp, flags::FTRACE, 0);
             }
             (*kp).addr = target.addr as *mut _;
-            (*kp).rkp_private = client.cast();
-            (*client).point = point;
+            (*kp).rkp_private = point.cast();
             if (*point).opt_state() != OptState::None {
                 RkpKprobe::update_flags(kp, flags::OPTIMIZED, 0);
             }
-            (*point).append(client);
+            (*point).append(kp);
         }
         Ok(())
     }
 
+    /// The point of a registered probe `kp`: the one its `rkp_private`
+    /// names, if that point is live and has `kp` among its clients (the
+    /// kernel's `__get_valid_kprobe()`). Writer.
+    fn point_of<'a>(&'a self, reg: &Registry, kp: *mut RkpKprobe) -> Option<&'a Point> {
+        // SAFETY: the caller passes a valid probe.
+        let (p, addr, f) = unsafe { ((*kp).rkp_private, (*kp).addr, RkpKprobe::flags(kp)) };
+        if p.is_null() {
+            return None;
+        }
+        let p = p.cast::<Point>().cast_const();
+        let live = if f & flags::GONE == 0 {
+            // A registered probe's `addr` is its point's.
+            self.table
+                .lookup(addr as usize)
+                .filter(|q| core::ptr::eq(*q, p))
+        } else {
+            // Points of unloaded code are off the table: a rare, linear
+            // search.
+            // SAFETY: listed points are live while the mutex is held.
+            reg.gone
+                .iter()
+                .find(|&q| core::ptr::eq(q, p))
+                .map(|q| unsafe { &*q })
+        };
+        let found = live.filter(|q| q.has_client(kp));
+        if found.is_none() {
+            pr_err!("probe {:p} is not registered\n", kp);
+        }
+        found
+    }
+
     /// Creates, prepares and publishes a point with no client yet. Writer.
     fn new_point(&self, reg: &mut Registry, t: &Target) -> Result<*mut Point> {
-        reg.points.reserve(1, GFP_KERNEL)?;
-        // Room in `gone` for every point, so that the module notifier never
-        // allocates.
-        let want = reg.points.len() + 1;
-        reg.gone.reserve(want, GFP_KERNEL)?;
         // The point's memory first: once `prepare` has a slot, nothing may
         // fail before the point owns it.
         let room = KBox::<Point>::new_uninit(GFP_KERNEL)?;
@@ -161,15 +189,10 @@ impl Core {
             .map_or(core::ptr::null_mut(), |m| m.as_ptr());
         let point = KBox::into_raw(KBox::write(room, Point::new(t.addr, t.func, insn, module)));
         // SAFETY: the registration mutex is held; the point lives until
-        // removed and reclaimed.
-        if let Err(e) = unsafe { self.table.insert(t.addr, point) } {
-            // SAFETY: never published.
-            let p = unsafe { KBox::from_raw(point) };
-            arch::release(&self.slots, &p.arch);
-            return Err(e);
-        }
-        // Cannot fail: reserved above.
-        let _ = reg.list(point);
+        // removed and a grace period passed (`finish_removal`).
+        unsafe { self.table.insert(point) };
+        // SAFETY: just made; live while listed.
+        reg.points.push(unsafe { &*point });
         Ok(point)
     }
 
@@ -180,9 +203,9 @@ impl Core {
         }
         let mut batch = Batch::new();
         for &kp in kps {
-            // SAFETY: a registered probe's `rkp_private` is its client, whose
-            // point is live while the mutex is held.
-            batch.add(unsafe { &*(*(*kp).rkp_private.cast::<Client>()).point });
+            // SAFETY: a registered probe's `rkp_private` is its point, live
+            // while the mutex is held.
+            batch.add(unsafe { &*(*kp).rkp_private.cast::<Point>() });
         }
         let r = self.set_armed(reg, &batch, true, Point::any_enabled);
         for p in batch.iter() {
@@ -286,33 +309,24 @@ impl Core {
     fn unregister_locked(&self, reg: &mut Registry, kps: &[*mut RkpKprobe]) {
         let mut removal = Removal::new();
         for &kp in kps {
-            self.unlink_client(&mut removal, kp);
+            self.unlink_client(reg, &mut removal, kp);
         }
         self.finish_removal(reg, removal);
     }
 
     /// Unlinks `kp` from its point's client list, if it is registered. It is
-    /// no longer registered when this returns; its client and point are
-    /// freed by [`Core::finish_removal`]. Writer; allocates nothing.
-    pub(super) fn unlink_client(&self, removal: &mut Removal, kp: *mut RkpKprobe) {
+    /// no longer registered when this returns, but readers may stand on it
+    /// until [`Core::finish_removal`]'s grace period, which also frees its
+    /// point if it was the last client. Writer; allocates nothing.
+    pub(super) fn unlink_client(&self, reg: &Registry, removal: &mut Removal, kp: *mut RkpKprobe) {
         if kp.is_null() {
             return;
         }
-        // SAFETY: the caller passes valid probes.
-        let c = unsafe { (*kp).rkp_private }.cast::<Client>();
-        // SAFETY: a registered probe's `rkp_private` is its live client.
-        let Some(client) = (unsafe { c.as_ref() }) else {
+        let Some(p) = self.point_of(reg, kp) else {
             return;
         };
-        if client.kp != kp {
-            pr_err!("unregistering a probe that is not registered: {:p}\n", kp);
-            return;
-        }
-        // SAFETY: a registered client's point is live.
-        let p = unsafe { &*client.point };
-        if p.unlink(c) {
-            client.retired.set(removal.retired);
-            removal.retired = c;
+        if p.unlink(kp) {
+            removal.unlinked = true;
             removal.points.add(p);
         }
         // SAFETY: the caller's probe; it is no longer registered.
@@ -323,7 +337,7 @@ impl Core {
     /// unpublishes those left with no client, waits until no CPU can be in
     /// what was removed, and frees it. Writer; allocates nothing.
     pub(super) fn finish_removal(&self, reg: &mut Registry, removal: Removal) {
-        if removal.retired.is_null() {
+        if !removal.unlinked {
             return;
         }
         let is_dead = |p: &Point| p.is_empty();
@@ -334,9 +348,9 @@ impl Core {
         for p in removal.points.iter().filter(|p| is_dead(p)) {
             boosted |= p.was_boosted.load(Ordering::Relaxed);
             // A point of unloaded code was unpublished when its code went.
-            if matches!(p.listed.get(), Listed::Live(_)) {
+            if p.listed.get() == Listed::Live {
                 // SAFETY: the registration mutex is held; the point is live.
-                unsafe { self.table.remove(p.addr) };
+                unsafe { self.table.remove(p) };
             }
             reg.unlist(p);
         }
@@ -350,13 +364,6 @@ impl Core {
         }
         // SAFETY: the registration mutex is held and a grace period passed.
         unsafe { self.table.reclaim() };
-        let mut c = removal.retired;
-        while !c.is_null() {
-            // SAFETY: unlinked and past a grace period: nothing else reaches
-            // it.
-            let client = unsafe { KBox::from_raw(c) };
-            c = client.retired.get();
-        }
         for point in removal.points.take() {
             // SAFETY: the points of a removal are live until freed here.
             if is_dead(unsafe { &*point }) {
@@ -376,18 +383,13 @@ impl Core {
     /// Process context.
     pub(crate) fn set_enabled(&self, kp: *mut RkpKprobe, enable: bool) -> Result {
         let mut reg = self.reg.lock();
-        // SAFETY: the caller passes a valid probe.
-        let c = unsafe { (*kp).rkp_private }.cast::<Client>();
-        // SAFETY: a registered probe's `rkp_private` is its live client.
-        let Some(client) = (unsafe { c.as_ref() }) else {
+        let Some(p) = self.point_of(&reg, kp) else {
             return Err(EINVAL);
         };
         // SAFETY: a registered probe.
-        if client.kp != kp || unsafe { RkpKprobe::flags(kp) } & flags::GONE != 0 {
+        if unsafe { RkpKprobe::flags(kp) } & flags::GONE != 0 {
             return Err(EINVAL);
         }
-        // SAFETY: a registered client's point is live while the mutex is held.
-        let p = unsafe { &*client.point };
         let (set, clear) = if enable {
             (0, flags::DISABLED)
         } else {
@@ -420,7 +422,7 @@ impl Core {
         }
         reg.enabled = on;
         let mut all = Batch::new();
-        for &point in reg.points.iter() {
+        for point in reg.points.iter() {
             // SAFETY: registered points are live while the mutex is held.
             all.add(unsafe { &*point });
         }

@@ -35,11 +35,20 @@ struct SlotPage {
     nused: usize,
 }
 
-/// An allocated slot: `SLOT_SIZE` executable bytes at `addr`.
+/// An allocated slot: `SLOT_SIZE` executable bytes at `addr`. Never at
+/// address 0, so that an `Option<Slot>` is one word.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Slot {
     /// Address of the slot's first byte.
-    pub(crate) addr: usize,
+    addr: core::num::NonZeroUsize,
+}
+
+impl Slot {
+    /// Address of the slot's first byte.
+    #[inline(always)]
+    pub(crate) fn addr(self) -> usize {
+        self.addr.get()
+    }
 }
 
 /// The slot allocator.
@@ -83,7 +92,8 @@ impl SlotCache {
                 (pages.last_mut().ok_or(ENOMEM)?, 0)
             }
         };
-        let addr = page.page.addr() + index * SLOT_SIZE;
+        let addr =
+            core::num::NonZeroUsize::new(page.page.addr() + index * SLOT_SIZE).ok_or(ENOMEM)?;
         if let Some(u) = page.used.get_mut(index) {
             *u = true;
         }
@@ -104,7 +114,7 @@ impl SlotCache {
         let guard = TextGuard::lock(&self.rt);
         // SAFETY: the slot is ours and not published, so no CPU executes it;
         // it lies in an executable page of this cache.
-        unsafe { guard.poke(slot.addr, image) };
+        unsafe { guard.poke(slot.addr(), image) };
         Ok(())
     }
 
@@ -117,15 +127,15 @@ impl SlotCache {
         let mut pages = self.pages.lock();
         let Some(pos) = pages
             .iter()
-            .position(|p| p.page.range().contains(&slot.addr))
+            .position(|p| p.page.range().contains(&slot.addr()))
         else {
-            pr_err!("freeing a slot that is not ours: {:#x}\n", slot.addr);
+            pr_err!("freeing a slot that is not ours: {:#x}\n", slot.addr());
             return;
         };
         let Some(page) = pages.get_mut(pos) else {
             return;
         };
-        let index = (slot.addr - page.page.addr()) / SLOT_SIZE;
+        let index = (slot.addr() - page.page.addr()) / SLOT_SIZE;
         if let Some(used) = page.used.get_mut(index) {
             if *used {
                 *used = false;

@@ -9,12 +9,24 @@
 //! release stores and read with acquire loads; a reader sees a chain either
 //! before or after any one change, never a torn one.
 //!
-//! Writers are serialised by the probe core's registration mutex. An entry
-//! that is unlinked stays readable until [`Table::reclaim`], which the writer
-//! calls after a `synchronize_rcu()`. The bucket array grows by rebuilding it
-//! as a new generation, published the same way, so lookups stay O(1) with any
-//! number of probes (the load factor is kept at or below one).
+//! The chains run through the members themselves (the kernel's `hlist_node`
+//! in `struct kprobe`), so that the table costs no memory per member beyond
+//! two links. A member has a link for each of the two generations of bucket
+//! arrays that readers can be walking at once: growing the table rebuilds the
+//! chains through the other link and publishes the new array, while readers
+//! of the old one still follow the old links, which nothing changes any more.
+//! The next growth reuses those links only after a grace period, when no
+//! reader can still be on the old array (the relativistic hash tables of
+//! Triplett, McKenney and Walpole, with a copy of the links instead of
+//! unzipping).
+//!
+//! Writers are serialised by the probe core's registration mutex. A removed
+//! member stays readable until the caller frees it after a grace period; a
+//! replaced bucket array is freed by [`Table::reclaim`], which the writer
+//! calls after a `synchronize_rcu()`. Lookups stay O(1) with any number of
+//! probes (the load factor is kept at or below one).
 
+use crate::kernel_ext::sync::synchronize_rcu;
 use core::{
     cell::UnsafeCell,
     sync::atomic::{AtomicPtr, Ordering},
@@ -24,21 +36,29 @@ use kernel::prelude::*;
 /// Buckets of the first generation.
 const MIN_BUCKETS: usize = 64;
 
-/// A chain link.
-struct Entry<P> {
-    addr: usize,
-    point: *const P,
-    next: AtomicPtr<Entry<P>>,
+/// A member of a [`Table`]: its key, and a chain link for each generation
+/// parity.
+///
+/// # Safety
+///
+/// `key` never changes while the member is in a table, and `link(0)` and
+/// `link(1)` are two distinct links that only the table uses.
+pub(crate) unsafe trait Chained: Sized {
+    /// The address the member is found by.
+    fn key(&self) -> usize;
+    /// The link of the generations of parity `parity` (0 or 1).
+    fn link(&self, parity: usize) -> &AtomicPtr<Self>;
 }
 
-/// One bucket array.
+/// One bucket array, with the parity of the links its chains go through.
 struct Generation<P> {
     shift: u32,
-    buckets: KVVec<AtomicPtr<Entry<P>>>,
+    parity: usize,
+    buckets: KVVec<AtomicPtr<P>>,
 }
 
 impl<P> Generation<P> {
-    fn new(nbuckets: usize) -> Result<KBox<Self>> {
+    fn new(nbuckets: usize, parity: usize) -> Result<KBox<Self>> {
         let mut buckets = KVVec::with_capacity(nbuckets, GFP_KERNEL)?;
         for _ in 0..nbuckets {
             buckets.push(AtomicPtr::new(core::ptr::null_mut()), GFP_KERNEL)?;
@@ -46,6 +66,7 @@ impl<P> Generation<P> {
         Ok(KBox::new(
             Self {
                 shift: usize::BITS - nbuckets.trailing_zeros(),
+                parity,
                 buckets,
             },
             GFP_KERNEL,
@@ -54,7 +75,7 @@ impl<P> Generation<P> {
 
     /// The bucket of `addr`; `None` cannot happen (the hash is below the
     /// bucket count by construction) but keeps this path free of panics.
-    fn bucket(&self, addr: usize) -> Option<&AtomicPtr<Entry<P>>> {
+    fn bucket(&self, addr: usize) -> Option<&AtomicPtr<P>> {
         // Fibonacci hashing: the top bits of the product spread nearby
         // addresses (probes cluster inside functions) over all buckets.
         let h = (addr as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> self.shift;
@@ -65,40 +86,42 @@ impl<P> Generation<P> {
 /// What only the writer touches.
 struct Writer<P> {
     len: usize,
-    retired_entries: KVec<*mut Entry<P>>,
-    retired_gens: KVec<*mut Generation<P>>,
+    /// The generation replaced last, until a grace period has passed: its
+    /// readers may still follow the links of its parity.
+    retired: *mut Generation<P>,
 }
 
 /// Address → probe point.
 ///
 /// # Invariants
 ///
-/// `current` always points to a live generation. Every entry reachable from
-/// it, and every retired entry and generation, points to a live `P` until
-/// `reclaim`. `writer` is only accessed by the holder of the probe core's
-/// registration mutex (the contract of the `unsafe` methods).
-pub(crate) struct Table<P> {
+/// `current` always points to a live generation, whose chains hold exactly
+/// the members inserted and not removed since, linked through the links of
+/// its parity. `writer.retired`, when not null, is the previous generation,
+/// whose chains (of the other parity) nobody changes. `writer` is only
+/// accessed by the holder of the probe core's registration mutex (the
+/// contract of the `unsafe` methods).
+pub(crate) struct Table<P: Chained> {
     current: AtomicPtr<Generation<P>>,
     writer: UnsafeCell<Writer<P>>,
 }
 
-// SAFETY: the table owns its entries and generations; the `P`s it points to
-// are shared with readers on any CPU, which only read them.
-unsafe impl<P: Sync> Send for Table<P> {}
+// SAFETY: the table owns its generations; the `P`s it points to are shared
+// with readers on any CPU, which only read them.
+unsafe impl<P: Chained + Sync> Send for Table<P> {}
 // SAFETY: `&self` only allows lookups, which are lock-free reads.
-unsafe impl<P: Sync> Sync for Table<P> {}
+unsafe impl<P: Chained + Sync> Sync for Table<P> {}
 
-impl<P> Table<P> {
+impl<P: Chained> Table<P> {
     /// An empty table. May sleep.
     pub(crate) fn new() -> Result<Self> {
-        let gen = KBox::into_raw(Generation::new(MIN_BUCKETS)?);
+        let gen = KBox::into_raw(Generation::new(MIN_BUCKETS, 0)?);
         // INVARIANT: `gen` is live and empty.
         Ok(Self {
             current: AtomicPtr::new(gen),
             writer: UnsafeCell::new(Writer {
                 len: 0,
-                retired_entries: KVec::new(),
-                retired_gens: KVec::new(),
+                retired: core::ptr::null_mut(),
             }),
         })
     }
@@ -115,130 +138,112 @@ impl<P> Table<P> {
         unsafe { &mut *self.writer.get() }
     }
 
-    /// The point at `addr`.
+    /// The member at `addr`.
     ///
     /// Runs in int3/ftrace context: no locks, no allocation. The caller is
     /// in an RCU read-side critical section (interrupts or preemption
     /// disabled) for as long as it uses the returned reference.
+    #[inline]
     pub(crate) fn lookup(&self, addr: usize) -> Option<&P> {
         // SAFETY: `current` is live (type invariant), and a generation replaced
         // after this load is freed only after a grace period that the caller's
         // critical section holds off.
         let gen = unsafe { &*self.current.load(Ordering::Acquire) };
         let mut e = gen.bucket(addr)?.load(Ordering::Acquire);
-        while !e.is_null() {
-            // SAFETY: entries reachable from a live generation stay live until
-            // a grace period after they are unlinked (see above).
-            let entry = unsafe { &*e };
-            if entry.addr == addr {
-                // SAFETY: the point outlives its entry (type invariant).
-                return Some(unsafe { &*entry.point });
+        // SAFETY: members reachable from a generation that a reader can see
+        // stay live until a grace period after they are removed, and the
+        // links of its parity are not rewritten before one (type invariant).
+        while let Some(m) = unsafe { e.as_ref() } {
+            if m.key() == addr {
+                return Some(m);
             }
-            e = entry.next.load(Ordering::Acquire);
+            e = m.link(gen.parity).load(Ordering::Acquire);
         }
         None
     }
 
-    /// Publishes `point` at `addr`, which is not in the table yet. May sleep.
+    /// Publishes `member`, whose key is not in the table yet. Allocates only
+    /// to grow the bucket array, and works on (with longer chains) when
+    /// that fails. May sleep.
     ///
     /// # Safety
     ///
-    /// The caller holds the registration mutex; `point` stays valid until it
-    /// has been removed and `reclaim` has run.
-    pub(crate) unsafe fn insert(&self, addr: usize, point: *const P) -> Result {
+    /// The caller holds the registration mutex; `member` stays valid until
+    /// it has been removed and a grace period has passed.
+    pub(crate) unsafe fn insert(&self, member: *const P) {
         // SAFETY: the caller holds the registration mutex.
         unsafe { self.maybe_grow() };
-        // Room to retire every entry, so that `remove` never allocates.
-        {
-            // SAFETY: the caller holds the registration mutex.
-            let w = unsafe { self.writer() };
-            let want = w.retired_entries.len() + w.len + 1;
-            let have = w.retired_entries.capacity();
-            if want > have {
-                w.retired_entries
-                    .reserve(want - w.retired_entries.len(), GFP_KERNEL)?;
-            }
-        }
         // SAFETY: `current` is live and only this writer changes it.
         let gen = unsafe { &*self.current.load(Ordering::Relaxed) };
-        let bucket = gen.bucket(addr).ok_or(EINVAL)?;
-        let entry = KBox::into_raw(KBox::new(
-            Entry {
-                addr,
-                point,
-                next: AtomicPtr::new(core::ptr::null_mut()),
-            },
-            GFP_KERNEL,
-        )?);
-        // SAFETY: `entry` is ours until published below.
-        unsafe {
-            (*entry)
-                .next
-                .store(bucket.load(Ordering::Relaxed), Ordering::Relaxed)
-        };
-        // Release: a reader that sees the entry sees it initialised.
-        bucket.store(entry, Ordering::Release);
-        // SAFETY: the caller holds the registration mutex.
-        unsafe { self.writer() }.len += 1;
-        Ok(())
+        // SAFETY: the caller's contract.
+        let m = unsafe { &*member };
+        if let Some(bucket) = gen.bucket(m.key()) {
+            m.link(gen.parity)
+                .store(bucket.load(Ordering::Relaxed), Ordering::Relaxed);
+            // Release: a reader that sees the member sees its link.
+            bucket.store(member.cast_mut(), Ordering::Release);
+            // SAFETY: the caller holds the registration mutex.
+            unsafe { self.writer() }.len += 1;
+        }
     }
 
-    /// Unlinks the point at `addr`; readers may still see it until the next
-    /// grace period, after which `reclaim` frees the link. Returns whether
-    /// there was one. Allocates nothing: `insert` reserved room to retire
-    /// every entry.
+    /// Unlinks `member`; readers may still see it until the next grace
+    /// period, after which the caller may free it. Returns whether it was
+    /// in the table. Allocates nothing.
     ///
     /// # Safety
     ///
     /// The caller holds the registration mutex.
-    pub(crate) unsafe fn remove(&self, addr: usize) -> bool {
-        // SAFETY: the caller holds the registration mutex.
-        let w = unsafe { self.writer() };
+    pub(crate) unsafe fn remove(&self, member: &P) -> bool {
         // SAFETY: `current` is live and only this writer changes it.
         let gen = unsafe { &*self.current.load(Ordering::Relaxed) };
-        let Some(mut link) = gen.bucket(addr) else {
+        let Some(mut link) = gen.bucket(member.key()) else {
             return false;
         };
         loop {
             let e = link.load(Ordering::Relaxed);
-            if e.is_null() {
+            // SAFETY: linked members are live; only this writer unlinks them.
+            let Some(m) = (unsafe { e.as_ref() }) else {
                 return false;
-            }
-            // SAFETY: linked entries are live; only this writer unlinks them.
-            let entry = unsafe { &*e };
-            if entry.addr == addr {
-                // A reader standing on `entry` still follows its `next`.
-                link.store(entry.next.load(Ordering::Relaxed), Ordering::Release);
-                // Cannot fail: `insert` reserved room.
-                let _ = w.retired_entries.push(e, GFP_KERNEL);
-                w.len -= 1;
+            };
+            if core::ptr::eq(m, member) {
+                // A reader standing on `member` still follows its link.
+                link.store(
+                    m.link(gen.parity).load(Ordering::Relaxed),
+                    Ordering::Release,
+                );
+                // SAFETY: the caller holds the registration mutex.
+                unsafe { self.writer() }.len -= 1;
                 return true;
             }
-            link = &entry.next;
+            link = m.link(gen.parity);
         }
     }
 
-    /// Frees what `remove` and growth retired. May sleep.
+    /// Whether growth left a replaced bucket array for [`Table::reclaim`].
+    ///
+    /// # Safety
+    ///
+    /// The caller holds the registration mutex.
+    pub(crate) unsafe fn has_retired(&self) -> bool {
+        // SAFETY: the caller holds the registration mutex.
+        !unsafe { self.writer() }.retired.is_null()
+    }
+
+    /// Frees the bucket array that growth replaced. May sleep.
     ///
     /// # Safety
     ///
     /// The caller holds the registration mutex and has waited for a grace
-    /// period (`synchronize_rcu`) since the last `remove` or `insert`.
+    /// period (`synchronize_rcu`) since the last `insert`.
     pub(crate) unsafe fn reclaim(&self) {
         // SAFETY: the caller holds the registration mutex.
         let w = unsafe { self.writer() };
-        for &e in w.retired_entries.iter() {
-            // SAFETY: retired entries were allocated by `KBox::into_raw` and no
-            // reader can hold them after the caller's grace period.
-            drop(unsafe { KBox::from_raw(e) });
-        }
-        // The capacity stays: `remove` relies on it.
-        // SAFETY: the elements are plain pointers, freed above.
-        unsafe { w.retired_entries.set_len(0) };
-        for g in core::mem::replace(&mut w.retired_gens, KVec::new()) {
-            // SAFETY: as above; the generation's entries are freed with it.
-            let gen = unsafe { KBox::from_raw(g) };
-            free_chains(&gen);
+        let g = core::mem::replace(&mut w.retired, core::ptr::null_mut());
+        if !g.is_null() {
+            // SAFETY: retired generations come from `KBox::into_raw`, and no
+            // reader can hold one after the caller's grace period.
+            drop(unsafe { KBox::from_raw(g) });
         }
     }
 
@@ -249,74 +254,56 @@ impl<P> Table<P> {
     ///
     /// The caller holds the registration mutex.
     unsafe fn maybe_grow(&self) {
-        // SAFETY: the caller holds the registration mutex.
-        let w = unsafe { self.writer() };
         // SAFETY: `current` is live and only this writer changes it.
         let old = unsafe { &*self.current.load(Ordering::Relaxed) };
         let n = old.buckets.len();
-        if w.len < n || w.retired_gens.reserve(1, GFP_KERNEL).is_err() {
+        // SAFETY: the caller holds the registration mutex.
+        if unsafe { self.writer() }.len < n {
             return;
         }
-        let Ok(new) = Generation::<P>::new(n * 2) else {
+        // SAFETY: the caller holds the registration mutex.
+        if !unsafe { self.writer() }.retired.is_null() {
+            // The new chains go through the links that readers of the
+            // generation before `old` may still follow: wait for them.
+            // Growth doubles, so this happens at most a few times in a
+            // batch of any size.
+            synchronize_rcu();
+            // SAFETY: the mutex is held, and a grace period passed.
+            unsafe { self.reclaim() };
+        }
+        let parity = old.parity ^ 1;
+        let Ok(new) = Generation::<P>::new(n * 2, parity) else {
             return;
         };
         for bucket in old.buckets.iter() {
             let mut e = bucket.load(Ordering::Relaxed);
-            while !e.is_null() {
-                // SAFETY: linked entries of the current generation are live.
-                let entry = unsafe { &*e };
-                let Ok(copy) = KBox::new(
-                    Entry {
-                        addr: entry.addr,
-                        point: entry.point,
-                        next: AtomicPtr::new(core::ptr::null_mut()),
-                    },
-                    GFP_KERNEL,
-                ) else {
-                    free_chains(&new);
-                    return;
-                };
-                let copy = KBox::into_raw(copy);
-                if let Some(b) = new.bucket(entry.addr) {
-                    // SAFETY: `copy` is ours; `new` is not published yet.
-                    unsafe {
-                        (*copy)
-                            .next
-                            .store(b.load(Ordering::Relaxed), Ordering::Relaxed)
-                    };
-                    b.store(copy, Ordering::Relaxed);
+            // SAFETY: members of the current generation are live.
+            while let Some(m) = unsafe { e.as_ref() } {
+                // Read before the other link changes below; `old`'s links
+                // are not changed by this rebuild.
+                e = m.link(old.parity).load(Ordering::Relaxed);
+                if let Some(b) = new.bucket(m.key()) {
+                    m.link(parity)
+                        .store(b.load(Ordering::Relaxed), Ordering::Relaxed);
+                    b.store(core::ptr::from_ref(m).cast_mut(), Ordering::Relaxed);
                 }
-                e = entry.next.load(Ordering::Relaxed);
             }
         }
+        // Release: a reader that sees the new array sees its chains.
         let old = self.current.swap(KBox::into_raw(new), Ordering::Release);
-        // Cannot fail: reserved above.
-        let _ = w.retired_gens.push(old, GFP_KERNEL);
+        // SAFETY: the caller holds the registration mutex.
+        unsafe { self.writer() }.retired = old;
     }
 }
 
-/// Frees every entry of a generation that no reader can see.
-fn free_chains<P>(gen: &Generation<P>) {
-    for bucket in gen.buckets.iter() {
-        let mut e = bucket.swap(core::ptr::null_mut(), Ordering::Relaxed);
-        while !e.is_null() {
-            // SAFETY: entries of an unreachable generation are owned by it and
-            // were allocated by `KBox::into_raw`.
-            let entry = unsafe { KBox::from_raw(e) };
-            e = entry.next.load(Ordering::Relaxed);
-        }
-    }
-}
-
-impl<P> Drop for Table<P> {
+impl<P: Chained> Drop for Table<P> {
     /// The probe core drops the table after unregistering everything and a
-    /// grace period, so no reader is left.
+    /// grace period, so no reader is left. The members are not the table's.
     fn drop(&mut self) {
         // SAFETY: `&mut self`: no writer or reader is left.
         unsafe { self.reclaim() };
         let gen = self.current.swap(core::ptr::null_mut(), Ordering::Relaxed);
         // SAFETY: `current` was allocated by `KBox::into_raw`; no reader is left.
-        let gen = unsafe { KBox::from_raw(gen) };
-        free_chains(&gen);
+        drop(unsafe { KBox::from_raw(gen) });
     }
 }

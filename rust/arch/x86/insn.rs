@@ -107,7 +107,7 @@ impl ArchInsn {
     /// their slots are freed only after `synchronize_rcu_tasks()`.
     pub(super) fn boosted_copy(&self) -> Option<usize> {
         match self.slot {
-            Some(s) if self.boostable => Some(s.addr + BOOST_OFFSET),
+            Some(s) if self.boostable => Some(s.addr() + BOOST_OFFSET),
             _ => None,
         }
     }
@@ -243,7 +243,7 @@ const BOOST_OFFSET: usize = MAX_INSN_SIZE + 1;
 fn alloc_slot(slots: &SlotCache, insn: &Insn, addr: usize, boost: bool) -> Result<Slot> {
     let slot = slots.alloc()?;
     let written =
-        slot_image(insn, addr, slot.addr, boost).and_then(|image| slots.write(slot, &image));
+        slot_image(insn, addr, slot.addr(), boost).and_then(|image| slots.write(slot, &image));
     match written {
         Ok(()) => Ok(slot),
         Err(e) => {

@@ -296,7 +296,7 @@ pub(crate) fn die_notify(core: &Core, event: DieEvent<'_>) -> Notify {
 /// where that int3 is.
 fn step_range(point: &Point) -> Option<(usize, usize)> {
     let slot = point.arch.slot?;
-    Some((slot.addr, slot.addr + point.arch.len as usize))
+    Some((slot.addr(), slot.addr() + point.arch.len as usize))
 }
 
 /// An int3: the trailing int3 of the copy this CPU runs, or a probe point.

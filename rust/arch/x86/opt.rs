@@ -208,7 +208,7 @@ pub(crate) fn prepare_optimized(core: &Core, point: &Point) -> Result<(), OptRef
     f.can_optimize(addr as u64, INDIRECT, in_extable, |_| false)
         .map_err(|_| OptRefusal::Never)?;
     let slot = core.slots().alloc().map_err(|_| OptRefusal::NotNow)?;
-    let image = detour_image(&f, point, slot.addr, in_extable);
+    let image = detour_image(&f, point, slot.addr(), in_extable);
     let reserved = image
         .as_ref()
         .map_or(true, |&(_, size)| region_reserved(core, addr, size));
@@ -240,7 +240,7 @@ pub(crate) fn prepare_optimized(core: &Core, point: &Point) -> Result<(), OptRef
     opt.func_end.set(func + fsize);
     opt.slot.set(Some(slot));
     // INVARIANT: the slot holds the detour for this region.
-    opt.copy.store(slot.addr + COPY, Ordering::Relaxed);
+    opt.copy.store(slot.addr() + COPY, Ordering::Relaxed);
     Ok(())
 }
 
@@ -318,7 +318,7 @@ pub(crate) unsafe fn optimize(guard: &TextGuard<'_>, point: &Point) {
     let Some(slot) = point.optinsn.slot.get() else {
         return;
     };
-    let Some(rel) = rel32(point.addr, slot.addr + ENTRY) else {
+    let Some(rel) = rel32(point.addr, slot.addr() + ENTRY) else {
         return;
     };
     let jmp = [JMP32, rel[0], rel[1], rel[2], rel[3]];
