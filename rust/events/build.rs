@@ -21,6 +21,7 @@ use crate::{
     ffi::{rkp_tev_create, RkpField},
     kernel_ext::module,
     pure::probe_events::{
+        exec::always_stores,
         fetch::FetchInsn,
         parse::split_symbol_offset,
         print::{write_print_fmt, Fmt},
@@ -137,6 +138,7 @@ impl Events {
                 on_entry,
                 symbol,
                 module,
+                zero_fixed: args.iter().any(|a| !always_stores(&a.code, a.dynamic)),
                 args,
                 data,
                 event: core::ptr::null(),

@@ -20,13 +20,13 @@ use crate::{
     kernel_ext::nofault,
     kprobe::abi::RkpKprobe,
     pure::probe_events::{
-        exec::{data_size, store_args, strncpy_chunked, strnlen_chunked, ArgSource, FetchEnv},
+        exec::{data_size, store_args, strncpy_chunked, ArgSource, FetchEnv},
         fetch::{FetchInsn, Register},
         Errno,
     },
 };
 use core::sync::atomic::Ordering;
-use kernel::ffi::{c_int, c_uint, c_ulong, c_void};
+use kernel::ffi::{c_int, c_long, c_uint, c_ulong, c_void};
 
 /// The page size, the granule of the chunked string reads.
 const PAGE: u64 = kernel::page::PAGE_SIZE as u64;
@@ -107,13 +107,24 @@ impl FetchEnv for HitEnv<'_> {
     }
 
     fn strncpy_user(&self, addr: u64, buf: &mut [u8]) -> core::result::Result<usize, Errno> {
-        // `strncpy_from_user_nofault()` is not exported either.
-        strncpy_chunked(addr, buf, PAGE, |a, b| self.read_user(a, b))
+        let count = c_long::try_from(buf.len()).unwrap_or(c_long::MAX);
+        // SAFETY: `buf` is valid for writes of `count` bytes; the source is
+        // read without faulting.
+        let n = unsafe {
+            ffi::rkp_strncpy_user_nofault(buf.as_mut_ptr().cast(), addr as *const _, count)
+        };
+        usize::try_from(n).map_err(|_| Errno::EFAULT)
     }
 
     fn strnlen_user(&self, addr: u64, max: usize) -> core::result::Result<usize, Errno> {
-        // `strnlen_user_nofault()` is not exported either.
-        strnlen_chunked(addr, max, PAGE, |a, b| self.read_user(a, b))
+        let count = c_long::try_from(max).unwrap_or(c_long::MAX);
+        // SAFETY: the source is read without faulting.
+        let n = unsafe { ffi::rkp_strnlen_user_nofault(addr as *const _, count) };
+        // 0: not readable; more than `max`: no NUL within it.
+        match usize::try_from(n) {
+            Ok(0) | Err(_) => Err(Errno::EFAULT),
+            Ok(n) => Ok(n.min(max)),
+        }
     }
 
     fn symbol_string(&self, addr: u64, room: &mut [u8]) -> usize {
@@ -200,8 +211,9 @@ fn record(probe: &Probe, regs: *mut ffi::pt_regs, entry: Option<&EntryArgs>, a0:
     };
 }
 
-/// Fills a reserved record: zeroes the fixed fields (a failed fetch leaves
-/// its field as it is) and runs the programs. Probe-hit context.
+/// Fills a reserved record: zeroes the fixed fields when a failed fetch
+/// would leave one as the ring buffer had it, and runs the programs.
+/// Probe-hit context.
 ///
 /// # Safety
 ///
@@ -213,8 +225,10 @@ pub(crate) unsafe extern "C" fn rkp_event_fill(ctx: *mut c_void, ent: *mut c_voi
     let ctx = unsafe { &*ctx.cast::<FillCtx<'_>>() };
     // SAFETY: the caller's contract: a reserved record, ours to write.
     let rec = unsafe { core::slice::from_raw_parts_mut(ent.cast::<u8>(), size as usize) };
-    if let Some(f) = rec.get_mut(ctx.hdr..ctx.hdr + ctx.fixed) {
-        f.fill(0);
+    if ctx.probe.zero_fixed {
+        if let Some(f) = rec.get_mut(ctx.hdr..ctx.hdr + ctx.fixed) {
+            f.fill(0);
+        }
     }
     store_args(&ctx.probe.args, ctx.env, rec, ctx.hdr, ctx.fixed, ctx.dsize);
 }

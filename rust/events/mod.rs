@@ -107,6 +107,9 @@ struct Probe {
     /// yet is registered when the module comes.
     module: Option<KVec<u8>>,
     args: KVec<Arg>,
+    /// Some argument's field is left as it was when its fetch fails: the
+    /// fixed fields are zeroed before the programs run.
+    zero_fixed: bool,
     data: KVec<KVec<u8>>,
     event: *const Event,
     nhit: AtomicU64,

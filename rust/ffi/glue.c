@@ -15,6 +15,7 @@
 #include <linux/security.h>
 #include <linux/sched/task.h>
 #include <linux/smp.h>
+#include <linux/uaccess.h>
 #include <linux/workqueue.h>
 
 #include "glue.h"
@@ -98,6 +99,42 @@ notrace unsigned int rkp_num_possible_cpus(void)
 notrace void *rkp_current_task(void)
 {
 	return current;
+}
+
+/*
+ * User strings for the events' ustring fetches, with the contracts of
+ * strncpy_from_user_nofault() and strnlen_user_nofault(), which are not
+ * exported: the exported word-at-a-time strncpy_from_user() and
+ * strnlen_user() with page faults disabled, as mm/maccess.c builds them.
+ * Any context: with page faults disabled a fault fails the copy instead of
+ * being handled (might_fault() returns early then).
+ */
+notrace long rkp_strncpy_user_nofault(char *dst, const void __user *src, long count)
+{
+	long n;
+
+	if (unlikely(count <= 0))
+		return 0;
+	pagefault_disable();
+	n = strncpy_from_user(dst, src, count);
+	pagefault_enable();
+	if (n >= count) {
+		/* Cut: the last byte becomes the NUL. */
+		dst[count - 1] = '\0';
+		return count;
+	}
+	/* The length with its NUL, or -EFAULT. */
+	return n >= 0 ? n + 1 : n;
+}
+
+notrace long rkp_strnlen_user_nofault(const void __user *src, long count)
+{
+	long n;
+
+	pagefault_disable();
+	n = strnlen_user(src, count);
+	pagefault_enable();
+	return n;
 }
 
 /* The current task's comm, for $comm. */

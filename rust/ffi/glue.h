@@ -34,6 +34,8 @@ void rkp_optimizer_cancel(void);
 struct pt_regs;
 
 const char *rkp_current_comm(void);
+long rkp_strncpy_user_nofault(char *dst, const void __user *src, long count);
+long rkp_strnlen_user_nofault(const void __user *src, long count);
 
 /* Implemented in Rust (rust/events/enable.rs, output.rs, hit.rs). */
 int rkp_event_set_enabled(void *owner, int on);

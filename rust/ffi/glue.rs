@@ -8,7 +8,7 @@
 
 use kernel::{
     bindings,
-    ffi::{c_char, c_int, c_uint, c_ulong, c_void},
+    ffi::{c_char, c_int, c_long, c_uint, c_ulong, c_void},
 };
 
 /// `struct rkp_field` of `../events/trace_event.c`: a field of a trace
@@ -68,6 +68,20 @@ extern "C" {
 
     /// `current->comm`, for `$comm`. Any context.
     pub(crate) fn rkp_current_comm() -> *const c_char;
+
+    /// `strncpy_from_user_nofault()`: the length copied including the NUL
+    /// (at most `count`, the string cut and NUL-terminated there), 0 for a
+    /// `count` of 0, or `-EFAULT`. Any context.
+    pub(crate) fn rkp_strncpy_user_nofault(
+        dst: *mut c_char,
+        src: *const c_void,
+        count: c_long,
+    ) -> c_long;
+
+    /// `strnlen_user_nofault()`: the length of the user string at `src`
+    /// including its NUL, more than `count` when it has none within
+    /// `count` bytes, or 0 when it cannot be read. Any context.
+    pub(crate) fn rkp_strnlen_user_nofault(src: *const c_void, count: c_long) -> c_long;
 
     /// `get_task_struct(current)`: the current task, with a reference taken.
     /// Any context.

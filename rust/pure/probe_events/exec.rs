@@ -160,6 +160,35 @@ fn store_size<T>(insn: &FetchInsn<T>) -> usize {
 /// `fetch_store_raw()`: the low `size` bytes of `val`.
 fn store_raw(val: u64, size: u8, out: &mut [u8]) {
     let bytes = val.to_ne_bytes();
+    // The common sizes as fixed-size stores: a copy of a variable length
+    // would be a call to `memcpy()` on every hit.
+    match size {
+        8 => {
+            if let Some(d) = out.first_chunk_mut::<8>() {
+                *d = bytes;
+                return;
+            }
+        }
+        4 => {
+            if let (Some(d), Some(s)) = (out.first_chunk_mut::<4>(), bytes.first_chunk::<4>()) {
+                *d = *s;
+                return;
+            }
+        }
+        2 => {
+            if let (Some(d), Some(s)) = (out.first_chunk_mut::<2>(), bytes.first_chunk::<2>()) {
+                *d = *s;
+                return;
+            }
+        }
+        1 => {
+            if let (Some(d), Some(s)) = (out.first_mut(), bytes.first()) {
+                *d = *s;
+                return;
+            }
+        }
+        _ => {}
+    }
     let n = usize::from(size).min(out.len()).min(bytes.len());
     if let (Some(d), Some(s)) = (out.get_mut(..n), bytes.get(..n)) {
         d.copy_from_slice(s);
@@ -641,6 +670,28 @@ pub fn data_size<A: ArgSource, E: FetchEnv + ?Sized>(args: &[A], env: &E) -> usi
         .filter(|&len| len > 0)
         .map(|len| len as usize)
         .sum()
+}
+
+/// Whether every hit stores something in the fixed field of an argument
+/// with program `code`: a dynamic one (its data location is written first)
+/// or one that reads no memory, whose program cannot fail. An argument that
+/// reads memory leaves its field as it was when the read fails; a record
+/// whose fields are all always stored needs no zeroing first.
+pub fn always_stores(code: &[FetchInsn<u64>], dynamic: bool) -> bool {
+    dynamic
+        || code.iter().all(|i| {
+            matches!(
+                i,
+                FetchInsn::Nop
+                    | FetchInsn::Reg(_)
+                    | FetchInsn::StackPointer
+                    | FetchInsn::Retval
+                    | FetchInsn::Imm(_)
+                    | FetchInsn::StRaw(_)
+                    | FetchInsn::ModBitfield(_)
+                    | FetchInsn::End
+            )
+        })
 }
 
 /// `store_trace_args()`: fills the fields of `rec` (the whole record,

@@ -6,7 +6,10 @@
 //! against the layout the kernel's `store_trace_args()` produces.
 
 use rkprobes_host::pure::probe_events::{
-    exec::{data_loc_len, data_loc_offset, data_size, process, store_args, ArgLayout, FetchEnv},
+    exec::{
+        always_stores, data_loc_len, data_loc_offset, data_size, process, store_args, ArgLayout,
+        FetchEnv,
+    },
     fetch::{FetchInsn, Register},
     parse_command,
     print::{record_extent, write_record_args, NoSymbols},
@@ -327,6 +330,79 @@ fn a_faulting_dereference_leaves_the_field_zero() {
     let (rec, _, _) = record("p vfs_read a=+0(%dx) b=%ax", &mut m);
     assert_eq!(u64_at(&rec, HDR), 0);
     assert_eq!(u64_at(&rec, HDR + 8), 0x1122_3344_5566_7788);
+}
+
+/// `always_stores` against the interpreter: in a model where no memory can
+/// be read but the immediate strings (so every fetch that reads memory
+/// fails), the fixed fields of a record filled with garbage are stored
+/// over, whatever the garbage, for every argument that `always_stores` says
+/// is. The module skips zeroing the fixed fields only when every argument
+/// is such.
+#[test]
+fn always_stores_matches_what_the_programs_store() {
+    let cmds = [
+        (
+            "p vfs_read a=%di b=%ax:u32 c=%dx:s8",
+            [true, true, true].as_slice(),
+        ),
+        ("p vfs_read a=+0(%di) b=%ax", &[false, true]),
+        // `$stackN` cannot fail, but `always_stores` does not say so.
+        ("p vfs_read a=+8(%si):u16 b=$stack1", &[false, false]),
+        (
+            "p vfs_read s=+0(%si):string u=+0(%si):ustring c=$comm",
+            &[true, true, true],
+        ),
+        ("p vfs_read a=%ax:b4@2/32 b=$stack", &[true, true]),
+        (
+            "p vfs_read i=\\12345 s=\\\"lit\" x=%di:x64",
+            &[true, true, true],
+        ),
+        ("p vfs_read a=+0(+8(%di)):u64 b=@jiffies", &[false, false]),
+        ("r vfs_read r=$retval:s32 a=+0($retval):u8", &[true, false]),
+        ("p vfs_read arr=+0(%di):u32[3] y=%si", &[false, true]),
+    ];
+    for (cmd, want) in cmds {
+        let d = def(cmd);
+        let mut m = Model::default();
+        m.regs.insert("ax", 0x1122_3344_5566_7788);
+        m.regs.insert("di", 0xffff_8880_0000_1000);
+        m.regs.insert("si", 0xffff_8880_0000_2000);
+        m.stack = vec![5, 6];
+        m.retval = 0xffff_8880_0000_7000;
+        let progs = programs(&d, &mut m, 0xffff_8880_0000_9000);
+        // Only the immediate strings are readable: nothing at the pointers.
+        let layout: Vec<ArgLayout<'_>> = progs
+            .iter()
+            .map(|(c, o, dy)| ArgLayout {
+                code: c,
+                offset: *o,
+                dynamic: *dy,
+            })
+            .collect();
+        let dsize = data_size(&layout, &m);
+        let run = |garbage: u8| {
+            let mut rec = vec![garbage; HDR + d.size as usize + dsize];
+            store_args(&layout, &m, &mut rec, HDR, d.size as usize, dsize);
+            rec
+        };
+        let (r1, r2) = (run(0x5a), run(0xa5));
+        assert_eq!(progs.len(), want.len(), "{cmd}");
+        for (i, (c, _, dy)) in progs.iter().enumerate() {
+            let start = HDR + progs[i].1 as usize;
+            let end = progs
+                .get(i + 1)
+                .map_or(HDR + d.size as usize, |n| HDR + n.1 as usize);
+            let stored = r1[start..end] == r2[start..end];
+            let always = always_stores(c, *dy);
+            assert_eq!(always, want[i], "{cmd}: argument {i}");
+            // Sound: what it says is always stored was stored.
+            assert!(!always || stored, "{cmd}: argument {i} not stored");
+            // And the model makes memory reads fail.
+            if c.iter().any(|x| matches!(x, FetchInsn::Deref(_))) && !*dy {
+                assert!(!stored, "{cmd}: argument {i} stored from memory");
+            }
+        }
+    }
 }
 
 #[test]
