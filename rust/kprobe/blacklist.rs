@@ -248,19 +248,34 @@ impl Blacklist {
 
     /// Calls `f` on every blacklisted range. Process context, may sleep;
     /// holds the kernel's `kprobe_mutex` while walking its list.
-    pub(crate) fn for_each(&self, mut f: impl FnMut(Range) -> Result) -> Result {
+    pub(crate) fn for_each(&self, f: impl FnMut(Range) -> Result) -> Result {
+        self.for_each_where(|_| true, f)
+    }
+
+    /// Calls `f` on every blacklisted range for which `relevant` holds.
+    /// `relevant` is asked first, so that rkprobes' own reservations in the
+    /// kernel's list (one for each optimized probe) are looked for only
+    /// among the ranges that matter. As [`Blacklist::for_each`].
+    fn for_each_where(
+        &self,
+        relevant: impl Fn(Range) -> bool,
+        mut f: impl FnMut(Range) -> Result,
+    ) -> Result {
         if let Some(native) = &self.native {
             // Process context; nothing is taken under it (see the lock
             // table in `rust/kprobe/mod.rs`).
             let held = native.mutex.lock();
-            let ret = native.walk(&mut f);
+            let ret = native.walk(&relevant, &mut f);
             drop(held);
             ret?;
         }
-        for &r in self.synth.iter() {
+        for &r in self.synth.iter().filter(|&&r| relevant(r)) {
             f(r)?;
         }
-        f(self.own_text)
+        if relevant(self.own_text) {
+            f(self.own_text)?;
+        }
+        Ok(())
     }
 
     /// Adds `[start, end)` to the kernel's blacklist, so that the kernel's
@@ -340,18 +355,27 @@ impl Blacklist {
     /// Whether `addr` lies in a blacklisted range. Process context, may sleep.
     pub(crate) fn contains(&self, addr: usize) -> bool {
         let mut found = false;
-        let ret = self.for_each(|r| {
-            found |= r.start <= addr && addr < r.end;
-            Ok(())
-        });
+        let ret = self.for_each_where(
+            |r| r.start <= addr && addr < r.end,
+            |_| {
+                found = true;
+                Ok(())
+            },
+        );
         // A list that could not be walked blacklists everything.
         found || ret.is_err()
     }
 }
 
 impl NativeList {
-    /// Walks the kernel's list. The caller holds `kprobe_mutex`.
-    fn walk(&self, f: &mut impl FnMut(Range) -> Result) -> Result {
+    /// Walks the kernel's list, calling `f` on the ranges for which
+    /// `relevant` holds and that are not rkprobes' own. The caller holds
+    /// `kprobe_mutex`.
+    fn walk(
+        &self,
+        relevant: &impl Fn(Range) -> bool,
+        f: &mut impl FnMut(Range) -> Result,
+    ) -> Result {
         // SAFETY: by the type invariant `head` is the list head and the list is
         // stable while the caller holds `kprobe_mutex`.
         let mut pos = unsafe { (*self.head).next };
@@ -362,15 +386,17 @@ impl NativeList {
             // SAFETY: `pos` is a live entry of the list (see above); `list` is
             // the first member of `struct kprobe_blacklist_entry`.
             let entry = unsafe { &*pos.cast::<NativeEntry>() };
+            let r = Range {
+                start: entry.start_addr,
+                end: entry.end_addr,
+            };
             // SAFETY: `kprobe_mutex` is held (the caller's).
             let ours = unsafe { &*self.ours.get() };
             // rkprobes' own reservations keep the kernel's kprobes out, not
-            // rkprobes'.
-            if !ours.contains(&(pos as usize)) {
-                f(Range {
-                    start: entry.start_addr,
-                    end: entry.end_addr,
-                })?;
+            // rkprobes'. There may be thousands: asked only for the ranges
+            // the caller wants.
+            if relevant(r) && !ours.contains(&(pos as usize)) {
+                f(r)?;
             }
             pos = entry.list.next;
         }
