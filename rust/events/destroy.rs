@@ -158,8 +158,14 @@ impl Events {
             }
         }
         if batched {
-            self.core().unregister_many(&kps);
-            self.core().kretprobes().unregister(self.core(), &rps);
+            // Each waits for a grace period when it has something to take
+            // away, and only then.
+            if !kps.is_empty() {
+                self.core().unregister_many(&kps);
+            }
+            if !rps.is_empty() {
+                self.core().kretprobes().unregister(self.core(), &rps);
+            }
         } else {
             for ev in removed.iter_mut() {
                 self.unregister_probes(ev);

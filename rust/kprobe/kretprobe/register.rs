@@ -119,6 +119,10 @@ impl Kretprobes {
     /// on no handler sees the client's structure, and each pool is freed
     /// once its last frame has returned. Writer, with the pools' mutex held.
     fn retire(&self, pools: &[*mut Pool]) {
+        if pools.is_empty() {
+            // Nothing to wait for.
+            return;
+        }
         for &pool in pools {
             // SAFETY: listed pools are live while the mutex is held.
             unsafe { &*pool }
