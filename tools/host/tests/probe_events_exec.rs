@@ -189,18 +189,23 @@ fn programs(
 
 const HDR: usize = 16;
 
-/// Runs `cmd` against `m`: the record (header zeroed) and its dynamic size.
-fn record(cmd: &str, m: &mut Model) -> (Vec<u8>, usize, u32) {
-    let d = def(cmd);
-    let progs = programs(&d, m, 0xffff_8880_0000_9000);
-    let layout: Vec<ArgLayout<'_>> = progs
+/// The argument layouts of `programs`' output, as the module keeps them.
+fn layouts(progs: &[(Vec<FetchInsn<u64>>, u32, bool)]) -> Vec<ArgLayout<'_>> {
+    progs
         .iter()
         .map(|(c, o, dy)| ArgLayout {
             code: c,
             offset: *o,
             dynamic: *dy,
         })
-        .collect();
+        .collect()
+}
+
+/// Runs `cmd` against `m`: the record (header zeroed) and its dynamic size.
+fn record(cmd: &str, m: &mut Model) -> (Vec<u8>, usize, u32) {
+    let d = def(cmd);
+    let progs = programs(&d, m, 0xffff_8880_0000_9000);
+    let layout = layouts(&progs);
     let dsize = data_size(&layout, m);
     let mut rec = vec![0u8; HDR + d.size as usize + dsize];
     store_args(&layout, m, &mut rec, HDR, d.size as usize, dsize);
@@ -371,14 +376,7 @@ fn always_stores_matches_what_the_programs_store() {
         m.retval = 0xffff_8880_0000_7000;
         let progs = programs(&d, &mut m, 0xffff_8880_0000_9000);
         // Only the immediate strings are readable: nothing at the pointers.
-        let layout: Vec<ArgLayout<'_>> = progs
-            .iter()
-            .map(|(c, o, dy)| ArgLayout {
-                code: c,
-                offset: *o,
-                dynamic: *dy,
-            })
-            .collect();
+        let layout = layouts(&progs);
         let dsize = data_size(&layout, &m);
         let run = |garbage: u8| {
             let mut rec = vec![garbage; HDR + d.size as usize + dsize];
@@ -504,14 +502,7 @@ fn symstr_is_cut_to_the_room_a_capped_record_has() {
     m.regs.insert("si", 0xffff_ffff_c000_1000);
     let d = def("p vfs_read s=%si:symstr");
     let progs = programs(&d, &mut m, 0xffff_8880_0000_9000);
-    let layout: Vec<ArgLayout<'_>> = progs
-        .iter()
-        .map(|(c, o, dy)| ArgLayout {
-            code: c,
-            offset: *o,
-            dynamic: *dy,
-        })
-        .collect();
+    let layout = layouts(&progs);
     // Room for 100 bytes only, as when the record is capped.
     let mut rec = vec![0xeeu8; HDR + 4 + 100];
     store_args(&layout, &m, &mut rec, HDR, 4, 100);
