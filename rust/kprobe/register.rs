@@ -37,7 +37,6 @@ use kernel::prelude::*;
 /// What one unregistration takes away: the points whose clients it
 /// unlinked, chained through themselves.
 pub(super) struct Removal {
-    unlinked: bool,
     points: Batch,
 }
 
@@ -45,7 +44,6 @@ impl Removal {
     /// Nothing taken away yet.
     pub(super) fn new() -> Self {
         Self {
-            unlinked: false,
             points: Batch::new(),
         }
     }
@@ -164,10 +162,10 @@ impl Core {
         } else {
             // Points of unloaded code are off the table: a rare, linear
             // search.
-            // SAFETY: listed points are live while the mutex is held.
             reg.gone
                 .iter()
                 .find(|&q| core::ptr::eq(q, p))
+                // SAFETY: listed points are live while the mutex is held.
                 .map(|q| unsafe { &*q })
         };
         let found = live.filter(|q| q.has_client(kp));
@@ -326,7 +324,6 @@ impl Core {
             return;
         };
         if p.unlink(kp) {
-            removal.unlinked = true;
             removal.points.add(p);
         }
         // SAFETY: the caller's probe; it is no longer registered.
@@ -337,7 +334,8 @@ impl Core {
     /// unpublishes those left with no client, waits until no CPU can be in
     /// what was removed, and frees it. Writer; allocates nothing.
     pub(super) fn finish_removal(&self, reg: &mut Registry, removal: Removal) {
-        if !removal.unlinked {
+        // Nothing was unlinked: nothing to wait for.
+        if removal.points.iter().next().is_none() {
             return;
         }
         let is_dead = |p: &Point| p.is_empty();
