@@ -64,17 +64,44 @@ notrace void rkp_preempt_enable(void)
 }
 
 /*
- * The hit path's: no preemption tracing or debug accounting (they would
- * trace from inside a probe), as the kernel's ftrace callbacks do it.
+ * The hit path's preempt_enable_notrace() (rust/kernel_ext/sync.rs's
+ * PreemptNotraceGuard) counts inline, as the kernel's does, and calls this
+ * only when the count reached zero with a reschedule pending: the
+ * kernel's __preempt_schedule_notrace(), which on PREEMPT_DYNAMIC goes
+ * through the static call that the preemption model set.
  */
-notrace void rkp_preempt_disable_notrace(void)
+notrace void rkp_preempt_schedule_notrace(void)
 {
-	preempt_disable_notrace();
+#ifdef CONFIG_PREEMPTION
+	__preempt_schedule_notrace();
+#endif
 }
 
-notrace void rkp_preempt_enable_notrace(void)
+/*
+ * Each CPU's probe state (rust/arch/x86/kprobes.rs's Ctl), read on every
+ * hit: a per-CPU variable, which the hit path finds with this_cpu_ptr()'s
+ * two instructions (rust/ffi/percpu.rs). Raw storage here; its all-zero
+ * bytes are an idle Ctl, which rkp_ctl_area_reset() gives every possible
+ * CPU at load. The Rust side checks that a Ctl fits.
+ */
+struct rkp_ctl_area {
+	unsigned long words[RKP_CTL_AREA_WORDS];
+} __aligned(64);
+DEFINE_PER_CPU(struct rkp_ctl_area, rkp_ctl_area);
+const unsigned int rkp_ctl_area_size = sizeof(struct rkp_ctl_area);
+
+/* this_cpu_ptr(&rkp_ctl_area), out of line: checks the inline one at load. */
+notrace void *rkp_ctl_area_this_cpu(void)
 {
-	preempt_enable_notrace();
+	return this_cpu_ptr(&rkp_ctl_area);
+}
+
+void rkp_ctl_area_reset(void)
+{
+	int cpu;
+
+	for_each_possible_cpu(cpu)
+		memset(per_cpu_ptr(&rkp_ctl_area, cpu), 0, sizeof(struct rkp_ctl_area));
 }
 
 notrace unsigned long rkp_local_irq_save(void)

@@ -11,8 +11,12 @@ unsigned int rkp_irq_level(void);
 int rkp_locked_down_kprobes(void);
 void rkp_preempt_disable(void);
 void rkp_preempt_enable(void);
-void rkp_preempt_disable_notrace(void);
-void rkp_preempt_enable_notrace(void);
+void rkp_preempt_schedule_notrace(void);
+/* The size of each CPU's probe state, in words (rust/arch/x86/kprobes.rs). */
+#define RKP_CTL_AREA_WORDS 16
+extern const unsigned int rkp_ctl_area_size;
+void *rkp_ctl_area_this_cpu(void);
+void rkp_ctl_area_reset(void);
 unsigned long rkp_local_irq_save(void);
 void rkp_local_irq_restore(unsigned long flags);
 unsigned int rkp_num_possible_cpus(void);

@@ -47,11 +47,20 @@ extern "C" {
     /// `preempt_enable()`.
     pub(crate) fn rkp_preempt_enable();
 
-    /// `preempt_disable_notrace()`.
-    pub(crate) fn rkp_preempt_disable_notrace();
+    /// `__preempt_schedule_notrace()`: the rescheduling half of
+    /// `preempt_enable_notrace()`, whose count the caller decremented to
+    /// zero (`percpu::preempt_count_dec_and_test`).
+    pub(crate) fn rkp_preempt_schedule_notrace();
 
-    /// `preempt_enable_notrace()`.
-    pub(crate) fn rkp_preempt_enable_notrace();
+    /// The size of `rkp_ctl_area`, each CPU's probe state storage.
+    pub(crate) static rkp_ctl_area_size: c_uint;
+
+    /// `this_cpu_ptr(&rkp_ctl_area)`; the hit paths compute it inline
+    /// (`percpu::ctl_area`), checked against this at load.
+    pub(crate) fn rkp_ctl_area_this_cpu() -> *mut c_void;
+
+    /// Zeroes every possible CPU's `rkp_ctl_area`. Process context.
+    pub(crate) fn rkp_ctl_area_reset();
 
     /// `local_irq_save()`: returns the flags to restore.
     pub(crate) fn rkp_local_irq_save() -> c_ulong;

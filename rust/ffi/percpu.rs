@@ -65,3 +65,76 @@ pub(crate) fn current_task() -> *mut core::ffi::c_void {
         CURRENT_TASK
     )
 }
+
+/// `__preempt_count_add(1)`: `preempt_disable_notrace()` without the
+/// compiler barrier, which the caller's asm gives (no `nomem`).
+#[inline(always)]
+pub(crate) fn preempt_count_inc() {
+    // SAFETY: an increment of this CPU's preempt count through `%gs`, as
+    // the kernel's inline does; one instruction, so an interrupt sees the
+    // count before or after it, never in between. Not `nomem`: a compiler
+    // barrier, as `preempt_disable()` is one.
+    unsafe {
+        core::arch::asm!(
+            "add dword ptr gs:[{hot} + {off}], 1",
+            hot = sym pcpu_hot,
+            off = const PREEMPT_COUNT,
+            options(nostack)
+        )
+    };
+}
+
+/// `preempt_enable_notrace()`: decrements this CPU's preempt count and,
+/// when it reached zero with `PREEMPT_NEED_RESCHED` set (x86 keeps that bit
+/// inverted in the count), reschedules (`rkp_preempt_schedule_notrace()`),
+/// as the kernel's `__preempt_count_dec_and_test()` and its branch.
+///
+/// # Safety
+///
+/// This CPU's count was raised by [`preempt_count_inc`] in this context.
+#[inline(always)]
+pub(crate) unsafe fn preempt_enable_notrace() {
+    // SAFETY: as in `preempt_count_inc`, a decrement; a compiler barrier.
+    // The rescheduling call is the C side's, with no preconditions once
+    // preemption is enabled again.
+    unsafe {
+        core::arch::asm!(
+            "sub dword ptr gs:[{hot} + {off}], 1",
+            "jz {resched}",
+            hot = sym pcpu_hot,
+            off = const PREEMPT_COUNT,
+            // SAFETY: no preconditions once preemption is enabled again.
+            resched = label { unsafe { super::rkp_preempt_schedule_notrace() } },
+            options(nostack)
+        )
+    };
+}
+
+extern "C" {
+    /// glue.c's per-CPU storage of each CPU's probe state; only its address
+    /// is used, by [`ctl_area`].
+    static rkp_ctl_area: u8;
+}
+
+/// `this_cpu_ptr(&rkp_ctl_area)` (glue.c): this CPU's copy of the probe
+/// state storage, with the kernel's two instructions (the per-CPU pointer
+/// plus this CPU's offset) instead of a lookup by CPU number. Any context;
+/// the answer stays true only while the caller cannot migrate.
+#[inline(always)]
+pub(crate) fn ctl_area() -> *mut u8 {
+    let p: *mut u8;
+    // SAFETY: a load of this CPU's `this_cpu_off` through `%gs` (as
+    // `arch_raw_cpu_ptr()`), added to the per-CPU pointer of
+    // `rkp_ctl_area`, whose symbol value the module loader set to it.
+    unsafe {
+        core::arch::asm!(
+            "mov {p}, qword ptr gs:[{toff}]",
+            "lea {p}, [{p} + {area}]",
+            p = out(reg) p,
+            toff = sym ::kernel::bindings::this_cpu_off,
+            area = sym rkp_ctl_area,
+            options(nostack, readonly, preserves_flags)
+        )
+    };
+    p
+}

@@ -4,14 +4,6 @@
 
 use crate::ffi;
 
-/// The number of CPU ids (`nr_cpu_ids`): every CPU id is below it. Any
-/// context.
-pub(crate) fn nr_cpu_ids() -> usize {
-    // SAFETY: `nr_cpu_ids` is set at boot, before modules load, and never
-    // changes afterwards.
-    unsafe { ffi::nr_cpu_ids as usize }
-}
-
 /// The number of possible CPUs (`num_possible_cpus()`). Any context.
 pub(crate) fn num_possible_cpus() -> usize {
     // SAFETY: no preconditions.

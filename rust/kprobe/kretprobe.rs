@@ -300,30 +300,28 @@ pub(crate) unsafe fn trampoline_handler(
     // SAFETY: the caller's contract: `frame` is the return address's word.
     unsafe { arch::rethook_fixup_return(frame, real) };
     regs.ip = real as _;
-    if let Ok(core) = Core::get() {
-        let regs_ptr = core::ptr::from_mut(regs);
-        arch::run_busy(core, |free| {
-            let rp = pool.rp.load(Ordering::Acquire);
-            if rp.is_null() {
-                return;
-            }
-            if !free {
-                // This CPU is inside a probe: as a probe hit there, missed.
-                // SAFETY: the kretprobe stays valid while `rp` is published
-                // and this CPU has interrupts off (unregistration clears it
-                // and waits for a grace period); `nmissed` is an aligned
-                // `int` updated atomically.
-                unsafe { AtomicI32::from_ptr(core::ptr::addr_of_mut!((*rp).nmissed)) }
-                    .fetch_add(1, Ordering::Relaxed);
-                return;
-            }
-            // SAFETY: as above.
-            if let Some(h) = unsafe { (*rp).handler } {
-                // SAFETY: the client's handler, with its contract.
-                unsafe { h(ri, regs_ptr) };
-            }
-        });
-    }
+    let regs_ptr = core::ptr::from_mut(regs);
+    arch::run_busy(|free| {
+        let rp = pool.rp.load(Ordering::Acquire);
+        if rp.is_null() {
+            return;
+        }
+        if !free {
+            // This CPU is inside a probe: as a probe hit there, missed.
+            // SAFETY: the kretprobe stays valid while `rp` is published
+            // and this CPU has interrupts off (unregistration clears it
+            // and waits for a grace period); `nmissed` is an aligned
+            // `int` updated atomically.
+            unsafe { AtomicI32::from_ptr(core::ptr::addr_of_mut!((*rp).nmissed)) }
+                .fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        // SAFETY: as above.
+        if let Some(h) = unsafe { (*rp).handler } {
+            // SAFETY: the client's handler, with its contract.
+            unsafe { h(ri, regs_ptr) };
+        }
+    });
     // SAFETY: this frame was the instance's only user, and is done with it.
     unsafe { pool.release(i) };
     real

@@ -222,7 +222,6 @@ pub(crate) struct Core {
     /// The jump-label and static-call sites no probe may be placed on.
     sites: TextSites,
     /// The architecture's hit-path state: per-CPU blocks.
-    #[pin]
     arch: arch::ArchState,
     /// Return probes' pools.
     #[pin]
@@ -271,6 +270,7 @@ impl Core {
         blacklist: Blacklist,
     ) -> Result<Pin<KBox<Self>>> {
         let table = Table::new()?;
+        let arch = arch::ArchState::new()?;
         let sites = TextSites::new(rt)?;
         let core = KBox::try_pin_init(
             try_pin_init!(Self {
@@ -292,7 +292,7 @@ impl Core {
                 ksyms,
                 blacklist,
                 sites,
-                arch <- arch::ArchState::new(),
+                arch,
                 kretprobes <- kretprobe::Kretprobes::new(),
                 die_nb: Notifier::new(arch::DIE_NOTIFIER_PRIORITY),
                 module_nb: Notifier::new(0),
@@ -322,11 +322,6 @@ impl Core {
         // SAFETY: `CORE` is set only while the pinned core is alive, and client
         // modules, the only callers, keep rkprobes loaded while they call in.
         Ok(unsafe { &*p })
-    }
-
-    /// The architecture's state, for the architecture's hit path.
-    pub(crate) fn arch(&self) -> &arch::ArchState {
-        &self.arch
     }
 
     /// The symbol lookups.

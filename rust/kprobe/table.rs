@@ -51,6 +51,11 @@ pub(crate) unsafe trait Chained: Sized {
 }
 
 /// One bucket array, with the parity of the links its chains go through.
+///
+/// # Invariants
+///
+/// `buckets.len()` is a power of two, at least 2, and `shift` is
+/// `64 - log2(buckets.len())` (so 1 to 63).
 struct Generation<P> {
     shift: u32,
     parity: usize,
@@ -59,10 +64,14 @@ struct Generation<P> {
 
 impl<P> Generation<P> {
     fn new(nbuckets: usize, parity: usize) -> Result<KBox<Self>> {
+        if !nbuckets.is_power_of_two() || nbuckets < 2 {
+            return Err(EINVAL);
+        }
         let mut buckets = KVVec::with_capacity(nbuckets, GFP_KERNEL)?;
         for _ in 0..nbuckets {
             buckets.push(AtomicPtr::new(core::ptr::null_mut()), GFP_KERNEL)?;
         }
+        // INVARIANT: a power of two of at least 2 buckets (checked above).
         Ok(KBox::new(
             Self {
                 shift: usize::BITS - nbuckets.trailing_zeros(),
@@ -73,13 +82,21 @@ impl<P> Generation<P> {
         )?)
     }
 
-    /// The bucket of `addr`; `None` cannot happen (the hash is below the
-    /// bucket count by construction) but keeps this path free of panics.
+    /// The bucket of `addr`. Always `Some`: the hash is below the bucket
+    /// count (type invariant); the option keeps the callers' shape.
+    #[inline(always)]
     fn bucket(&self, addr: usize) -> Option<&AtomicPtr<P>> {
         // Fibonacci hashing: the top bits of the product spread nearby
         // addresses (probes cluster inside functions) over all buckets.
-        let h = (addr as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> self.shift;
-        self.buckets.get(h as usize)
+        // `shift` is 1 to 63 (type invariant): no shift overflow.
+        let h = (addr as u64)
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            .wrapping_shr(self.shift) as usize;
+        // The hash's top `64 - shift` bits index `2^(64 - shift)` buckets:
+        // the check costs two instructions of every hit and never fails.
+        debug_assert!(h < self.buckets.len());
+        // SAFETY: `h < 2^(64 - shift) == buckets.len()` (type invariant).
+        Some(unsafe { self.buckets.get_unchecked(h) })
     }
 }
 

@@ -102,9 +102,7 @@ pub(crate) unsafe fn ftrace_hit(core: &Core, ip: usize, regs: *mut ffi::pt_regs)
     }
     // Preemption is off (glue.c): the CPU stays. An interrupt or NMI that
     // comes in meanwhile and hits a probe finds this frame and counts a miss.
-    let Some(ctl) = core.arch().this_cpu() else {
-        return;
-    };
+    let ctl = super::kprobes::this_cpu();
     if ctl.depth() > 0 {
         point.missed();
         return;

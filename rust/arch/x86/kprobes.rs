@@ -39,7 +39,7 @@ use crate::{
     kernel_ext::{
         cpu,
         notifier::{Die, DieEvent, Notify},
-        sync::IrqGuard,
+        sync::{IrqGuard, PreemptGuard},
     },
     kprobe::{Core, Point},
     pure::{
@@ -59,9 +59,14 @@ pub(crate) const DIE_NOTIFIER_PRIORITY: c_int = 0x7fff_fff0;
 /// Saved probe states per CPU: one active probe, plus reentries.
 const MAX_DEPTH: usize = 4;
 
-/// Where a CPU is in handling a probe.
+/// Where a CPU is in handling a probe. `Busy` is 0: an all-zero frame is
+/// an empty one (the per-CPU storage starts zeroed).
 #[derive(Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
 pub(super) enum Status {
+    /// Running a kretprobe's return handler (the kernel's
+    /// `kprobe_busy_begin()`), or a frame being written; no point.
+    Busy = 0,
     /// Running pre-handlers.
     HitActive,
     /// Running the copy in the slot, handlers to follow.
@@ -70,9 +75,6 @@ pub(super) enum Status {
     HitSsDone,
     /// Running the copy of a probe hit inside another probe; no handlers.
     Reenter,
-    /// Running a kretprobe's return handler (the kernel's
-    /// `kprobe_busy_begin()`), or a frame being written; no point.
-    Busy,
 }
 
 /// One level of probe handling on a CPU.
@@ -95,15 +97,6 @@ pub(super) struct Frame {
 }
 
 impl Frame {
-    const fn empty() -> Self {
-        Self {
-            point: Cell::new(core::ptr::null()),
-            status: Cell::new(Status::Busy),
-            saved_flags: Cell::new(0),
-            level: Cell::new(0),
-        }
-    }
-
     pub(super) fn status(&self) -> Status {
         self.status.get()
     }
@@ -126,10 +119,8 @@ impl Frame {
         unsafe { self.point.get().as_ref() }
     }
 
-    /// Rewrites the frame; its status last (type invariant).
-    fn set(&self, point: *const Point, status: Status, saved_flags: u64, level: u32) {
-        self.status.set(Status::Busy);
-        compiler_fence(Ordering::SeqCst);
+    /// Rewrites a frame that is `Busy`; its status last (type invariant).
+    fn fill(&self, point: *const Point, status: Status, saved_flags: u64, level: u32) {
         self.point.set(point);
         self.saved_flags.set(saved_flags);
         self.level.set(level);
@@ -138,22 +129,40 @@ impl Frame {
     }
 }
 
-/// A CPU's probe state (the kernel's `struct kprobe_ctlblk`).
+/// A CPU's probe state (the kernel's `struct kprobe_ctlblk`), in the
+/// per-CPU variable `rkp_ctl_area` of `ffi/glue.c`, as the kernel keeps
+/// `current_kprobe` and `kprobe_ctlblk` per CPU.
+///
+/// # Invariants
+///
+/// All-zero bytes are a valid, idle `Ctl` (depth 0, every frame `Busy`
+/// with no point): the storage starts zeroed.
 pub(super) struct Ctl {
     depth: Cell<usize>,
     frames: [Frame; MAX_DEPTH],
 }
 
-/// A `Ctl` in its own cache line, owned by one CPU.
-#[repr(align(64))]
-struct PerCpuCtl(Ctl);
+/// The size of `rkp_ctl_area` (`RKP_CTL_AREA_WORDS` words in `glue.h`),
+/// checked against the C side's at load ([`ArchState::new`]).
+const CTL_AREA_BYTES: usize = 16 * 8;
+const _: () =
+    assert!(core::mem::size_of::<Ctl>() <= CTL_AREA_BYTES && core::mem::align_of::<Ctl>() <= 64);
 
-// SAFETY: each `PerCpuCtl` is only accessed by its own CPU, with interrupts
-// off; the only nesting is an NMI (or an exception in a handler), which
-// leaves the state as it found it before the interrupted code resumes.
-unsafe impl Sync for PerCpuCtl {}
-// SAFETY: the raw pointers in a `Ctl` are plain data between hits.
-unsafe impl Send for PerCpuCtl {}
+/// This CPU's control block. Interrupts (or preemption) must be off so that
+/// the CPU cannot change while the block is used; any nesting on the CPU
+/// (NMI, exceptions) uses it through the same shared reference. Any
+/// context.
+#[inline(always)]
+pub(super) fn this_cpu() -> &'static Ctl {
+    // SAFETY: this CPU's copy of `rkp_ctl_area`, 64-byte aligned, as large
+    // as a `Ctl` (checked at compile time against `CTL_AREA_BYTES`, and at
+    // load against the C side's size, before any probe exists) and valid
+    // as one from its zeroed start (type invariant). Each copy is only
+    // accessed by its own CPU, through shared references to cells; the
+    // only nesting is an NMI or an exception in a handler, which leaves the
+    // state as it found it before the interrupted code resumes.
+    unsafe { &*ffi::percpu::ctl_area().cast::<Ctl>() }
+}
 
 impl Ctl {
     pub(super) fn depth(&self) -> usize {
@@ -181,48 +190,54 @@ impl Ctl {
         compiler_fence(Ordering::SeqCst);
         self.depth.set(i + 1);
         compiler_fence(Ordering::SeqCst);
-        f.set(point, status, saved_flags, cpu::irq_level());
+        f.fill(point, status, saved_flags, cpu::irq_level());
         true
     }
 
+    /// Pops the frame a successful [`Ctl::push`] pushed (never more: the
+    /// depth is at least 1).
     pub(super) fn pop(&self) {
         compiler_fence(Ordering::SeqCst);
-        self.depth.set(self.depth.get().saturating_sub(1));
+        debug_assert!(self.depth.get() > 0);
+        self.depth.set(self.depth.get().wrapping_sub(1));
     }
 }
 
-/// The architecture's part of the probe core: the per-CPU control blocks.
-#[pin_data]
+/// The architecture's part of the probe core. The per-CPU control blocks
+/// live in `rkp_ctl_area` ([`this_cpu`]); making this state checks and
+/// resets them.
 pub(crate) struct ArchState {
-    ctl: KVec<PerCpuCtl>,
+    _checked: (),
 }
 
 impl ArchState {
-    /// Allocates per-CPU state. Process context.
-    pub(crate) fn new() -> impl PinInit<Self, Error> {
-        let ncpus = cpu::nr_cpu_ids();
-        let ctl = (|| -> Result<KVec<PerCpuCtl>> {
-            let mut v = KVec::with_capacity(ncpus, GFP_KERNEL)?;
-            for _ in 0..ncpus {
-                v.push(
-                    PerCpuCtl(Ctl {
-                        depth: Cell::new(0),
-                        frames: [const { Frame::empty() }; MAX_DEPTH],
-                    }),
-                    GFP_KERNEL,
-                )?;
+    /// Checks the per-CPU storage of the control blocks (its size, and the
+    /// inline `this_cpu_ptr()` against the kernel's) and resets every
+    /// possible CPU's. Process context, before any probe exists.
+    pub(crate) fn new() -> Result<Self> {
+        {
+            // SAFETY: a constant of glue.c.
+            if unsafe { ffi::rkp_ctl_area_size } as usize != CTL_AREA_BYTES {
+                pr_err!("rkp_ctl_area's size differs from the Rust side's\n");
+                return Err(EINVAL);
             }
-            Ok(v)
-        })();
-        try_pin_init!(Self { ctl: ctl? }? Error)
-    }
-
-    /// This CPU's control block. Interrupts (or preemption) must be off so
-    /// that the CPU cannot change while the block is used; any nesting on
-    /// the CPU (NMI, exceptions) uses it through the same shared reference.
-    pub(super) fn this_cpu(&self) -> Option<&Ctl> {
-        // The caller keeps the CPU (see above).
-        self.ctl.get(cpu::raw_smp_processor_id()).map(|c| &c.0)
+            let same = {
+                let _preempt = PreemptGuard::new();
+                // SAFETY: no preconditions; preemption is off, so both
+                // name this CPU's copy.
+                unsafe { ffi::rkp_ctl_area_this_cpu() }.cast::<u8>() == ffi::percpu::ctl_area()
+            };
+            if !same {
+                pr_err!(
+                    "this kernel's per-CPU offsets differ from the ones rkprobes was built for\n"
+                );
+                return Err(EINVAL);
+            }
+            // SAFETY: process context; no probe exists yet, so no hit
+            // path uses the blocks.
+            unsafe { ffi::rkp_ctl_area_reset() };
+        }
+        Ok(Self { _checked: () })
     }
 }
 
@@ -232,16 +247,14 @@ impl ArchState {
 /// handler. `f` is told whether the CPU was free; when it was not (the
 /// return came from inside a probe handler), it must not run handlers.
 /// Any context.
-pub(crate) fn run_busy(core: &Core, f: impl FnOnce(bool)) {
+pub(crate) fn run_busy(f: impl FnOnce(bool)) {
     let irqs = IrqGuard::new();
-    let ctl = core.arch().this_cpu();
-    let free = ctl.is_some_and(|c| c.depth() == 0 && c.push(core::ptr::null(), Status::Busy, 0));
+    let ctl = this_cpu();
+    let free = ctl.depth() == 0 && ctl.push(core::ptr::null(), Status::Busy, 0);
     f(free);
     if free {
         // Every probe hit in `f` popped what it pushed.
-        if let Some(c) = ctl {
-            c.pop();
-        }
+        ctl.pop();
     }
     drop(irqs);
 }
@@ -251,11 +264,9 @@ pub(crate) fn run_busy(core: &Core, f: impl FnOnce(bool)) {
 /// pre-handlers with `regs` as an int3 hit presents them. Context of the
 /// probed code, preemption off (interrupts usually on); may not sleep,
 /// allocate or take locks.
-pub(super) fn optimized_hit(core: &Core, point: &Point, regs: *mut ffi::pt_regs) {
+pub(super) fn optimized_hit(point: &Point, regs: *mut ffi::pt_regs) {
     // Preemption is off (the caller): the CPU stays.
-    let Some(ctl) = core.arch().this_cpu() else {
-        return;
-    };
+    let ctl = this_cpu();
     if ctl.depth() > 0 {
         point.missed();
         return;
@@ -283,7 +294,7 @@ pub(crate) fn die_notify(core: &Core, event: DieEvent<'_>) -> Notify {
     }
     let handled = match event.die {
         Die::Int3 => int3(core, regs),
-        Die::Gpf | Die::Trap => fault(core, regs, event.trapnr),
+        Die::Gpf | Die::Trap => fault(regs, event.trapnr),
     };
     if handled {
         Notify::Stop
@@ -303,9 +314,7 @@ fn step_range(point: &Point) -> Option<(usize, usize)> {
 /// int3 context.
 fn int3(core: &Core, regs: &mut ffi::pt_regs) -> bool {
     let addr = regs.ip.wrapping_sub(1);
-    let Some(ctl) = core.arch().this_cpu() else {
-        return false;
-    };
+    let ctl = this_cpu();
     if let Some(top) = ctl.top() {
         if matches!(top.status(), Status::HitSs | Status::Reenter) {
             if let Some(point) = top.point() {
@@ -506,10 +515,8 @@ fn emulate(insn: &ArchInsn, addr: usize, regs: &mut ffi::pt_regs) {
 /// the probe address, so that the kernel reports (or fixes) it where the
 /// instruction really is, as the kernel's `kprobe_fault_handler()` does.
 /// Exception context.
-fn fault(core: &Core, regs: &mut ffi::pt_regs, trapnr: c_int) -> bool {
-    let Some(ctl) = core.arch().this_cpu() else {
-        return false;
-    };
+fn fault(regs: &mut ffi::pt_regs, trapnr: c_int) -> bool {
+    let ctl = this_cpu();
     let Some(frame) = ctl.top() else {
         return false;
     };

@@ -404,8 +404,5 @@ pub(crate) unsafe extern "C" fn rkp_optprobe_callback(
     let _preempt = PreemptNotraceGuard::new();
     // SAFETY: the caller's contract.
     let point = unsafe { &*point };
-    let Ok(core) = Core::get() else {
-        return;
-    };
-    super::kprobes::optimized_hit(core, point, regs);
+    super::kprobes::optimized_hit(point, regs);
 }
