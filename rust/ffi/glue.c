@@ -310,30 +310,24 @@ EXPORT_SYMBOL_GPL(rkp_stack_trace_save);
 
 /*
  * Probes at ftrace call sites go through ftrace: one ftrace_ops, filtered
- * to the probed sites. The callback only adapts ftrace's calling convention
- * (registers, recursion protection, which also disables preemption) and
- * calls rkp_ftrace_hit() in rust/kprobe/mod.rs, which hands the hit to
- * rust/arch/x86/ftrace.rs. Interrupts stay as they were, as in the kernel's
- * kprobe_ftrace_handler(): rkprobes' per-CPU state is safe against
- * interrupts and NMIs nesting on the same CPU (arch/x86/kprobes.rs's Ctl).
+ * to the probed sites, whose callback is rkp_ftrace_hit() in
+ * rust/kprobe/mod.rs (it hands the hit to rust/arch/x86/ftrace.rs).
+ * Interrupts stay as they were, as in the kernel's kprobe_ftrace_handler():
+ * rkprobes' per-CPU state is safe against interrupts and NMIs nesting on
+ * the same CPU (arch/x86/kprobes.rs's Ctl), and is also the callback's
+ * recursion guard, instead of ftrace's recursion lock (see there).
+ *
+ * The callback reads the saved registers as ftrace_get_regs() does: the
+ * struct pt_regs at the start of x86's ftrace_regs (struct
+ * __arch_ftrace_regs), complete when regs.cs is set.
  */
-static notrace void rkp_ftrace_func(unsigned long ip, unsigned long parent_ip,
-				    struct ftrace_ops *op,
-				    struct ftrace_regs *fregs)
-{
-	struct pt_regs *regs = ftrace_get_regs(fregs);
-	int bit;
-
-	bit = ftrace_test_recursion_trylock(ip, parent_ip);
-	if (bit < 0)
-		return;
-	if (regs)
-		rkp_ftrace_hit(ip, regs);
-	ftrace_test_recursion_unlock(bit);
-}
+static_assert(offsetof(struct __arch_ftrace_regs, regs) == 0,
+	      "rust/kprobe/mod.rs: rkp_ftrace_hit reads ftrace_regs as pt_regs");
+static_assert(sizeof(((struct pt_regs *)0)->cs) == 2,
+	      "rust/kprobe/mod.rs: rkp_ftrace_hit tests the 16-bit cs");
 
 static struct ftrace_ops rkp_ftrace_ops = {
-	.func = rkp_ftrace_func,
+	.func = rkp_ftrace_hit,
 	.flags = FTRACE_OPS_FL_SAVE_REGS | FTRACE_OPS_FL_IPMODIFY,
 };
 

@@ -67,8 +67,11 @@ void rkp_kretprobe_gc(void);
 /* Implemented in Rust (rust/kprobe/optimize.rs). */
 void rkp_optimizer_work(void);
 
-/* Implemented in Rust (rust/kprobe/mod.rs). */
-void rkp_ftrace_hit(unsigned long ip, struct pt_regs *regs);
+/* Implemented in Rust (rust/kprobe/mod.rs): rkp_ftrace_ops' callback. */
+struct ftrace_ops;
+struct ftrace_regs;
+void rkp_ftrace_hit(unsigned long ip, unsigned long parent_ip,
+		    struct ftrace_ops *op, struct ftrace_regs *fregs);
 
 /* rust/ffi/glue.c, for rust/arch/x86/ftrace.rs. */
 int rkp_ftrace_filter_ip(unsigned long ip, int remove, int reset);

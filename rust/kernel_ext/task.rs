@@ -6,7 +6,11 @@
 //! task, which the hit path must never do).
 
 use crate::ffi;
-use kernel::ffi::{c_ulong, c_void};
+use core::sync::atomic::{AtomicI32, Ordering};
+use kernel::{
+    bindings,
+    ffi::{c_ulong, c_void},
+};
 
 /// The current task's address, only to be compared, never dereferenced.
 /// Any context, NMI included.
@@ -14,22 +18,72 @@ pub(crate) fn current_id() -> *mut c_void {
     ffi::percpu::current_task()
 }
 
+/// The reference count of `task` (`task->usage`, a `refcount_t`).
+///
+/// # Safety
+///
+/// `task` is a live task.
+unsafe fn usage<'a>(task: *mut c_void) -> &'a AtomicI32 {
+    // SAFETY: the caller's contract; `refcount_t` is an `atomic_t`, which
+    // the kernel only updates atomically.
+    unsafe {
+        AtomicI32::from_ptr(core::ptr::addr_of_mut!(
+            (*task.cast::<bindings::task_struct>()).usage.refs.counter
+        ))
+    }
+}
+
 /// Takes a reference on the current task (`get_task_struct(current)`) and
 /// returns it raw, for [`put_raw`] to drop. Any context, NMI included.
+///
+/// Inline, as the kernel's `refcount_inc()` is (the calls were 14
+/// instructions of every kretprobe hit): the running task's count is above
+/// zero, so the one increment is the whole work unless the count is
+/// saturated, which is left to the kernel's own `refcount_inc()` to report.
+#[inline]
 pub(crate) fn get_current_raw() -> *mut c_void {
-    // SAFETY: no preconditions; a running task's count is above zero.
-    unsafe { ffi::rkp_get_current_task() }
+    let task = current_id();
+    // SAFETY: the current task is live while it runs.
+    let count = unsafe { usage(task) };
+    let old = count.fetch_add(1, Ordering::Relaxed);
+    if old <= 0 || old == i32::MAX {
+        // Never for a running task short of a leak of 2^31 references:
+        // undone, and taken by the kernel, which warns and saturates.
+        count.fetch_sub(1, Ordering::Relaxed);
+        // SAFETY: no preconditions; a running task's count is above zero.
+        return unsafe { ffi::rkp_get_current_task() };
+    }
+    task
 }
 
 /// Drops a reference from [`get_current_raw`].
+///
+/// Inline for all but the last reference (`refcount_dec_and_test()`'s fast
+/// path; 9 instructions of every kretprobe return as a call): a task that
+/// returns through a kretprobe holds its own reference, so the return
+/// path's put is never the last; the last, or a broken count, is put back
+/// and left to the kernel's `put_task_struct()`.
 ///
 /// # Safety
 ///
 /// `task` came from [`get_current_raw`] and is put once. Unless the caller
 /// runs as that task (whose reference cannot be the last one while it
 /// runs), process context: the last put frees the task.
+#[inline]
 pub(crate) unsafe fn put_raw(task: *mut c_void) {
-    // SAFETY: the caller's contract.
+    // SAFETY: the reference being put keeps the task alive until here.
+    let count = unsafe { usage(task) };
+    // Release, as `refcount_dec_and_test()`: the holder's accesses to the
+    // task come before the count drops.
+    if count.fetch_sub(1, Ordering::Release) > 1 {
+        return;
+    }
+    // This was the last reference (or the count was broken). Only this
+    // holder could rightly use the task, so restoring the count is
+    // unobservable to correct users; the kernel then drops it, frees the
+    // task, or warns.
+    count.fetch_add(1, Ordering::Relaxed);
+    // SAFETY: the caller's contract; the reference is held again.
     unsafe { ffi::rkp_put_task(task) }
 }
 

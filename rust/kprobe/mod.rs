@@ -242,19 +242,48 @@ impl Handler<DieChain> for Core {
         arch::die_notify(self, event)
     }
 }
-/// Called by the ftrace callback in `ffi/glue.c` for a hit at the ftrace
-/// call site `ip`, with preemption off (ftrace's recursion protection held)
-/// and interrupts as the probed code had them; the architecture handles it
-/// (`arch::ftrace_hit`).
+/// rkprobes' ftrace callback (`rkp_ftrace_ops.func` in `ffi/glue.c`): a hit
+/// at the ftrace call site `ip`, with interrupts as the probed code had
+/// them (the kernel's `kprobe_ftrace_handler()`). The architecture handles
+/// it (`arch::ftrace_hit`) with preemption off.
+///
+/// Unlike the kernel's handler, it takes no ftrace recursion lock
+/// (`ftrace_test_recursion_trylock()`, about 25 instructions a hit): the
+/// per-CPU control block is the recursion guard, as the BPF trampolines'
+/// per-CPU `active` counters are theirs. Nothing here before the block's
+/// depth test calls code that ftrace traces (it is all inline, in
+/// rkprobes' untraced text), so the only way back into this callback before
+/// the test is an interrupt or NMI nesting on this CPU, which the block's
+/// push protocol handles; after it, a hit from a handler or from anything
+/// nesting finds the depth above zero and counts a miss, as the kernel's
+/// handler does after its lock (`kprobe_running()`).
 ///
 /// # Safety
 ///
-/// `regs` are the registers ftrace saved for this call, writable (IPMODIFY).
+/// Called by ftrace only, as the callback of `rkp_ftrace_ops`
+/// (`SAVE_REGS | IPMODIFY`): `fregs` are the registers ftrace saved for this
+/// call, writable.
 #[cfg(CONFIG_DYNAMIC_FTRACE_WITH_REGS)]
 #[no_mangle]
-pub(crate) unsafe extern "C" fn rkp_ftrace_hit(ip: usize, regs: *mut ffi::pt_regs) {
+pub(crate) unsafe extern "C" fn rkp_ftrace_hit(
+    ip: kernel::ffi::c_ulong,
+    _parent_ip: kernel::ffi::c_ulong,
+    _op: *mut kernel::ffi::c_void,
+    fregs: *mut kernel::ffi::c_void,
+) {
+    // `ftrace_get_regs()`: x86's `struct ftrace_regs` is a `struct pt_regs`
+    // (its only member; glue.c asserts the offset), complete when `cs` is
+    // set, which a SAVE_REGS call always does.
+    let regs = fregs.cast::<ffi::pt_regs>();
+    // SAFETY: `fregs`, when not null, is ftrace's saved registers (the
+    // caller's contract); every member of the `cs` union holds the selector
+    // in its low bits, so the 16-bit one is always valid to read.
+    if regs.is_null() || unsafe { (*regs).__bindgen_anon_1.cs } == 0 {
+        return;
+    }
+    let _preempt = crate::kernel_ext::sync::PreemptNotraceGuard::new();
     if let Ok(core) = Core::get() {
-        // SAFETY: the caller's contract.
+        // SAFETY: the caller's contract; preemption is off.
         unsafe { arch::ftrace_hit(core, ip, regs) };
     }
 }

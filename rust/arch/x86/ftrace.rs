@@ -112,22 +112,23 @@ pub(crate) unsafe fn ftrace_hit(core: &Core, ip: usize, regs: *mut ffi::pt_regs)
     }
     // SAFETY: ftrace's saved registers for this call (the caller's contract).
     let r = unsafe { &mut *regs };
-    let orig_ip = r.ip;
     // As if an int3 at the site had trapped.
     r.ip = ip.wrapping_add(1);
     // `Some(true)` when an enabled client has a post-handler: the second
     // pass over the clients is skipped when none has (the kernel's
     // `kprobe_ftrace_handler()` tests its one `post_handler`).
     if let Some(post) = point.run_pre_handlers(regs) {
+        // As if the NOP had run, for the post-handlers; and where ftrace
+        // returns to. That is the `ip` ftrace saved: `ftrace_regs_caller`
+        // stores the call's return address, the site plus
+        // `MCOUNT_INSN_SIZE`, and only an IPMODIFY ops may change it, of
+        // which ftrace allows one per function, rkprobes' own here. Not
+        // keeping the saved value across the handlers spares a register.
+        r.ip = ip.wrapping_add(MCOUNT_INSN_SIZE);
         if post {
-            // As if the NOP had run.
-            r.ip = ip.wrapping_add(MCOUNT_INSN_SIZE);
-            if let Some(f) = ctl.top() {
-                f.set_status(Status::HitSsDone);
-            }
+            ctl.top_set_status(Status::HitSsDone);
             point.run_post_handlers(regs, 0);
         }
-        r.ip = orig_ip;
     }
     ctl.pop();
 }

@@ -175,6 +175,13 @@ impl Ctl {
         self.frames.get(i)
     }
 
+    /// Sets the status of the innermost frame, if there is one.
+    pub(super) fn top_set_status(&self, s: Status) {
+        if let Some(f) = self.top() {
+            f.set_status(s);
+        }
+    }
+
     /// Pushes a frame; false when nested deeper than `MAX_DEPTH`.
     ///
     /// The new top is made `Busy` before the depth grows, so that an NMI
@@ -377,9 +384,7 @@ fn setup(point: &Point, regs: &mut ffi::pt_regs, ctl: &Ctl, reenter: bool, post:
     if insn.op != Op::Step {
         emulate(insn, point.addr, regs);
         if !reenter {
-            if let Some(f) = ctl.top() {
-                f.set_status(Status::HitSsDone);
-            }
+            ctl.top_set_status(Status::HitSsDone);
             point.run_post_handlers(regs, 0);
             ctl.pop();
         }
