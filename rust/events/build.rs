@@ -21,7 +21,7 @@ use crate::{
     ffi::{rkp_tev_create, RkpField},
     kernel_ext::module,
     pure::probe_events::{
-        exec::always_stores,
+        exec::{self, always_stores},
         fetch::FetchInsn,
         parse::split_symbol_offset,
         print::{write_print_fmt, Fmt},
@@ -89,6 +89,7 @@ impl Events {
                     code,
                     offset: a.offset,
                     dynamic: a.ty.base.is_string(),
+                    reg_store: exec::reg_store(&code, a.ty.base.is_string()),
                 },
                 GFP_KERNEL,
             )

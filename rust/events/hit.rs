@@ -25,8 +25,43 @@ use crate::{
         Errno,
     },
 };
-use core::sync::atomic::Ordering;
+use core::{cell::Cell, sync::atomic::Ordering};
 use kernel::ffi::{c_int, c_long, c_uint, c_ulong, c_void};
+
+// `Register::pt_regs_offset()` is the register's discriminant times 8:
+// checked here against the kernel's `struct pt_regs`.
+const _: () = {
+    use core::mem::offset_of;
+    use ffi::pt_regs as R;
+    let table: [(Register, usize); 21] = [
+        (Register::R15, offset_of!(R, r15)),
+        (Register::R14, offset_of!(R, r14)),
+        (Register::R13, offset_of!(R, r13)),
+        (Register::R12, offset_of!(R, r12)),
+        (Register::Bp, offset_of!(R, bp)),
+        (Register::Bx, offset_of!(R, bx)),
+        (Register::R11, offset_of!(R, r11)),
+        (Register::R10, offset_of!(R, r10)),
+        (Register::R9, offset_of!(R, r9)),
+        (Register::R8, offset_of!(R, r8)),
+        (Register::Ax, offset_of!(R, ax)),
+        (Register::Cx, offset_of!(R, cx)),
+        (Register::Dx, offset_of!(R, dx)),
+        (Register::Si, offset_of!(R, si)),
+        (Register::Di, offset_of!(R, di)),
+        (Register::OrigAx, offset_of!(R, orig_ax)),
+        (Register::Ip, offset_of!(R, ip)),
+        (Register::Cs, offset_of!(R, __bindgen_anon_1)),
+        (Register::Flags, offset_of!(R, flags)),
+        (Register::Sp, offset_of!(R, sp)),
+        (Register::Ss, offset_of!(R, __bindgen_anon_2)),
+    ];
+    let mut i = 0;
+    while i < table.len() {
+        assert!(table[i].0.pt_regs_offset() as usize == table[i].1);
+        i += 1;
+    }
+};
 
 /// The page size, the granule of the chunked string reads.
 const PAGE: u64 = kernel::page::PAGE_SIZE as u64;
@@ -36,8 +71,10 @@ const PAGE: u64 = kernel::page::PAGE_SIZE as u64;
 struct HitEnv<'a> {
     regs: &'a ffi::pt_regs,
     entry: Option<&'a EntryArgs>,
-    /// `TASK_SIZE` of the task the hit is in.
-    task_size: u64,
+    /// `TASK_SIZE` of the task the hit is in, asked of the kernel the first
+    /// time a memory fetch needs it (0 until then: never its value); most
+    /// events fetch registers only.
+    task_size: Cell<u64>,
 }
 
 impl HitEnv<'_> {
@@ -139,7 +176,13 @@ impl FetchEnv for HitEnv<'_> {
     }
 
     fn task_size(&self) -> u64 {
-        self.task_size
+        let mut t = self.task_size.get();
+        if t == 0 {
+            // SAFETY: no preconditions.
+            t = unsafe { rkp_tev_task_size() } as u64;
+            self.task_size.set(t);
+        }
+        t
     }
 }
 
@@ -154,6 +197,10 @@ impl ArgSource for Arg {
 
     fn dynamic(&self) -> bool {
         self.dynamic
+    }
+
+    fn reg_store(&self) -> Option<(Register, u8)> {
+        self.reg_store
     }
 }
 
@@ -180,8 +227,7 @@ fn record(probe: &Probe, regs: *mut ffi::pt_regs, entry: Option<&EntryArgs>, a0:
         // SAFETY: the hit's registers, live for the handler.
         regs: unsafe { &*regs },
         entry,
-        // SAFETY: no preconditions.
-        task_size: unsafe { rkp_tev_task_size() } as u64,
+        task_size: Cell::new(0),
     };
     let hdr = if ev.is_return {
         KRETPROBE_HEADER

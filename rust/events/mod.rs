@@ -58,7 +58,10 @@ use crate::{
         sync::rcu_barrier,
     },
     kprobe::{abi::RkpKprobe, Core},
-    pure::probe_events::{fetch::FetchInsn, ProbeDef, FETCH_INSN_MAX},
+    pure::probe_events::{
+        fetch::{FetchInsn, Register},
+        ProbeDef, FETCH_INSN_MAX,
+    },
 };
 use core::sync::atomic::{AtomicBool, AtomicU64};
 use env::replay;
@@ -82,6 +85,8 @@ struct Arg {
     code: [FetchInsn<u64>; FETCH_INSN_MAX],
     offset: u32,
     dynamic: bool,
+    /// `exec::reg_store()` of the program, made once when it is built.
+    reg_store: Option<(Register, u8)>,
 }
 
 /// One probe of an event (an event may have several: the kernel's

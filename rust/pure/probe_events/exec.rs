@@ -636,6 +636,22 @@ pub trait ArgSource {
     fn offset(&self) -> u32;
     /// Whether it stores a string (a `__data_loc` and dynamic data).
     fn dynamic(&self) -> bool;
+    /// [`reg_store`] of this argument; a source may keep it, made once.
+    fn reg_store(&self) -> Option<(Register, u8)> {
+        reg_store(self.code(), self.dynamic())
+    }
+}
+
+/// The commonest argument, a register stored as it is (`%di:x64`): its
+/// register and store size, when `code` is exactly that and the argument
+/// is not a string. [`store_args`] stores it without the interpreter.
+pub fn reg_store(code: &[FetchInsn<u64>], dynamic: bool) -> Option<(Register, u8)> {
+    match code {
+        [FetchInsn::Reg(r), FetchInsn::StRaw(size), FetchInsn::End, ..] if !dynamic => {
+            Some((*r, *size))
+        }
+        _ => None,
+    }
 }
 
 /// An [`ArgSource`] borrowing its program.
@@ -712,16 +728,14 @@ pub fn store_args<A: ArgSource, E: FetchEnv + ?Sized>(
         // The common argument, a register stored as it is, without the
         // interpreter: what `process` would do for this program, in a few
         // instructions instead of about 130.
-        if let [FetchInsn::Reg(r), FetchInsn::StRaw(size), FetchInsn::End, ..] = a.code() {
-            if !a.dynamic() {
-                if let Some(out) = at
-                    .checked_add(usize::from(*size))
-                    .and_then(|end| rec.get_mut(at..end))
-                {
-                    store_raw(env.register(*r), *size, out);
-                }
-                continue;
+        if let Some((r, size)) = a.reg_store() {
+            if let Some(out) = at
+                .checked_add(usize::from(size))
+                .and_then(|end| rec.get_mut(at..end))
+            {
+                store_raw(env.register(r), size, out);
             }
+            continue;
         }
         let mut d = Dest { rec: &mut *rec, at };
         if a.dynamic() {

@@ -27,49 +27,50 @@ use super::{
 /// An x86-64 register a fetcharg can name as `%REG`: exactly the kernel's
 /// `regoffset_table` (names are case-sensitive).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
 pub enum Register {
     /// `%r15`
-    R15,
+    R15 = 0,
     /// `%r14`
-    R14,
+    R14 = 1,
     /// `%r13`
-    R13,
+    R13 = 2,
     /// `%r12`
-    R12,
+    R12 = 3,
     /// `%r11`
-    R11,
+    R11 = 6,
     /// `%r10`
-    R10,
+    R10 = 7,
     /// `%r9`
-    R9,
+    R9 = 8,
     /// `%r8`
-    R8,
+    R8 = 9,
     /// `%bx`
-    Bx,
+    Bx = 5,
     /// `%cx`
-    Cx,
+    Cx = 11,
     /// `%dx`
-    Dx,
+    Dx = 12,
     /// `%si`
-    Si,
+    Si = 13,
     /// `%di`
-    Di,
+    Di = 14,
     /// `%bp`
-    Bp,
+    Bp = 4,
     /// `%ax`
-    Ax,
+    Ax = 10,
     /// `%orig_ax`
-    OrigAx,
+    OrigAx = 15,
     /// `%ip`
-    Ip,
+    Ip = 16,
     /// `%cs`
-    Cs,
+    Cs = 17,
     /// `%flags`
-    Flags,
+    Flags = 18,
     /// `%sp`
-    Sp,
+    Sp = 19,
     /// `%ss`
-    Ss,
+    Ss = 20,
 }
 
 impl Register {
@@ -127,30 +128,12 @@ impl Register {
 
     /// Byte offset of the register in x86-64 `struct pt_regs`.
     #[inline]
-    pub fn pt_regs_offset(self) -> u16 {
-        match self {
-            Register::R15 => 0,
-            Register::R14 => 8,
-            Register::R13 => 16,
-            Register::R12 => 24,
-            Register::Bp => 32,
-            Register::Bx => 40,
-            Register::R11 => 48,
-            Register::R10 => 56,
-            Register::R9 => 64,
-            Register::R8 => 72,
-            Register::Ax => 80,
-            Register::Cx => 88,
-            Register::Dx => 96,
-            Register::Si => 104,
-            Register::Di => 112,
-            Register::OrigAx => 120,
-            Register::Ip => 128,
-            Register::Cs => 136,
-            Register::Flags => 144,
-            Register::Sp => 152,
-            Register::Ss => 160,
-        }
+    pub const fn pt_regs_offset(self) -> u16 {
+        // The discriminants are the words' indices in `struct pt_regs`:
+        // one multiplication, where a `match` was a chain of compares on
+        // every register fetch. `rust/events/hit.rs` asserts each against
+        // the kernel's layout when rkprobes is built.
+        (self as u8 as u16) * 8
     }
 
     /// `regs_query_register_offset()`.
