@@ -4,8 +4,8 @@
 //! [`KretprobeHandler`]. The entry trampoline runs in int3 context with
 //! interrupts off (or, at an ftrace site and once the entry probe is
 //! optimized into a jump, in the function's context with preemption off),
-//! the return trampoline in the
-//! return trampoline's with interrupts off; the rest in process context.
+//! the return trampoline in the return trampoline's with preemption off;
+//! the rest in process context.
 
 use super::{
     abi::{RkpKretprobe, RkpKretprobeInstance},
@@ -16,9 +16,10 @@ use super::{
 use core::marker::PhantomPinned;
 use kernel::{bindings, ffi::c_int, prelude::*, types::Opaque};
 
-/// The handlers of a return probe. `ret` runs with interrupts off; `entry`
-/// with interrupts off, or, at an ftrace site and once the entry probe is
-/// optimized, with preemption off and interrupts as the function had them. Neither may
+/// The handlers of a return probe. `ret` runs with preemption off and
+/// interrupts as the function returned with them; `entry` with interrupts
+/// off, or, at an ftrace site and once the entry probe is optimized, with
+/// preemption off and interrupts as the function had them. Neither may
 /// sleep, allocate with `GFP_KERNEL`, or take locks the probed code may
 /// hold.
 pub trait KretprobeHandler: Sync {
@@ -181,8 +182,8 @@ impl<H: KretprobeHandler> Kretprobe<H> {
         }
     }
 
-    /// The return `handler` given to rkprobes. Trampoline context, interrupts
-    /// off.
+    /// The return `handler` given to rkprobes. Trampoline context,
+    /// preemption off.
     ///
     /// # Safety
     ///

@@ -6,8 +6,8 @@
 //! and memory ([`HitEnv`], the fetch programs' environment) and record them
 //! into the ring buffer of every trace instance that enabled the event.
 //!
-//! Probe-hit context (int3 or the kretprobe trampoline with interrupts off;
-//! an ftrace site or a detour with preemption off): nothing here may sleep,
+//! Probe-hit context (int3 with interrupts off; an ftrace site, a detour or
+//! the kretprobe trampoline with preemption off): nothing here may sleep,
 //! allocate or take a lock, and memory is only read
 //! through the non-faulting accessors. rkprobes' whole text is blacklisted,
 //! so probing this code cannot recurse.
@@ -214,8 +214,8 @@ struct FillCtx<'a> {
 }
 
 /// Records a hit of `probe` into every trace instance that enabled its
-/// event. Probe-hit context: interrupts off, may not sleep, allocate or
-/// take locks.
+/// event. Probe-hit context: preemption (or interrupts) off, may not sleep,
+/// allocate or take locks.
 fn record(probe: &Probe, regs: *mut ffi::pt_regs, entry: Option<&EntryArgs>, a0: usize, a1: usize) {
     // SAFETY: the probe's event owns it and outlives its registration.
     let ev = unsafe { &*probe.event };
@@ -323,7 +323,7 @@ pub(super) unsafe extern "C" fn entry_handler(
 }
 
 /// The return handler of a kretprobe event's probe. Trampoline context,
-/// interrupts off.
+/// preemption off.
 ///
 /// # Safety
 ///

@@ -418,10 +418,10 @@ int rkp_tev_enabled(void *ev)
  * runs the BPF programs on it, as a tracepoint's context, then hands it to
  * perf unless a program said no. call->perf_events is NULL when perf does
  * not have the event; it is freed only past a grace period after
- * PERF_UNREGISTER, and a hit runs with interrupts off, so the per-CPU list
- * read here stays valid. perf_trace_buf_alloc() takes a recursion context
- * of perf's, which is safe in NMI. Probe-hit context: interrupts off, no
- * sleeping, no allocation, no locks.
+ * PERF_UNREGISTER, and a hit runs with preemption (or interrupts) off, so
+ * the per-CPU list read here stays valid. perf_trace_buf_alloc() takes a
+ * recursion context of perf's, which is safe in NMI. Probe-hit context:
+ * preemption off, no sleeping, no allocation, no locks.
  */
 static notrace void rkp_tev_perf(struct rkp_tev *tev, struct pt_regs *regs,
 				 unsigned long a0, unsigned long a1,

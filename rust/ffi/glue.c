@@ -104,19 +104,6 @@ void rkp_ctl_area_reset(void)
 		memset(per_cpu_ptr(&rkp_ctl_area, cpu), 0, sizeof(struct rkp_ctl_area));
 }
 
-notrace unsigned long rkp_local_irq_save(void)
-{
-	unsigned long flags;
-
-	local_irq_save(flags);
-	return flags;
-}
-
-notrace void rkp_local_irq_restore(unsigned long flags)
-{
-	local_irq_restore(flags);
-}
-
 notrace unsigned int rkp_num_possible_cpus(void)
 {
 	return num_possible_cpus();

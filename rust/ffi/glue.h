@@ -17,8 +17,6 @@ void rkp_preempt_schedule_notrace(void);
 extern const unsigned int rkp_ctl_area_size;
 void *rkp_ctl_area_this_cpu(void);
 void rkp_ctl_area_reset(void);
-unsigned long rkp_local_irq_save(void);
-void rkp_local_irq_restore(unsigned long flags);
 unsigned int rkp_num_possible_cpus(void);
 void *rkp_current_task(void);
 void *rkp_get_current_task(void);

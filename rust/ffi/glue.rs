@@ -62,12 +62,6 @@ extern "C" {
     /// Zeroes every possible CPU's `rkp_ctl_area`. Process context.
     pub(crate) fn rkp_ctl_area_reset();
 
-    /// `local_irq_save()`: returns the flags to restore.
-    pub(crate) fn rkp_local_irq_save() -> c_ulong;
-
-    /// `local_irq_restore()`.
-    pub(crate) fn rkp_local_irq_restore(flags: c_ulong);
-
     /// `num_possible_cpus()`.
     pub(crate) fn rkp_num_possible_cpus() -> c_uint;
 

@@ -4,7 +4,6 @@
 
 use crate::ffi::{self, runtime::Runtime};
 use core::marker::PhantomData;
-use kernel::ffi::c_ulong;
 
 /// Preemption disabled (`preempt_disable()`) until the guard drops; on a
 /// preemptible kernel also an RCU read-side critical section.
@@ -74,43 +73,6 @@ impl Drop for PreemptNotraceGuard {
     fn drop(&mut self) {
         // SAFETY: disabled by `new` in this context (type invariant).
         unsafe { ffi::percpu::preempt_enable_notrace() };
-    }
-}
-
-/// Local interrupts disabled (`local_irq_save()`) until the guard drops,
-/// which restores the saved state (`local_irq_restore()`).
-///
-/// Any context, NMI included; while it lives the code may not sleep.
-///
-/// # Invariants
-///
-/// `flags` are the flags `local_irq_save()` returned on this CPU when the
-/// guard was made; it is `!Send`.
-#[must_use = "interrupts are restored when the guard is dropped"]
-pub(crate) struct IrqGuard {
-    flags: c_ulong,
-    _not_send: PhantomData<*mut ()>,
-}
-
-impl IrqGuard {
-    /// Disables local interrupts, saving their state.
-    #[inline]
-    pub(crate) fn new() -> Self {
-        // SAFETY: no preconditions; undone in `drop`.
-        let flags = unsafe { ffi::rkp_local_irq_save() };
-        // INVARIANT: saved just above.
-        Self {
-            flags,
-            _not_send: PhantomData,
-        }
-    }
-}
-
-impl Drop for IrqGuard {
-    #[inline]
-    fn drop(&mut self) {
-        // SAFETY: the flags saved by `new` on this CPU (type invariant).
-        unsafe { ffi::rkp_local_irq_restore(self.flags) };
     }
 }
 

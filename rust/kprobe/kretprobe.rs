@@ -266,8 +266,9 @@ pub(crate) unsafe extern "C" fn pre_handler(kp: *mut RkpKprobe, regs: *mut ffi::
 /// return address.
 ///
 /// Runs in whatever context the function returned in, NMI included; the
-/// handler runs with interrupts off, and may not sleep, allocate or take
-/// locks.
+/// handler runs with preemption off (interrupts as the function returned
+/// with them, as the kernel's x86 `rethook`), and may not sleep, allocate
+/// or take locks.
 ///
 /// # Safety
 ///
@@ -309,7 +310,7 @@ pub(crate) unsafe fn trampoline_handler(
         if !free {
             // This CPU is inside a probe: as a probe hit there, missed.
             // SAFETY: the kretprobe stays valid while `rp` is published
-            // and this CPU has interrupts off (unregistration clears it
+            // and this CPU has preemption off (unregistration clears it
             // and waits for a grace period); `nmissed` is an aligned
             // `int` updated atomically.
             unsafe { AtomicI32::from_ptr(core::ptr::addr_of_mut!((*rp).nmissed)) }

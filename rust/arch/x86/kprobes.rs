@@ -39,7 +39,7 @@ use crate::{
     kernel_ext::{
         cpu,
         notifier::{Die, DieEvent, Notify},
-        sync::{IrqGuard, PreemptGuard},
+        sync::{PreemptGuard, PreemptNotraceGuard},
     },
     kprobe::{Core, Point},
     pure::{
@@ -248,14 +248,16 @@ impl ArchState {
     }
 }
 
-/// Runs `f` with interrupts off and this CPU marked as inside a probe, so
+/// Runs `f` with preemption off and this CPU marked as inside a probe, so
 /// that a probe hit from `f` counts as missed: the kernel's
 /// `kprobe_busy_begin()`/`kprobe_busy_end()` around a kretprobe's return
-/// handler. `f` is told whether the CPU was free; when it was not (the
-/// return came from inside a probe handler), it must not run handlers.
-/// Any context.
+/// handler, which runs, as the kernel's on x86 (`rethook`), with interrupts
+/// as the returning code had them: the control block is safe against an
+/// interrupt or NMI nesting on the CPU, and a hit there counts a miss.
+/// `f` is told whether the CPU was free; when it was not (the return came
+/// from inside a probe handler), it must not run handlers. Any context.
 pub(crate) fn run_busy(f: impl FnOnce(bool)) {
-    let irqs = IrqGuard::new();
+    let preempt = PreemptNotraceGuard::new();
     let ctl = this_cpu();
     let free = ctl.depth() == 0 && ctl.push(core::ptr::null(), Status::Busy, 0);
     f(free);
@@ -263,7 +265,7 @@ pub(crate) fn run_busy(f: impl FnOnce(bool)) {
         // Every probe hit in `f` popped what it pushed.
         ctl.pop();
     }
-    drop(irqs);
+    drop(preempt);
 }
 
 /// A hit through an optimized probe's jump (the kernel's
@@ -372,6 +374,9 @@ fn int3(core: &Core, regs: &mut ffi::pt_regs) -> bool {
 /// Runs the probed instruction: emulates it, or sends `ip` to its copy.
 /// `post`: some client whose pre-handler ran has a post-handler, so the copy
 /// must trap back. int3 context; the caller pushed a frame unless `reenter`.
+/// Inline into `int3`: as a call of its own, its prologue and epilogue
+/// were 12 instructions of every hit.
+#[inline(always)]
 fn setup(point: &Point, regs: &mut ffi::pt_regs, ctl: &Ctl, reenter: bool, post: bool) -> bool {
     if let Some(copy) = point.detour() {
         // Queued for optimization, optimized, or being unoptimized: the

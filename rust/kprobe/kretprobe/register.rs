@@ -130,7 +130,8 @@ impl Kretprobes {
                 .store(core::ptr::null_mut(), Ordering::Release);
         }
         // No CPU is in a return handler that saw the client's structure after
-        // this: return handlers run with interrupts off.
+        // this: return handlers run with preemption off, which the grace
+        // period waits for.
         synchronize_rcu();
         for &pool in pools {
             // Frames still out hold rkprobes loaded; the last one returns

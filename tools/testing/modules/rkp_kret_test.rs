@@ -96,6 +96,27 @@ fn irqs_off() -> bool {
     flags & (1 << 9) == 0
 }
 
+/// Whether this context cannot be preempted, as the kernel's
+/// `!preemptible()`: interrupts off, or the preempt count (x86's
+/// `pcpu_hot.preempt_count`, read as its own `preempt_count()` does)
+/// above zero in its preemption byte.
+fn not_preemptible() -> bool {
+    use kernel::bindings::{pcpu_hot, pcpu_hot__bindgen_ty_1__bindgen_ty_1 as Hot};
+    let count: u32;
+    // SAFETY: a `%gs`-relative load of this CPU's preempt count; no other
+    // effect.
+    unsafe {
+        core::arch::asm!(
+            "mov {c:e}, dword ptr gs:[{hot} + {off}]",
+            c = out(reg) count,
+            hot = sym pcpu_hot,
+            off = const core::mem::offset_of!(Hot, preempt_count),
+            options(nostack, readonly, preserves_flags)
+        )
+    };
+    count & 0xff != 0 || irqs_off()
+}
+
 const TRACE_LEN: usize = 64;
 
 /// What the handlers saw, checked by `run`.
@@ -110,7 +131,7 @@ struct Seen {
     ip_at_ret: AtomicUsize,
     ret_val: AtomicUsize,
     order_ok: AtomicBool,
-    irqs_off: AtomicBool,
+    no_preempt: AtomicBool,
     /// The stack trace taken in the return handler contained the real
     /// return address, raw or mapped.
     trace_has_ret: AtomicBool,
@@ -129,7 +150,7 @@ static SEEN: Seen = Seen {
     ip_at_ret: AtomicUsize::new(0),
     ret_val: AtomicUsize::new(0),
     order_ok: AtomicBool::new(true),
-    irqs_off: AtomicBool::new(true),
+    no_preempt: AtomicBool::new(true),
     trace_has_ret: AtomicBool::new(false),
     trace_has_outer_raw: AtomicBool::new(false),
     trace_has_outer_mapped: AtomicBool::new(false),
@@ -150,7 +171,7 @@ fn reset() {
     s.ip_at_ret.store(0, Ordering::Relaxed);
     s.ret_val.store(0, Ordering::Relaxed);
     s.order_ok.store(true, Ordering::Relaxed);
-    s.irqs_off.store(true, Ordering::Relaxed);
+    s.no_preempt.store(true, Ordering::Relaxed);
     s.trace_has_ret.store(false, Ordering::Relaxed);
     s.trace_has_outer_raw.store(false, Ordering::Relaxed);
     s.trace_has_outer_mapped.store(false, Ordering::Relaxed);
@@ -194,8 +215,8 @@ impl KretprobeHandler for Recorder {
         if data.seq == 0 || data.ret != info.ret_addr() {
             s.order_ok.store(false, Ordering::Relaxed);
         }
-        if !irqs_off() {
-            s.irqs_off.store(false, Ordering::Relaxed);
+        if !not_preemptible() {
+            s.no_preempt.store(false, Ordering::Relaxed);
         }
         if self.outer {
             return;
@@ -336,8 +357,8 @@ fn run(t: &mut Ktap) -> Result {
         "regs->ip at return is the real return address",
     );
     t.check(
-        s.irqs_off.load(Ordering::Relaxed),
-        "handlers run with interrupts off",
+        s.no_preempt.load(Ordering::Relaxed),
+        "return handlers run with preemption off",
     );
     t.check(
         s.trace_has_ret.load(Ordering::Relaxed),
