@@ -8,9 +8,12 @@
  * fields rkprobes updates, until it is unregistered, and a module must
  * unregister its probes before it is unloaded.
  *
- * Handlers run in int3 exception context, with interrupts disabled: they
- * must not sleep, allocate with GFP_KERNEL, or take locks that the probed code
- * may hold. See Documentation/kprobes-api.rst.
+ * Handlers run in int3 exception context with interrupts disabled, or, at
+ * an ftrace site, once their probe is optimized, and for a kretprobe's
+ * return, with preemption disabled and interrupts as the probed code had
+ * them: they must not sleep, allocate with GFP_KERNEL, take locks that the
+ * probed code may hold, or assume that interrupts are off. See
+ * Documentation/kprobes-api.rst.
  */
 #ifndef _RKPROBES_H
 #define _RKPROBES_H
@@ -70,7 +73,9 @@ struct rkp_kprobe {
  * call), and the return address is replaced by rkprobes' trampoline; when the
  * function returns, handler runs with the registers at return. data_size
  * bytes of ri->data are the instance's, shared by the two handlers. An empty
- * pool counts in nmissed. Both handlers run with interrupts disabled.
+ * pool counts in nmissed. The entry handler runs in the entry probe's
+ * context (above); the return handler with preemption disabled and
+ * interrupts as the function returned with them, as the kernel's.
  */
 struct rkp_kretprobe;
 

@@ -28,37 +28,44 @@ use crate::{
 use core::{cell::Cell, sync::atomic::Ordering};
 use kernel::ffi::{c_int, c_long, c_uint, c_ulong, c_void};
 
-// `Register::pt_regs_offset()` is the register's discriminant times 8:
-// checked here against the kernel's `struct pt_regs`.
-const _: () = {
+/// The offset of `r`'s word in the kernel's `struct pt_regs` (bindgen):
+/// the independent side of the check below. The `match` is exhaustive, so
+/// a register added to `Register` must be added here.
+const fn pt_regs_field(r: Register) -> usize {
     use core::mem::offset_of;
     use ffi::pt_regs as R;
-    let table: [(Register, usize); 21] = [
-        (Register::R15, offset_of!(R, r15)),
-        (Register::R14, offset_of!(R, r14)),
-        (Register::R13, offset_of!(R, r13)),
-        (Register::R12, offset_of!(R, r12)),
-        (Register::Bp, offset_of!(R, bp)),
-        (Register::Bx, offset_of!(R, bx)),
-        (Register::R11, offset_of!(R, r11)),
-        (Register::R10, offset_of!(R, r10)),
-        (Register::R9, offset_of!(R, r9)),
-        (Register::R8, offset_of!(R, r8)),
-        (Register::Ax, offset_of!(R, ax)),
-        (Register::Cx, offset_of!(R, cx)),
-        (Register::Dx, offset_of!(R, dx)),
-        (Register::Si, offset_of!(R, si)),
-        (Register::Di, offset_of!(R, di)),
-        (Register::OrigAx, offset_of!(R, orig_ax)),
-        (Register::Ip, offset_of!(R, ip)),
-        (Register::Cs, offset_of!(R, __bindgen_anon_1)),
-        (Register::Flags, offset_of!(R, flags)),
-        (Register::Sp, offset_of!(R, sp)),
-        (Register::Ss, offset_of!(R, __bindgen_anon_2)),
-    ];
+    match r {
+        Register::R15 => offset_of!(R, r15),
+        Register::R14 => offset_of!(R, r14),
+        Register::R13 => offset_of!(R, r13),
+        Register::R12 => offset_of!(R, r12),
+        Register::Bp => offset_of!(R, bp),
+        Register::Bx => offset_of!(R, bx),
+        Register::R11 => offset_of!(R, r11),
+        Register::R10 => offset_of!(R, r10),
+        Register::R9 => offset_of!(R, r9),
+        Register::R8 => offset_of!(R, r8),
+        Register::Ax => offset_of!(R, ax),
+        Register::Cx => offset_of!(R, cx),
+        Register::Dx => offset_of!(R, dx),
+        Register::Si => offset_of!(R, si),
+        Register::Di => offset_of!(R, di),
+        Register::OrigAx => offset_of!(R, orig_ax),
+        Register::Ip => offset_of!(R, ip),
+        Register::Cs => offset_of!(R, __bindgen_anon_1),
+        Register::Flags => offset_of!(R, flags),
+        Register::Sp => offset_of!(R, sp),
+        Register::Ss => offset_of!(R, __bindgen_anon_2),
+    }
+}
+
+// `Register::pt_regs_offset()` is the register's discriminant times 8:
+// checked at build, for every register, against the kernel's layout.
+const _: () = {
     let mut i = 0;
-    while i < table.len() {
-        assert!(table[i].0.pt_regs_offset() as usize == table[i].1);
+    while i < Register::ALL.len() {
+        let r = Register::ALL[i];
+        assert!(r.pt_regs_offset() as usize == pt_regs_field(r));
         i += 1;
     }
 };

@@ -49,7 +49,7 @@ extern "C" {
 
     /// `__preempt_schedule_notrace()`: the rescheduling half of
     /// `preempt_enable_notrace()`, whose count the caller decremented to
-    /// zero (`percpu::preempt_count_dec_and_test`).
+    /// zero (`percpu::preempt_enable_notrace`).
     pub(crate) fn rkp_preempt_schedule_notrace();
 
     /// The size of `rkp_ctl_area`, each CPU's probe state storage.

@@ -87,27 +87,31 @@ pub(crate) fn preempt_count_inc() {
 /// `preempt_enable_notrace()`: decrements this CPU's preempt count and,
 /// when it reached zero with `PREEMPT_NEED_RESCHED` set (x86 keeps that bit
 /// inverted in the count), reschedules (`rkp_preempt_schedule_notrace()`),
-/// as the kernel's `__preempt_count_dec_and_test()` and its branch.
+/// as the kernel's `__preempt_count_dec_and_test()` and its branch. (A
+/// `setcc` where the kernel branches on the flags: `asm goto` needs a newer
+/// rustc than the kernel's minimum.)
 ///
 /// # Safety
 ///
 /// This CPU's count was raised by [`preempt_count_inc`] in this context.
 #[inline(always)]
 pub(crate) unsafe fn preempt_enable_notrace() {
+    let zero: u8;
     // SAFETY: as in `preempt_count_inc`, a decrement; a compiler barrier.
-    // The rescheduling call is the C side's, with no preconditions once
-    // preemption is enabled again.
     unsafe {
         core::arch::asm!(
             "sub dword ptr gs:[{hot} + {off}], 1",
-            "jz {resched}",
+            "sete {zero}",
             hot = sym pcpu_hot,
             off = const PREEMPT_COUNT,
-            // SAFETY: no preconditions once preemption is enabled again.
-            resched = label { unsafe { super::rkp_preempt_schedule_notrace() } },
+            zero = out(reg_byte) zero,
             options(nostack)
         )
     };
+    if zero != 0 {
+        // SAFETY: no preconditions once preemption is enabled again.
+        unsafe { super::rkp_preempt_schedule_notrace() };
+    }
 }
 
 extern "C" {

@@ -32,6 +32,22 @@ pub(crate) fn irq_level() -> u32 {
     ffi::percpu::preempt_count_raw() & (NMI_MASK | HARDIRQ_MASK | ffi::SOFTIRQ_OFFSET)
 }
 
+/// Whether the current context may be preempted (the kernel's
+/// `preemptible()`): a zero preempt count (x86 keeps `PREEMPT_NEED_RESCHED`
+/// inverted in its top bit, which does not count) and interrupts enabled.
+/// Any context.
+#[inline]
+pub(crate) fn preemptible() -> bool {
+    const PREEMPT_NEED_RESCHED: u32 = 0x8000_0000;
+    if ffi::percpu::preempt_count_raw() & !PREEMPT_NEED_RESCHED != 0 {
+        return false;
+    }
+    let flags: u64;
+    // SAFETY: reads the flags register through the stack; no other effect.
+    unsafe { core::arch::asm!("pushfq", "pop {}", out(reg) flags, options(preserves_flags)) };
+    flags & (1 << 9) != 0
+}
+
 /// Checks the inline per-CPU reads that [`raw_smp_processor_id`],
 /// [`irq_level`] and `task::current_id` use (`ffi::percpu`) against the
 /// kernel's own `raw_smp_processor_id()`, `preempt_count()` and `current`,

@@ -56,21 +56,20 @@ pub(crate) fn get_current_raw() -> *mut c_void {
     task
 }
 
-/// Drops a reference from [`get_current_raw`].
+/// Drops a reference from [`get_current_raw`], taken by the task the caller
+/// runs as (a kretprobe's return).
 ///
-/// Inline for all but the last reference (`refcount_dec_and_test()`'s fast
-/// path; 9 instructions of every kretprobe return as a call): a task that
-/// returns through a kretprobe holds its own reference, so the return
-/// path's put is never the last; the last, or a broken count, is put back
-/// and left to the kernel's `put_task_struct()`.
+/// Inline (`refcount_dec_and_test()`'s fast path; 9 instructions of every
+/// kretprobe return as a call): a running task holds its own reference, so
+/// this put is never the last. A broken count is put back and left to the
+/// kernel's `put_task_struct()`, which reports it.
 ///
 /// # Safety
 ///
-/// `task` came from [`get_current_raw`] and is put once. Unless the caller
-/// runs as that task (whose reference cannot be the last one while it
-/// runs), process context: the last put frees the task.
+/// `task` came from [`get_current_raw`], is put once, and is the task the
+/// caller runs as.
 #[inline]
-pub(crate) unsafe fn put_raw(task: *mut c_void) {
+pub(crate) unsafe fn put_current_raw(task: *mut c_void) {
     // SAFETY: the reference being put keeps the task alive until here.
     let count = unsafe { usage(task) };
     // Release, as `refcount_dec_and_test()`: the holder's accesses to the
@@ -78,12 +77,21 @@ pub(crate) unsafe fn put_raw(task: *mut c_void) {
     if count.fetch_sub(1, Ordering::Release) > 1 {
         return;
     }
-    // This was the last reference (or the count was broken). Only this
-    // holder could rightly use the task, so restoring the count is
-    // unobservable to correct users; the kernel then drops it, frees the
-    // task, or warns.
+    // The count was broken (a running task's is at least 2 here): put
+    // back, and left to the kernel, which warns.
     count.fetch_add(1, Ordering::Relaxed);
     // SAFETY: the caller's contract; the reference is held again.
+    unsafe { ffi::rkp_put_task(task) }
+}
+
+/// Drops a reference from [`get_current_raw`] on a task that may have
+/// exited (`put_task_struct()`): the last put frees it.
+///
+/// # Safety
+///
+/// `task` came from [`get_current_raw`] and is put once. Process context.
+pub(crate) unsafe fn put_raw(task: *mut c_void) {
+    // SAFETY: the caller's contract.
     unsafe { ffi::rkp_put_task(task) }
 }
 

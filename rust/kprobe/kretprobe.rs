@@ -323,7 +323,8 @@ pub(crate) unsafe fn trampoline_handler(
             unsafe { h(ri, regs_ptr) };
         }
     });
-    // SAFETY: this frame was the instance's only user, and is done with it.
+    // SAFETY: this frame was the instance's only user, and is done with it;
+    // it runs as the task that entered (its own stack returned here).
     unsafe { pool.release(i) };
     real
 }

@@ -244,7 +244,9 @@ impl Handler<DieChain> for Core {
         arch::die_notify(self, event)
     }
 }
-/// rkprobes' ftrace callback (`rkp_ftrace_ops.func` in `ffi/glue.c`): a hit
+
+/// rkprobes' ftrace callback (`rkp_ftrace_ops` in `ffi/glue.c`, through its
+/// C adapter of the exact `ftrace_func_t` type, for kCFI): a hit
 /// at the ftrace call site `ip`, with interrupts as the probed code had
 /// them (the kernel's `kprobe_ftrace_handler()`). The architecture handles
 /// it (`arch::ftrace_hit`) with preemption off.
@@ -253,8 +255,9 @@ impl Handler<DieChain> for Core {
 /// (`ftrace_test_recursion_trylock()`, about 25 instructions a hit): the
 /// per-CPU control block is the recursion guard, as the BPF trampolines'
 /// per-CPU `active` counters are theirs. Nothing here before the block's
-/// depth test calls code that ftrace traces (it is all inline, in
-/// rkprobes' untraced text), so the only way back into this callback before
+/// depth test calls code that ftrace traces (it is rkprobes' own Rust,
+/// which has no `__fentry__` call sites), so the only way back into this
+/// callback before
 /// the test is an interrupt or NMI nesting on this CPU, which the block's
 /// push protocol handles; after it, a hit from a handler or from anything
 /// nesting finds the depth above zero and counts a miss, as the kernel's
@@ -262,8 +265,8 @@ impl Handler<DieChain> for Core {
 ///
 /// # Safety
 ///
-/// Called by ftrace only, as the callback of `rkp_ftrace_ops`
-/// (`SAVE_REGS | IPMODIFY`): `fregs` are the registers ftrace saved for this
+/// Called only by `rkp_ftrace_ops`' callback (`SAVE_REGS | IPMODIFY`), with
+/// ftrace's arguments: `fregs` are the registers ftrace saved for this
 /// call, writable.
 #[cfg(CONFIG_DYNAMIC_FTRACE_WITH_REGS)]
 #[no_mangle]

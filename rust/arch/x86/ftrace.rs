@@ -83,10 +83,9 @@ pub(crate) fn ftrace_arm(_addr: usize, _first: bool) -> Result {
 pub(crate) fn ftrace_disarm(_addr: usize, _last: bool) {}
 
 /// A hit at the ftrace call site `ip` (the kernel's
-/// `kprobe_ftrace_handler()`), handed over by the probe core from the ftrace
-/// callback in `glue.c`: preemption off (ftrace's recursion protection, held),
-/// interrupts as the probed code had them;
-/// may not sleep, allocate or take locks.
+/// `kprobe_ftrace_handler()`), handed over by the probe core's ftrace
+/// callback (`rkp_ftrace_hit`): preemption off, interrupts as the probed
+/// code had them; may not sleep, allocate or take locks.
 ///
 /// # Safety
 ///
@@ -100,7 +99,7 @@ pub(crate) unsafe fn ftrace_hit(core: &Core, ip: usize, regs: *mut ffi::pt_regs)
     if !point.arch.is_ftrace() || !point.is_armed() {
         return;
     }
-    // Preemption is off (glue.c): the CPU stays. An interrupt or NMI that
+    // Preemption is off (the callback): the CPU stays. An interrupt or NMI that
     // comes in meanwhile and hits a probe finds this frame and counts a miss.
     let ctl = super::kprobes::this_cpu();
     if ctl.depth() > 0 {
@@ -112,23 +111,25 @@ pub(crate) unsafe fn ftrace_hit(core: &Core, ip: usize, regs: *mut ffi::pt_regs)
     }
     // SAFETY: ftrace's saved registers for this call (the caller's contract).
     let r = unsafe { &mut *regs };
+    // Where ftrace returns to, restored after the handlers unless one moved
+    // it. Not always the site plus `MCOUNT_INSN_SIZE`: another ftrace user
+    // called before this one may have moved it (the kernel's kprobes at
+    // the same site, whose ops is not IPMODIFY when no post-handler is
+    // there, for `bpf_override_return()` or fail_function).
+    let orig_ip = r.ip;
     // As if an int3 at the site had trapped.
     r.ip = ip.wrapping_add(1);
     // `Some(true)` when an enabled client has a post-handler: the second
     // pass over the clients is skipped when none has (the kernel's
     // `kprobe_ftrace_handler()` tests its one `post_handler`).
     if let Some(post) = point.run_pre_handlers(regs) {
-        // As if the NOP had run, for the post-handlers; and where ftrace
-        // returns to. That is the `ip` ftrace saved: `ftrace_regs_caller`
-        // stores the call's return address, the site plus
-        // `MCOUNT_INSN_SIZE`, and only an IPMODIFY ops may change it, of
-        // which ftrace allows one per function, rkprobes' own here. Not
-        // keeping the saved value across the handlers spares a register.
-        r.ip = ip.wrapping_add(MCOUNT_INSN_SIZE);
         if post {
+            // As if the NOP had run.
+            r.ip = ip.wrapping_add(MCOUNT_INSN_SIZE);
             ctl.top_set_status(Status::HitSsDone);
             point.run_post_handlers(regs, 0);
         }
+        r.ip = orig_ip;
     }
-    ctl.pop();
+    ctl.pop_first();
 }

@@ -81,9 +81,10 @@ pub(super) enum Status {
 ///
 /// # Invariants
 ///
-/// `point` is meaningful only when `status` is not [`Status::Busy`]; a frame
-/// is rewritten with `Busy` first and its status last, so that an NMI
-/// nesting in between never follows a stale point.
+/// `point` is meaningful only when `status` is not [`Status::Busy`]. A frame
+/// at or above its control block's depth is `Busy`, and a pushed frame is
+/// filled with its status last, so that an interrupt or NMI nesting at any
+/// point never follows a stale point or status.
 pub(super) struct Frame {
     point: Cell<*const Point>,
     status: Cell<Status>,
@@ -136,7 +137,8 @@ impl Frame {
 /// # Invariants
 ///
 /// All-zero bytes are a valid, idle `Ctl` (depth 0, every frame `Busy`
-/// with no point): the storage starts zeroed.
+/// with no point): the storage starts zeroed. Every frame at index `depth`
+/// or above is `Busy` (pop makes a frame `Busy` before the depth drops).
 pub(super) struct Ctl {
     depth: Cell<usize>,
     frames: [Frame; MAX_DEPTH],
@@ -184,29 +186,42 @@ impl Ctl {
 
     /// Pushes a frame; false when nested deeper than `MAX_DEPTH`.
     ///
-    /// The new top is made `Busy` before the depth grows, so that an NMI
-    /// landing in between either pushes its own frame at the same index and
-    /// pops it again before this resumes, or sees a frame that names no
-    /// point.
+    /// The new top is `Busy` (type invariant) when the depth grows, and
+    /// stays so until it is filled, status last: an interrupt or NMI landing
+    /// before the depth grows pushes its own frame at the same index and
+    /// pops it, `Busy` again, before this resumes; one landing after sees
+    /// a frame that names no point.
     pub(super) fn push(&self, point: *const Point, status: Status, saved_flags: u64) -> bool {
         let i = self.depth.get();
         let Some(f) = self.frames.get(i) else {
             return false;
         };
-        f.status.set(Status::Busy);
-        compiler_fence(Ordering::SeqCst);
         self.depth.set(i + 1);
         compiler_fence(Ordering::SeqCst);
         f.fill(point, status, saved_flags, cpu::irq_level());
         true
     }
 
-    /// Pops the frame a successful [`Ctl::push`] pushed (never more: the
-    /// depth is at least 1).
+    /// Pops the frame that a [`Ctl::push`] at depth 0 pushed (the depth is
+    /// 1 again once every nested context popped its own): [`Ctl::pop`] with
+    /// the frame known, as the hit paths use it.
+    pub(super) fn pop_first(&self) {
+        compiler_fence(Ordering::SeqCst);
+        self.frames[0].status.set(Status::Busy);
+        compiler_fence(Ordering::SeqCst);
+        self.depth.set(0);
+    }
+
+    /// Pops the frame a successful [`Ctl::push`] pushed: `Busy` first, then
+    /// the depth (type invariant). Does nothing at depth 0.
     pub(super) fn pop(&self) {
         compiler_fence(Ordering::SeqCst);
-        debug_assert!(self.depth.get() > 0);
-        self.depth.set(self.depth.get().wrapping_sub(1));
+        let d = self.depth.get();
+        if let Some(f) = d.checked_sub(1).and_then(|i| self.frames.get(i)) {
+            f.status.set(Status::Busy);
+            compiler_fence(Ordering::SeqCst);
+            self.depth.set(d - 1);
+        }
     }
 }
 
@@ -256,10 +271,20 @@ impl ArchState {
 /// interrupt or NMI nesting on the CPU, and a hit there counts a miss.
 /// `f` is told whether the CPU was free; when it was not (the return came
 /// from inside a probe handler), it must not run handlers. Any context.
+///
+/// The CPU is free when it handles no probe, or when what it handles was
+/// pushed at another interrupt level: then the return came from an
+/// interrupt or NMI that arrived meanwhile, not from a handler, and its
+/// handler runs, as the kernel's rethook runs it there (and as it ran when
+/// return handlers kept interrupts off, after them).
 pub(crate) fn run_busy(f: impl FnOnce(bool)) {
     let preempt = PreemptNotraceGuard::new();
     let ctl = this_cpu();
-    let free = ctl.depth() == 0 && ctl.push(core::ptr::null(), Status::Busy, 0);
+    let free = (ctl.depth() == 0
+        || ctl
+            .top()
+            .is_some_and(|top| top.level.get() != cpu::irq_level()))
+        && ctl.push(core::ptr::null(), Status::Busy, 0);
     f(free);
     if free {
         // Every probe hit in `f` popped what it pushed.
@@ -287,7 +312,7 @@ pub(super) fn optimized_hit(point: &Point, regs: *mut ffi::pt_regs) {
     // optimized probes: the detour's copy runs next whatever the handlers
     // returned.
     let _ = point.run_pre_handlers(regs);
-    ctl.pop();
+    ctl.pop_first();
 }
 
 /// The handler of the die notifier (the kernel's
@@ -365,7 +390,7 @@ fn int3(core: &Core, regs: &mut ffi::pt_regs) -> bool {
     }
     let Some(post) = point.run_pre_handlers(regs) else {
         // A handler moved `ip`: the instruction does not run.
-        ctl.pop();
+        ctl.pop_first();
         return true;
     };
     setup(point, regs, ctl, false, post)
@@ -386,7 +411,7 @@ fn setup(point: &Point, regs: &mut ffi::pt_regs, ctl: &Ctl, reenter: bool, post:
         // as a boosted copy. A point with a detour has no post-handler
         // (registration unoptimizes first).
         if !reenter {
-            ctl.pop();
+            ctl.pop_first();
         }
         regs.ip = copy as _;
         return true;
@@ -397,7 +422,7 @@ fn setup(point: &Point, regs: &mut ffi::pt_regs, ctl: &Ctl, reenter: bool, post:
         if !reenter {
             ctl.top_set_status(Status::HitSsDone);
             point.run_post_handlers(regs, 0);
-            ctl.pop();
+            ctl.pop_first();
         }
         return true;
     }
@@ -405,7 +430,7 @@ fn setup(point: &Point, regs: &mut ffi::pt_regs, ctl: &Ctl, reenter: bool, post:
         // Cannot happen (a copied instruction has a slot): leave the trap to
         // the kernel rather than run garbage.
         if !reenter {
-            ctl.pop();
+            ctl.pop_first();
         }
         return false;
     };
@@ -414,7 +439,7 @@ fn setup(point: &Point, regs: &mut ffi::pt_regs, ctl: &Ctl, reenter: bool, post:
             // Boosted: the copy is followed by a jump back, so it runs with
             // the interrupted flags and no second trap.
             point.ran_boosted();
-            ctl.pop();
+            ctl.pop_first();
             regs.ip = boosted as _;
             return true;
         }
@@ -530,8 +555,15 @@ fn emulate(insn: &ArchInsn, addr: usize, regs: &mut ffi::pt_regs) {
 /// fault handlers see it first, and a fault in the copy has `ip` put back at
 /// the probe address, so that the kernel reports (or fixes) it where the
 /// instruction really is, as the kernel's `kprobe_fault_handler()` does.
-/// Exception context.
+/// Exception context, where a #GP may have turned interrupts on again
+/// (`exc_general_protection()`): as the kernel's
+/// `kprobe_exceptions_notify()`, a preemptible context is not inside a
+/// probe (handlers and copies run with preemption or interrupts off), and
+/// could not use this CPU's block anyway.
 fn fault(regs: &mut ffi::pt_regs, trapnr: c_int) -> bool {
+    if cpu::preemptible() {
+        return false;
+    }
     let ctl = this_cpu();
     let Some(frame) = ctl.top() else {
         return false;

@@ -271,19 +271,20 @@ impl Pool {
         }
     }
 
-    /// Gives back instance `i` after its frame returned or its task died.
+    /// Gives back instance `i` after its frame returned (`reclaim_dead`
+    /// gives back those of tasks that died).
     ///
     /// # Safety
     ///
-    /// `i < max` is out, and the caller is its only user.
+    /// `i < max` is out, the caller is its only user, and it runs as the
+    /// instance's task.
     pub(super) unsafe fn release(&self, i: u32) {
         // SAFETY: the caller's contract.
         let task = unsafe { self.task(i) }.swap(core::ptr::null_mut(), Ordering::AcqRel);
         if !task.is_null() {
-            // SAFETY: the reference taken at entry, put once (swapped out).
-            // The task is current (a return) or dead and reclaimed in
-            // process context (`gc`).
-            unsafe { task::put_raw(task) };
+            // SAFETY: the reference taken at entry, put once (swapped out),
+            // by the task itself: its frame just returned.
+            unsafe { task::put_current_raw(task) };
         }
         self.push(i);
         self.put_ref();

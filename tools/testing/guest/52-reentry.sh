@@ -59,7 +59,7 @@ rmmod rkp_reenter 2>/dev/null
 
 # rkprobes' own hit paths (the ftrace callback, the optimized-probe
 # callback and trampoline), and the kernel's int3 entry, are refused.
-for fn in rkp_ftrace_hit rkp_optprobe_callback rkp_optprobe_trampoline exc_int3 notify_die; do
+for fn in rkp_ftrace_func rkp_ftrace_hit rkp_optprobe_callback rkp_optprobe_trampoline exc_int3 notify_die; do
 	if grep -q " $fn\$" /proc/kallsyms || grep -q " $fn	" /proc/kallsyms; then
 		expect_fail "a probe in $fn is refused" \
 			insmod $MODDIR/rkp_reenter.ko symbol=$fn maxoff=32
