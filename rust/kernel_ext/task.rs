@@ -7,10 +7,7 @@
 
 use crate::ffi;
 use core::sync::atomic::{AtomicI32, Ordering};
-use kernel::{
-    bindings,
-    ffi::{c_ulong, c_void},
-};
+use kernel::ffi::{c_ulong, c_void};
 
 /// The current task's address, only to be compared, never dereferenced.
 /// Any context, NMI included.
@@ -28,7 +25,7 @@ unsafe fn usage<'a>(task: *mut c_void) -> &'a AtomicI32 {
     // the kernel only updates atomically.
     unsafe {
         AtomicI32::from_ptr(core::ptr::addr_of_mut!(
-            (*task.cast::<bindings::task_struct>()).usage.refs.counter
+            (*task.cast::<ffi::task_struct>()).usage.refs.counter
         ))
     }
 }

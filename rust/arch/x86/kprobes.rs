@@ -272,11 +272,9 @@ impl ArchState {
 /// `f` is told whether the CPU was free; when it was not (the return came
 /// from inside a probe handler), it must not run handlers. Any context.
 ///
-/// The CPU is free when it handles no probe, or when what it handles was
-/// pushed at another interrupt level: then the return came from an
-/// interrupt or NMI that arrived meanwhile, not from a handler, and its
-/// handler runs, as the kernel's rethook runs it there (and as it ran when
-/// return handlers kept interrupts off, after them).
+/// The CPU is also free when what it handles was pushed at another
+/// interrupt level: the return came from an interrupt or NMI that arrived
+/// meanwhile, not from a handler, and its handler runs, as in the kernel.
 pub(crate) fn run_busy(f: impl FnOnce(bool)) {
     let preempt = PreemptNotraceGuard::new();
     let ctl = this_cpu();
@@ -317,8 +315,7 @@ pub(super) fn optimized_hit(point: &Point, regs: *mut ffi::pt_regs) {
 
 /// The handler of the die notifier (the kernel's
 /// `kprobe_exceptions_notify()`): int3 and faults. Exception context,
-/// NMI-like: may not sleep, allocate or take locks. Inline into the
-/// notifier's callback (see `Core::notify`).
+/// NMI-like: may not sleep, allocate or take locks. Inline (`Core::notify`).
 #[inline(always)]
 pub(crate) fn die_notify(core: &Core, event: DieEvent<'_>) -> Notify {
     let regs = event.regs;
@@ -399,8 +396,7 @@ fn int3(core: &Core, regs: &mut ffi::pt_regs) -> bool {
 /// Runs the probed instruction: emulates it, or sends `ip` to its copy.
 /// `post`: some client whose pre-handler ran has a post-handler, so the copy
 /// must trap back. int3 context; the caller pushed a frame unless `reenter`.
-/// Inline into `int3`: as a call of its own, its prologue and epilogue
-/// were 12 instructions of every hit.
+/// Inline (as a call, its prologue and epilogue were 12 instructions a hit).
 #[inline(always)]
 fn setup(point: &Point, regs: &mut ffi::pt_regs, ctl: &Ctl, reenter: bool, post: bool) -> bool {
     if let Some(copy) = point.detour() {
