@@ -4,7 +4,9 @@
 //! one `%gs`-relative load as the kernel's own inlines do
 //! (`raw_smp_processor_id()`, `preempt_count()`, `current`), instead of a
 //! call to a C helper: the hit paths read them on every hit (about 15
-//! instructions a hit with the calls).
+//! instructions a hit with the calls). Likewise the preempt count's
+//! increment and decrement (`preempt_disable/enable_notrace()`), and this
+//! CPU's copy of glue.c's per-CPU probe state (`this_cpu_ptr()`).
 //!
 //! Any context, NMI included. The loads are volatile (never merged or moved
 //! across other code): the CPU number may change between two reads where

@@ -45,28 +45,31 @@ pub(crate) fn preemptible() -> bool {
     let flags: u64;
     // SAFETY: reads the flags register through the stack; no other effect.
     unsafe { core::arch::asm!("pushfq", "pop {}", out(reg) flags, options(preserves_flags)) };
-    flags & (1 << 9) != 0
+    flags & crate::pure::emulate::FLAG_IF != 0
 }
 
 /// Checks the inline per-CPU reads that [`raw_smp_processor_id`],
-/// [`irq_level`] and `task::current_id` use (`ffi::percpu`) against the
-/// kernel's own `raw_smp_processor_id()`, `preempt_count()` and `current`,
-/// called through C: a kernel whose `pcpu_hot` differs from the one
-/// rkprobes was built against is refused. Process context, at load.
+/// [`irq_level`], `task::current_id` and the hit paths' control blocks use
+/// (`ffi::percpu`) against the kernel's own `raw_smp_processor_id()`,
+/// `preempt_count()`, `current` and `this_cpu_ptr()`, called through C: a
+/// kernel whose per-CPU data differs from the one rkprobes was built
+/// against is refused. Process context, at load.
 pub(crate) fn check_percpu() -> Result<(), kernel::error::Error> {
     let _preempt = super::sync::PreemptGuard::new();
     // SAFETY: plain reads of this CPU's state; preemption is off, so the
     // CPU cannot change between the two reads of each pair.
-    let (cpu, level, task) = unsafe {
+    let (cpu, level, task, ctl) = unsafe {
         (
             ffi::rkp_smp_processor_id(),
             ffi::rkp_irq_level(),
             ffi::rkp_current_task(),
+            ffi::rkp_ctl_area_this_cpu(),
         )
     };
     if cpu as usize != raw_smp_processor_id()
         || level != irq_level()
         || task != ffi::percpu::current_task()
+        || ctl.cast::<u8>() != ffi::percpu::ctl_area()
     {
         kernel::pr_err!("this kernel's per-CPU data differs from the one rkprobes was built for\n");
         return Err(kernel::error::code::EINVAL);

@@ -221,8 +221,6 @@ pub(crate) struct Core {
     blacklist: Blacklist,
     /// The jump-label and static-call sites no probe may be placed on.
     sites: TextSites,
-    /// The architecture's hit-path state: per-CPU blocks.
-    arch: arch::ArchState,
     /// Return probes' pools.
     #[pin]
     kretprobes: kretprobe::Kretprobes,
@@ -304,7 +302,7 @@ impl Core {
         blacklist: Blacklist,
     ) -> Result<Pin<KBox<Self>>> {
         let table = Table::new()?;
-        let arch = arch::ArchState::new()?;
+        arch::init_ctl()?;
         let sites = TextSites::new(rt)?;
         let core = KBox::try_pin_init(
             try_pin_init!(Self {
@@ -326,7 +324,6 @@ impl Core {
                 ksyms,
                 blacklist,
                 sites,
-                arch,
                 kretprobes <- kretprobe::Kretprobes::new(),
                 die_nb: Notifier::new(arch::DIE_NOTIFIER_PRIORITY),
                 module_nb: Notifier::new(0),

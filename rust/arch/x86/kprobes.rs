@@ -39,7 +39,7 @@ use crate::{
     kernel_ext::{
         cpu,
         notifier::{Die, DieEvent, Notify},
-        sync::{PreemptGuard, PreemptNotraceGuard},
+        sync::PreemptNotraceGuard,
     },
     kprobe::{Core, Point},
     pure::{
@@ -145,7 +145,7 @@ pub(super) struct Ctl {
 }
 
 /// The size of `rkp_ctl_area` (`RKP_CTL_AREA_WORDS` words in `glue.h`),
-/// checked against the C side's at load ([`ArchState::new`]).
+/// checked against the C side's at load ([`init_ctl`]).
 const CTL_AREA_BYTES: usize = 16 * 8;
 const _: () =
     assert!(core::mem::size_of::<Ctl>() <= CTL_AREA_BYTES && core::mem::align_of::<Ctl>() <= 64);
@@ -225,42 +225,20 @@ impl Ctl {
     }
 }
 
-/// The architecture's part of the probe core. The per-CPU control blocks
-/// live in `rkp_ctl_area` ([`this_cpu`]); making this state checks and
-/// resets them.
-pub(crate) struct ArchState {
-    _checked: (),
-}
-
-impl ArchState {
-    /// Checks the per-CPU storage of the control blocks (its size, and the
-    /// inline `this_cpu_ptr()` against the kernel's) and resets every
-    /// possible CPU's. Process context, before any probe exists.
-    pub(crate) fn new() -> Result<Self> {
-        {
-            // SAFETY: a constant of glue.c.
-            if unsafe { ffi::rkp_ctl_area_size } as usize != CTL_AREA_BYTES {
-                pr_err!("rkp_ctl_area's size differs from the Rust side's\n");
-                return Err(EINVAL);
-            }
-            let same = {
-                let _preempt = PreemptGuard::new();
-                // SAFETY: no preconditions; preemption is off, so both
-                // name this CPU's copy.
-                unsafe { ffi::rkp_ctl_area_this_cpu() }.cast::<u8>() == ffi::percpu::ctl_area()
-            };
-            if !same {
-                pr_err!(
-                    "this kernel's per-CPU offsets differ from the ones rkprobes was built for\n"
-                );
-                return Err(EINVAL);
-            }
-            // SAFETY: process context; no probe exists yet, so no hit
-            // path uses the blocks.
-            unsafe { ffi::rkp_ctl_area_reset() };
-        }
-        Ok(Self { _checked: () })
+/// Readies the per-CPU control blocks in `rkp_ctl_area` ([`this_cpu`]):
+/// checks the C side's size against [`CTL_AREA_BYTES`] and zeroes every
+/// possible CPU's block (`cpu::check_percpu` checked the inline pointer).
+/// Process context, before any probe exists.
+pub(crate) fn init_ctl() -> Result {
+    // SAFETY: a constant of glue.c.
+    if unsafe { ffi::rkp_ctl_area_size } as usize != CTL_AREA_BYTES {
+        pr_err!("rkp_ctl_area's size differs from the Rust side's\n");
+        return Err(EINVAL);
     }
+    // SAFETY: process context; no probe exists yet, so no hit path uses the
+    // blocks.
+    unsafe { ffi::rkp_ctl_area_reset() };
+    Ok(())
 }
 
 /// Runs `f` with preemption off and this CPU marked as inside a probe, so
