@@ -236,6 +236,11 @@ impl Probe {
 impl Events {
     /// The interface, with no events yet. Process context.
     pub(crate) fn new(core: &Core, ksyms: &Kallsyms) -> Result<impl PinInit<Self>> {
+        // SAFETY: a constant of trace_event.c.
+        if unsafe { ffi::rkp_tev_rec_size } as usize != core::mem::size_of::<ffi::RkpTevRec>() {
+            pr_err!("struct rkp_tev_rec's size differs from the Rust side's\n");
+            return Err(EINVAL);
+        }
         let mut buf = SymbolBuf::new()?;
         let event_mutex = ksyms
             .lookup(&mut buf, kernel::c_str!("event_mutex"))

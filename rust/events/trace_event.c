@@ -409,84 +409,150 @@ int rkp_tev_enabled(void *ev)
 	return rkp_tev_in_use(tev);
 }
 
+/*
+ * A record being written from Rust (rust/events/hit.rs, which mirrors the
+ * layout as RkpTevRec in rust/ffi/glue.rs): the hit's addresses, registers
+ * and size, the trace instance being written and its reservation. The
+ * asserts pin every member Rust names; rkp_tev_rec_size is checked at load.
+ */
+struct rkp_tev_rec {
+	unsigned long a0;		/* __probe_ip, or __probe_func */
+	unsigned long a1;		/* __probe_ret_ip of a return event */
+	struct pt_regs *regs;
+	struct rkp_tev_link *link;	/* the instance being written */
+	unsigned int size;		/* the record's bytes after the header */
+	int perf;			/* set at the end: perf or BPF listens */
+	struct trace_event_buffer fb;
+};
+static_assert(offsetof(struct rkp_tev_rec, a0) == 0);
+static_assert(offsetof(struct rkp_tev_rec, a1) == 8);
+static_assert(offsetof(struct rkp_tev_rec, regs) == 16);
+static_assert(offsetof(struct rkp_tev_rec, link) == 24);
+static_assert(offsetof(struct rkp_tev_rec, size) == 32);
+static_assert(offsetof(struct rkp_tev_rec, perf) == 36);
+static_assert(offsetof(struct rkp_tev_rec, fb) == 40);
+const unsigned int rkp_tev_rec_size = sizeof(struct rkp_tev_rec);
+
+/*
+ * Whether perf listens on this CPU or a BPF program is attached, as the
+ * kernel's kprobe_perf_func() and the perf_trace_##call() of a tracepoint
+ * ask. call->perf_events is NULL when perf does not have the event; it is
+ * freed only past a grace period after PERF_UNREGISTER, and a hit runs
+ * with preemption (or interrupts) off, so the per-CPU list read here stays
+ * valid until the hit ends.
+ */
+static notrace int rkp_tev_perf_wanted(struct rkp_tev *tev)
+{
+#ifdef CONFIG_PERF_EVENTS
+	struct trace_event_call *call = &tev->call;
+	struct hlist_head __percpu *events = READ_ONCE(call->perf_events);
+
+	return events && (bpf_prog_array_valid(call) || !hlist_empty(this_cpu_ptr(events)));
+#else
+	return 0;
+#endif
+}
+
+/*
+ * Reserves the record in the first trace instance from pos on that has the
+ * event enabled and not soft-disabled (trace_trigger_soft_disabled(), which
+ * also runs unconditional triggers and the pid filter, as every event's
+ * hit does), and writes its header words. NULL when no instance is left;
+ * rec->perf then says whether perf wants the record too.
+ */
+static __always_inline void *rkp_tev_reserve_from(struct rkp_tev *tev, struct rkp_tev_rec *rec,
+					  struct list_head *pos)
+{
+	unsigned int hdr = tev->is_return ? 24 : 16;
+
+	for (; pos != &tev->links; pos = READ_ONCE(pos->next)) {
+		struct rkp_tev_link *link = list_entry(pos, struct rkp_tev_link, list);
+		unsigned long *head;
+
+		if (trace_trigger_soft_disabled(link->file))
+			continue;
+		head = trace_event_buffer_reserve(&rec->fb, link->file, hdr + rec->size);
+		if (!head)
+			continue;
+		rec->fb.regs = rec->regs;
+		rec->link = link;
+		head[1] = rec->a0;
+		if (tev->is_return)
+			head[2] = rec->a1;
+		return head;
+	}
+	rec->perf = rkp_tev_perf_wanted(tev);
+	return NULL;
+}
+
+/*
+ * The first record of a hit: reserved in the first trace instance that has
+ * the event enabled, header written; Rust fills its arguments and calls
+ * rkp_tev_commit(). rec's a0, a1, regs and size are set. The links are an
+ * RCU list, read under the hit's disabled preemption (or interrupts).
+ * Probe-hit context: no sleeping, no allocation, no locks.
+ */
+notrace void *rkp_tev_reserve(void *ev, struct rkp_tev_rec *rec)
+{
+	struct rkp_tev *tev = ev;
+
+	return rkp_tev_reserve_from(tev, rec, READ_ONCE(tev->links.next));
+}
+
+/*
+ * Commits the record rkp_tev_reserve() or the last rkp_tev_commit() gave
+ * (the filter and triggers run here, trace_event_buffer_commit()), and
+ * reserves the next instance's. Probe-hit context.
+ */
+notrace void *rkp_tev_commit(void *ev, struct rkp_tev_rec *rec)
+{
+	struct rkp_tev *tev = ev;
+
+	trace_event_buffer_commit(&rec->fb);
+	return rkp_tev_reserve_from(tev, rec, READ_ONCE(rec->link->list.next));
+}
+
 #ifdef CONFIG_PERF_EVENTS
 /*
- * Records one hit for perf, as the kernel's kprobe_perf_func() and the
- * perf_trace_##call() of a tracepoint: when perf listens on this CPU or a
- * BPF program is attached, the record (the same bytes as the ftrace one)
- * is written into perf's per-CPU buffer, and perf_trace_run_bpf_submit()
- * runs the BPF programs on it, as a tracepoint's context, then hands it to
- * perf unless a program said no. call->perf_events is NULL when perf does
- * not have the event; it is freed only past a grace period after
- * PERF_UNREGISTER, and a hit runs with preemption (or interrupts) off, so
- * the per-CPU list read here stays valid. perf_trace_buf_alloc() takes a
- * recursion context of perf's, which is safe in NMI. Probe-hit context:
- * preemption off, no sleeping, no allocation, no locks.
+ * Records one hit for perf, after rkp_tev_reserve()/rkp_tev_commit() found
+ * rec->perf set, as the kernel's kprobe_perf_func() and the
+ * perf_trace_##call() of a tracepoint: the record (the same bytes as the
+ * ftrace one) is written into perf's per-CPU buffer, and
+ * perf_trace_run_bpf_submit() runs the BPF programs on it, as a
+ * tracepoint's context, then hands it to perf unless a program said no.
+ * perf_trace_buf_alloc() takes a recursion context of perf's, which is safe
+ * in NMI. Probe-hit context: preemption off, no sleeping, no allocation, no
+ * locks.
  */
-static notrace void rkp_tev_perf(struct rkp_tev *tev, struct pt_regs *regs,
-				 unsigned long a0, unsigned long a1,
-				 unsigned int size, void *ctx)
+notrace void rkp_tev_perf(void *ev, struct rkp_tev_rec *rec, void *ctx)
 {
+	struct rkp_tev *tev = ev;
 	struct trace_event_call *call = &tev->call;
 	struct hlist_head __percpu *events = READ_ONCE(call->perf_events);
 	unsigned int hdr = tev->is_return ? 24 : 16;
-	struct hlist_head *head;
 	unsigned long *ent;
 	int rsize, rctx;
 
 	if (!events)
 		return;
-	head = this_cpu_ptr(events);
-	if (!bpf_prog_array_valid(call) && hlist_empty(head))
-		return;
 	/* As kprobe_perf_func(): perf adds a u32 size before the record. */
-	rsize = ALIGN(hdr + size + sizeof(u32), sizeof(u64)) - sizeof(u32);
+	rsize = ALIGN(hdr + rec->size + sizeof(u32), sizeof(u64)) - sizeof(u32);
 	ent = perf_trace_buf_alloc(rsize, NULL, &rctx);
 	if (!ent)
 		return;
 	/* The common fields are perf_tp_event()'s (perf_trace_buf_update()). */
-	ent[1] = a0;
+	ent[1] = rec->a0;
 	if (tev->is_return)
-		ent[2] = a1;
-	rkp_event_fill(ctx, ent, hdr + size);
-	perf_trace_run_bpf_submit(ent, rsize, rctx, call, 1, regs, head, NULL);
+		ent[2] = rec->a1;
+	rkp_event_fill(ctx, ent, hdr + rec->size);
+	perf_trace_run_bpf_submit(ent, rsize, rctx, call, 1, rec->regs,
+				  this_cpu_ptr(events), NULL);
 }
-#endif
-
-/*
- * Records one hit into every trace instance that has the event enabled:
- * reserves header + size bytes, writes the probe addresses, lets Rust fill
- * the arguments, commits; then for perf and BPF. Probe-hit context:
- * interrupts or preemption off, an RCU read-side critical section.
- */
-notrace void rkp_tev_record(void *ev, struct pt_regs *regs, unsigned long a0,
-			    unsigned long a1, unsigned int size, void *ctx)
+#else
+notrace void rkp_tev_perf(void *ev, struct rkp_tev_rec *rec, void *ctx)
 {
-	struct rkp_tev *tev = ev;
-	unsigned int hdr = tev->is_return ? 24 : 16;
-	struct rkp_tev_link *link;
-
-	list_for_each_entry_rcu(link, &tev->links, list) {
-		struct trace_event_file *file = link->file;
-		struct trace_event_buffer fbuffer;
-		unsigned long *head;
-
-		if (trace_trigger_soft_disabled(file))
-			continue;
-		head = trace_event_buffer_reserve(&fbuffer, file, hdr + size);
-		if (!head)
-			continue;
-		fbuffer.regs = regs;
-		head[1] = a0;
-		if (tev->is_return)
-			head[2] = a1;
-		rkp_event_fill(ctx, head, hdr + size);
-		trace_event_buffer_commit(&fbuffer);
-	}
-#ifdef CONFIG_PERF_EVENTS
-	rkp_tev_perf(tev, regs, a0, a1, size, ctx);
-#endif
 }
+#endif
 
 /*
  * sprint_symbol() of addr, for a symstr fetcharg: formatted on this stack

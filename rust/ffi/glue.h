@@ -56,8 +56,11 @@ void *rkp_tev_create(struct mutex *event_mutex, struct list_head *ftrace_events,
 int rkp_tev_remove(struct mutex *event_mutex, void *ev);
 void rkp_tev_free(void *ev);
 int rkp_tev_enabled(void *ev);
-void rkp_tev_record(void *ev, struct pt_regs *regs, unsigned long a0,
-		    unsigned long a1, unsigned int size, void *ctx);
+struct rkp_tev_rec;
+extern const unsigned int rkp_tev_rec_size;
+void *rkp_tev_reserve(void *ev, struct rkp_tev_rec *rec);
+void *rkp_tev_commit(void *ev, struct rkp_tev_rec *rec);
+void rkp_tev_perf(void *ev, struct rkp_tev_rec *rec, void *ctx);
 
 /* Implemented in Rust (rust/kprobe/kretprobe.rs). */
 void rkp_kretprobe_gc(void);

@@ -27,6 +27,39 @@ pub(crate) struct RkpField {
     pub(crate) is_signed: c_int,
 }
 
+/// `struct rkp_tev_rec` of `../events/trace_event.c`: a record being written
+/// from Rust, reserved in one trace instance after another. The C side
+/// asserts the offsets below; its size is checked at load
+/// (`rkp_tev_rec_size`).
+#[repr(C)]
+pub(crate) struct RkpTevRec {
+    /// `__probe_ip`, or `__probe_func` of a return event.
+    pub(crate) a0: c_ulong,
+    /// `__probe_ret_ip` of a return event.
+    pub(crate) a1: c_ulong,
+    /// The hit's registers.
+    pub(crate) regs: *mut bindings::pt_regs,
+    /// C's: the instance being written.
+    pub(crate) link: *mut c_void,
+    /// The record's bytes after the header.
+    pub(crate) size: c_uint,
+    /// Set when no instance is left: perf or BPF wants the record.
+    pub(crate) perf: c_int,
+    /// C's: the kernel's `struct trace_event_buffer` (six words in 6.12).
+    pub(crate) fb: core::mem::MaybeUninit<[u64; 6]>,
+}
+
+const _: () = {
+    use core::mem::offset_of;
+    assert!(offset_of!(RkpTevRec, a0) == 0);
+    assert!(offset_of!(RkpTevRec, a1) == 8);
+    assert!(offset_of!(RkpTevRec, regs) == 16);
+    assert!(offset_of!(RkpTevRec, link) == 24);
+    assert!(offset_of!(RkpTevRec, size) == 32);
+    assert!(offset_of!(RkpTevRec, perf) == 36);
+    assert!(offset_of!(RkpTevRec, fb) == 40);
+};
+
 extern "C" {
     /// `raw_smp_processor_id()`; the hit paths read it inline
     /// (`percpu`), checked against this at load.
@@ -164,16 +197,24 @@ extern "C" {
     /// Whether some trace instance has the event enabled.
     pub(crate) fn rkp_tev_enabled(ev: *mut c_void) -> c_int;
 
-    /// Writes a record of `size` bytes into every instance that enabled the
-    /// event, through `rkp_event_fill`. Probe-hit context.
-    pub(crate) fn rkp_tev_record(
-        ev: *mut c_void,
-        regs: *mut bindings::pt_regs,
-        a0: c_ulong,
-        a1: c_ulong,
-        size: c_uint,
-        ctx: *mut c_void,
-    );
+    /// The size of `struct rkp_tev_rec`, checked against [`RkpTevRec`] at
+    /// load.
+    pub(crate) static rkp_tev_rec_size: c_uint;
+
+    /// Reserves the first record of a hit, in the first trace instance
+    /// that has the event enabled, its header written; null when there is
+    /// none (then `rec.perf` says whether perf wants the record).
+    /// Probe-hit context, with `rec`'s `a0`, `a1`, `regs` and `size` set.
+    pub(crate) fn rkp_tev_reserve(ev: *mut c_void, rec: *mut RkpTevRec) -> *mut c_void;
+
+    /// Commits the record the last reserve or commit gave and reserves the
+    /// next instance's, as `rkp_tev_reserve`. Probe-hit context.
+    pub(crate) fn rkp_tev_commit(ev: *mut c_void, rec: *mut RkpTevRec) -> *mut c_void;
+
+    /// Writes the record into perf's buffer through `rkp_event_fill(ctx)`
+    /// and hands it to BPF and perf; for a `rec` whose `perf` is set.
+    /// Probe-hit context.
+    pub(crate) fn rkp_tev_perf(ev: *mut c_void, rec: *mut RkpTevRec, ctx: *mut c_void);
 
     /// `trace_seq_putmem()`. Trace output context.
     pub(crate) fn rkp_tev_seq_write(seq: *mut c_void, buf: *const c_char, len: c_uint);

@@ -195,6 +195,35 @@ fn store_raw(val: u64, size: u8, out: &mut [u8]) {
     }
 }
 
+/// [`store_raw`] of a register at `at` in `rec`, for [`store_args`]' fast
+/// path: the size tested first and each store bounded by the record, in
+/// about half the instructions of cutting the field out and dispatching
+/// in `store_raw` (insn-profile --events).
+#[inline(always)]
+fn store_reg(val: u64, size: u8, rec: &mut [u8], at: usize) {
+    let bytes = val.to_ne_bytes();
+    let Some(out) = rec.get_mut(at..) else {
+        return;
+    };
+    match size {
+        8 => {
+            if let Some(d) = out.first_chunk_mut::<8>() {
+                *d = bytes;
+            }
+        }
+        4 => {
+            if let (Some(d), Some(s)) = (out.first_chunk_mut::<4>(), bytes.first_chunk::<4>()) {
+                *d = *s;
+            }
+        }
+        _ => {
+            if let Some(out) = out.get_mut(..usize::from(size)) {
+                store_raw(val, size, out);
+            }
+        }
+    }
+}
+
 /// `fetch_apply_bitfield()` on the value stored at `out`.
 fn apply_bitfield(bf: Bitfield, out: &mut [u8]) {
     let n = usize::from(bf.basesize);
@@ -713,6 +742,7 @@ pub fn always_stores(code: &[FetchInsn<u64>], dynamic: bool) -> bool {
 /// `store_trace_args()`: fills the fields of `rec` (the whole record,
 /// header included) after `header_size` bytes; `fixed_size` is the size of
 /// the fixed fields, followed by `maxlen` bytes of room for dynamic data.
+#[inline(always)]
 pub fn store_args<A: ArgSource, E: FetchEnv + ?Sized>(
     args: &[A],
     env: &E,
@@ -729,12 +759,7 @@ pub fn store_args<A: ArgSource, E: FetchEnv + ?Sized>(
         // interpreter: what `process` would do for this program, in a few
         // instructions instead of about 130.
         if let Some((r, size)) = a.reg_store() {
-            if let Some(out) = at
-                .checked_add(usize::from(size))
-                .and_then(|end| rec.get_mut(at..end))
-            {
-                store_raw(env.register(r), size, out);
-            }
+            store_reg(env.register(r), size, rec, at);
             continue;
         }
         let mut d = Dest { rec: &mut *rec, at };
