@@ -299,7 +299,7 @@ EXPORT_SYMBOL_GPL(rkp_stack_trace_save);
  * Probes at ftrace call sites go through ftrace: one ftrace_ops, filtered
  * to the probed sites, whose callback is rkp_ftrace_hit() in
  * rust/kprobe/mod.rs (it hands the hit to rust/arch/x86/ftrace.rs),
- * through rkp_ftrace_func() below.
+ * through rkp_ftrace_func() below on a kernel with kCFI.
  * Interrupts stay as they were, as in the kernel's kprobe_ftrace_handler():
  * rkprobes' per-CPU state is safe against interrupts and NMIs nesting on
  * the same CPU (arch/x86/kprobes.rs's Ctl), and is also the callback's
@@ -314,11 +314,14 @@ static_assert(offsetof(struct __arch_ftrace_regs, regs) == 0,
 static_assert(sizeof(((struct pt_regs *)0)->cs) == 2,
 	      "rust/kprobe/mod.rs: rkp_ftrace_hit tests the 16-bit cs");
 
+#ifdef CONFIG_CFI_CLANG
 /*
- * The ops' callback as ftrace sees it: an adapter of the exact
- * ftrace_func_t type, which a kernel with kCFI checks when ftrace calls the
- * ops indirectly (through its list function, when another ftrace user
- * traces the same function). It compiles to a jump to rkp_ftrace_hit().
+ * The ops' callback as ftrace sees it on a kernel with kCFI: an adapter of
+ * the exact ftrace_func_t type, whose type hash ftrace's indirect call
+ * checks (through its list function, when another ftrace user traces the
+ * same function). It compiles to a jump to rkp_ftrace_hit(). Without kCFI,
+ * ftrace calls rkp_ftrace_hit(), whose prototype is ftrace_func_t's,
+ * directly: two instructions a hit fewer.
  */
 static notrace void rkp_ftrace_func(unsigned long ip, unsigned long parent_ip,
 				    struct ftrace_ops *op,
@@ -326,6 +329,9 @@ static notrace void rkp_ftrace_func(unsigned long ip, unsigned long parent_ip,
 {
 	rkp_ftrace_hit(ip, parent_ip, op, fregs);
 }
+#else
+#define rkp_ftrace_func rkp_ftrace_hit
+#endif
 
 static struct ftrace_ops rkp_ftrace_ops = {
 	.func = rkp_ftrace_func,

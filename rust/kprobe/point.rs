@@ -82,6 +82,11 @@ pub(crate) struct Point {
     /// The architecture's copy of the instruction and how to run it.
     pub(crate) arch: arch::ArchInsn,
     clients: AtomicPtr<RkpKprobe>,
+    /// Some client has a post-handler (the kernel's aggregate probe has
+    /// `aggr_post_handler` then): set before such a client is published,
+    /// recomputed when one is unlinked. Read by the ftrace hit, which so
+    /// need not test each client's.
+    has_post: AtomicBool,
     pub(super) armed: AtomicBool,
     /// A copy ran with interrupts on at some time (boosted, or the region
     /// from the detour): a task may be preempted inside the slot or the
@@ -184,6 +189,7 @@ impl Point {
             func,
             arch,
             clients: AtomicPtr::new(core::ptr::null_mut()),
+            has_post: AtomicBool::new(false),
             armed: AtomicBool::new(false),
             was_boosted: AtomicBool::new(false),
             opt: AtomicU8::new(OptState::None as u8),
@@ -245,6 +251,31 @@ impl Point {
             }
         }
         Some(post)
+    }
+
+    /// Runs the pre-handlers of the enabled clients, as
+    /// [`Point::run_pre_handlers`] without its post-handler test: false when
+    /// one moved `ip` (returned non-zero), and the rest did not run. The
+    /// ftrace hit, which asks [`Point::has_post`] instead. Hit path.
+    #[inline(always)]
+    pub(crate) fn run_pre_only(&self, regs: *mut ffi::pt_regs) -> bool {
+        for kp in self.clients() {
+            // SAFETY: as in `run_pre_handlers`.
+            let (h, f) = unsafe { ((*kp).pre_handler, RkpKprobe::flags(kp)) };
+            if let Some(h) = h {
+                // SAFETY: as in `run_pre_handlers`.
+                if f & flags::DISABLED == 0 && unsafe { h(kp, regs) } != 0 {
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
+    /// Whether some client, enabled or not, has a post-handler. Hit path.
+    #[inline(always)]
+    pub(crate) fn has_post(&self) -> bool {
+        self.has_post.load(Ordering::Relaxed)
     }
 
     /// Runs the post-handlers of the enabled clients. int3 context.
@@ -350,6 +381,11 @@ impl Point {
     pub(super) unsafe fn append(&self, kp: *mut RkpKprobe) {
         // SAFETY: the caller's contract; not published yet.
         unsafe { next_link(kp) }.store(core::ptr::null_mut(), Ordering::Relaxed);
+        // Before the client is published (its link's release store, below).
+        // SAFETY: the caller's contract.
+        if unsafe { (*kp).post_handler }.is_some() {
+            self.has_post.store(true, Ordering::Relaxed);
+        }
         let mut link = &self.clients;
         loop {
             let n = link.load(Ordering::Relaxed);
@@ -382,6 +418,14 @@ impl Point {
             let next = unsafe { next_link(n) };
             if n == kp {
                 link.store(next.load(Ordering::Relaxed), Ordering::Release);
+                // A hit that still sees the client tests its post-handler
+                // itself (`run_post_handlers`), so clearing this late is
+                // harmless.
+                let post = self
+                    .clients()
+                    // SAFETY: linked probes are valid.
+                    .any(|c| unsafe { (*c).post_handler }.is_some());
+                self.has_post.store(post, Ordering::Relaxed);
                 return true;
             }
             link = next;

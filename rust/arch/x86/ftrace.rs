@@ -119,13 +119,13 @@ pub(crate) unsafe fn ftrace_hit(core: &Core, ip: usize, regs: *mut ffi::pt_regs)
     let orig_ip = r.ip;
     // As if an int3 at the site had trapped.
     r.ip = ip.wrapping_add(1);
-    // `Some(true)` when an enabled client has a post-handler: the second
-    // pass over the clients is skipped when none has (the kernel's
+    // The post-handler pass only when some client has one (the kernel's
     // `kprobe_ftrace_handler()` tests its one `post_handler`).
-    if let Some(post) = point.run_pre_handlers(regs) {
-        if post {
-            // As if the NOP had run.
-            r.ip = ip.wrapping_add(MCOUNT_INSN_SIZE);
+    if point.run_pre_only(regs) {
+        if point.has_post() {
+            // As if the NOP had run (the point's address is `ip`: one
+            // register less kept across the handlers' calls).
+            r.ip = point.addr.wrapping_add(MCOUNT_INSN_SIZE);
             ctl.top_set_status(Status::HitSsDone);
             point.run_post_handlers(regs, 0);
         }
