@@ -256,7 +256,8 @@ impl Point {
     /// Runs the pre-handlers of the enabled clients, as
     /// [`Point::run_pre_handlers`] without its post-handler test: false when
     /// one moved `ip` (returned non-zero), and the rest did not run. The
-    /// ftrace hit, which asks [`Point::has_post`] instead. Hit path.
+    /// ftrace and optimized hits, which ask [`Point::has_post`] or need no
+    /// post-handler pass. Hit path.
     #[inline(always)]
     pub(crate) fn run_pre_only(&self, regs: *mut ffi::pt_regs) -> bool {
         for kp in self.clients() {

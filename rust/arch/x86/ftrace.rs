@@ -106,7 +106,7 @@ pub(crate) unsafe fn ftrace_hit(core: &Core, ip: usize, regs: *mut ffi::pt_regs)
         point.missed();
         return;
     }
-    if !ctl.push(point, Status::HitActive, 0) {
+    if !ctl.push(point, Status::HitActive, None) {
         return;
     }
     // SAFETY: ftrace's saved registers for this call (the caller's contract).

@@ -88,7 +88,9 @@ pub(super) enum Status {
 pub(super) struct Frame {
     point: Cell<*const Point>,
     status: Cell<Status>,
-    /// IF of the interrupted code, restored after the copy ran.
+    /// IF of the interrupted code, restored after the copy ran: read only
+    /// in a frame that is `HitSs` or `Reenter`, which the single-step setup
+    /// wrote first (a push for a handler leaves it as it was).
     saved_flags: Cell<u64>,
     /// The interrupt level (NMI, hardirq, softirq nesting) of the context
     /// that pushed the frame, where its handlers run: a fault taken at
@@ -121,9 +123,11 @@ impl Frame {
     }
 
     /// Rewrites a frame that is `Busy`; its status last (type invariant).
-    fn fill(&self, point: *const Point, status: Status, saved_flags: u64, level: u32) {
+    fn fill(&self, point: *const Point, status: Status, saved_flags: Option<u64>, level: u32) {
         self.point.set(point);
-        self.saved_flags.set(saved_flags);
+        if let Some(f) = saved_flags {
+            self.saved_flags.set(f);
+        }
         self.level.set(level);
         compiler_fence(Ordering::SeqCst);
         self.status.set(status);
@@ -191,7 +195,14 @@ impl Ctl {
     /// before the depth grows pushes its own frame at the same index and
     /// pops it, `Busy` again, before this resumes; one landing after sees
     /// a frame that names no point.
-    pub(super) fn push(&self, point: *const Point, status: Status, saved_flags: u64) -> bool {
+    /// `saved_flags` is given for a `Reenter` frame; other frames get theirs
+    /// when they start single-stepping.
+    pub(super) fn push(
+        &self,
+        point: *const Point,
+        status: Status,
+        saved_flags: Option<u64>,
+    ) -> bool {
         let i = self.depth.get();
         let Some(f) = self.frames.get(i) else {
             return false;
@@ -260,7 +271,7 @@ pub(crate) fn run_busy(f: impl FnOnce(bool)) {
         || ctl
             .top()
             .is_some_and(|top| top.level.get() != cpu::irq_level()))
-        && ctl.push(core::ptr::null(), Status::Busy, 0);
+        && ctl.push(core::ptr::null(), Status::Busy, None);
     f(free);
     if free {
         // Every probe hit in `f` popped what it pushed.
@@ -281,13 +292,13 @@ pub(super) fn optimized_hit(point: &Point, regs: *mut ffi::pt_regs) {
         point.missed();
         return;
     }
-    if !ctl.push(point, Status::HitActive, 0) {
+    if !ctl.push(point, Status::HitActive, None) {
         return;
     }
     // A changed `regs->ip` is ignored, as the kernel documents for
     // optimized probes: the detour's copy runs next whatever the handlers
     // returned.
-    let _ = point.run_pre_handlers(regs);
+    let _ = point.run_pre_only(regs);
     ctl.pop_first();
 }
 
@@ -360,7 +371,7 @@ fn int3(core: &Core, regs: &mut ffi::pt_regs) -> bool {
         point.missed();
         return setup(point, regs, ctl, true, false);
     }
-    if !ctl.push(point, Status::HitActive, 0) {
+    if !ctl.push(point, Status::HitActive, None) {
         return false;
     }
     let Some(post) = point.run_pre_handlers(regs) else {
@@ -420,7 +431,7 @@ fn setup(point: &Point, regs: &mut ffi::pt_regs, ctl: &Ctl, reenter: bool, post:
     }
     let saved = regs.flags as u64 & FLAG_IF;
     if reenter {
-        if !ctl.push(point, Status::Reenter, saved) {
+        if !ctl.push(point, Status::Reenter, Some(saved)) {
             // Nested deeper than MAX_DEPTH: the kernel's "unrecoverable
             // kprobe" case. Leaving the trap unhandled makes the kernel report
             // it rather than corrupt the interrupted probe's state.
