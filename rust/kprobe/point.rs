@@ -84,8 +84,9 @@ pub(crate) struct Point {
     clients: AtomicPtr<RkpKprobe>,
     /// Some client has a post-handler (the kernel's aggregate probe has
     /// `aggr_post_handler` then): set before such a client is published,
-    /// recomputed when one is unlinked. Read by the ftrace hit, which so
-    /// need not test each client's.
+    /// recomputed when one is unlinked (the kernel clears its aggregate's
+    /// the same way, while the client may still be running). Read by the
+    /// hit paths, which so need not test each client's.
     has_post: AtomicBool,
     pub(super) armed: AtomicBool,
     /// A copy ran with interrupts on at some time (boosted, or the region
@@ -218,53 +219,21 @@ impl Point {
         }
     }
 
-    /// Runs the pre-handlers of the enabled clients in registration order.
-    /// Returns `None` when one returned non-zero: it changed `regs->ip`, and
-    /// the probed instruction must not run; otherwise whether one of the
-    /// clients whose pre-handler ran (or might have) has a post-handler, so
-    /// that the instruction must not run boosted.
+    /// Runs the pre-handlers of the enabled clients, in registration order:
+    /// false when one moved `ip` (returned non-zero), and the rest did not
+    /// run. Whether a post-handler pass follows is [`Point::has_post`]'s,
+    /// asked once, not a test per client.
     ///
     /// Hit context (int3 with interrupts off, ftrace or a detour with
     /// preemption off): may not sleep, allocate or take locks.
     #[inline(always)]
-    pub(crate) fn run_pre_handlers(&self, regs: *mut ffi::pt_regs) -> Option<bool> {
-        let mut post = false;
+    pub(crate) fn run_pre_handlers(&self, regs: *mut ffi::pt_regs) -> bool {
         for kp in self.clients() {
             // SAFETY: clients stay valid while registered, and unregistration
             // waits for a grace period that this handler holds off.
-            let (h, p, f) =
-                unsafe { ((*kp).pre_handler, (*kp).post_handler, RkpKprobe::flags(kp)) };
-            // The handler first, then the flags (two tests and branches;
-            // the other order let LLVM merge them with setcc, two more
-            // instructions a client).
-            if let Some(h) = h {
-                if f & flags::DISABLED == 0 {
-                    post |= p.is_some();
-                    // SAFETY: as above; the handler has the documented
-                    // contract.
-                    if unsafe { h(kp, regs) } != 0 {
-                        return None;
-                    }
-                }
-            } else if f & flags::DISABLED == 0 {
-                post |= p.is_some();
-            }
-        }
-        Some(post)
-    }
-
-    /// Runs the pre-handlers of the enabled clients, as
-    /// [`Point::run_pre_handlers`] without its post-handler test: false when
-    /// one moved `ip` (returned non-zero), and the rest did not run. The
-    /// ftrace and optimized hits, which ask [`Point::has_post`] or need no
-    /// post-handler pass. Hit path.
-    #[inline(always)]
-    pub(crate) fn run_pre_only(&self, regs: *mut ffi::pt_regs) -> bool {
-        for kp in self.clients() {
-            // SAFETY: as in `run_pre_handlers`.
             let (h, f) = unsafe { ((*kp).pre_handler, RkpKprobe::flags(kp)) };
             if let Some(h) = h {
-                // SAFETY: as in `run_pre_handlers`.
+                // SAFETY: as above; the handler has the documented contract.
                 if f & flags::DISABLED == 0 && unsafe { h(kp, regs) } != 0 {
                     return false;
                 }
@@ -341,9 +310,7 @@ impl Point {
     /// Whether any client, enabled or not, has a post-handler: such a point
     /// is never optimized. Writer.
     pub(super) fn any_post_handler(&self) -> bool {
-        self.clients()
-            // SAFETY: registered clients are valid.
-            .any(|kp| unsafe { (*kp).post_handler }.is_some())
+        self.has_post()
     }
 
     /// Whether the point is armed: its int3 is in the text, or ftrace calls

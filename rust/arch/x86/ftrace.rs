@@ -121,7 +121,7 @@ pub(crate) unsafe fn ftrace_hit(core: &Core, ip: usize, regs: *mut ffi::pt_regs)
     r.ip = ip.wrapping_add(1);
     // The post-handler pass only when some client has one (the kernel's
     // `kprobe_ftrace_handler()` tests its one `post_handler`).
-    if point.run_pre_only(regs) {
+    if point.run_pre_handlers(regs) {
         if point.has_post() {
             // As if the NOP had run (the point's address is `ip`: one
             // register less kept across the handlers' calls).

@@ -107,7 +107,8 @@ impl ArchInsn {
     /// their slots are freed only after `synchronize_rcu_tasks()`.
     pub(super) fn boosted_copy(&self) -> Option<usize> {
         match self.slot {
-            Some(s) if self.boostable => Some(s.addr() + BOOST_OFFSET),
+            // A slot is far below the top of the address space.
+            Some(s) if self.boostable => Some(s.addr().wrapping_add(BOOST_OFFSET)),
             _ => None,
         }
     }

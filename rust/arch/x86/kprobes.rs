@@ -298,7 +298,7 @@ pub(super) fn optimized_hit(point: &Point, regs: *mut ffi::pt_regs) {
     // A changed `regs->ip` is ignored, as the kernel documents for
     // optimized probes: the detour's copy runs next whatever the handlers
     // returned.
-    let _ = point.run_pre_only(regs);
+    let _ = point.run_pre_handlers(regs);
     ctl.pop_first();
 }
 
@@ -329,11 +329,17 @@ pub(crate) fn die_notify(core: &Core, event: DieEvent<'_>) -> Notify {
 /// where that int3 is.
 fn step_range(point: &Point) -> Option<(usize, usize)> {
     let slot = point.arch.slot?;
-    Some((slot.addr(), slot.addr() + point.arch.len as usize))
+    // A slot is a copy's bytes in execmem, far below the top of the
+    // address space: no overflow to check.
+    Some((
+        slot.addr(),
+        slot.addr().wrapping_add(usize::from(point.arch.len)),
+    ))
 }
 
 /// An int3: the trailing int3 of the copy this CPU runs, or a probe point.
-/// int3 context.
+/// int3 context. Inline into the die notifier's callback, its one caller.
+#[inline(always)]
 fn int3(core: &Core, regs: &mut ffi::pt_regs) -> bool {
     let addr = regs.ip.wrapping_sub(1);
     let ctl = this_cpu();
@@ -374,17 +380,19 @@ fn int3(core: &Core, regs: &mut ffi::pt_regs) -> bool {
     if !ctl.push(point, Status::HitActive, None) {
         return false;
     }
-    let Some(post) = point.run_pre_handlers(regs) else {
+    if !point.run_pre_handlers(regs) {
         // A handler moved `ip`: the instruction does not run.
         ctl.pop_first();
         return true;
-    };
-    setup(point, regs, ctl, false, post)
+    }
+    // As the kernel's aggregate probe, whose `post_handler` is set when any
+    // client has one: the copy traps back then, and is not boosted.
+    setup(point, regs, ctl, false, point.has_post())
 }
 
 /// Runs the probed instruction: emulates it, or sends `ip` to its copy.
-/// `post`: some client whose pre-handler ran has a post-handler, so the copy
-/// must trap back. int3 context; the caller pushed a frame unless `reenter`.
+/// `post`: some client has a post-handler ([`Point::has_post`]), so the
+/// copy must trap back. int3 context; the caller pushed a frame unless `reenter`.
 /// Inline (as a call, its prologue and epilogue were 12 instructions a hit).
 #[inline(always)]
 fn setup(point: &Point, regs: &mut ffi::pt_regs, ctl: &Ctl, reenter: bool, post: bool) -> bool {
@@ -402,7 +410,9 @@ fn setup(point: &Point, regs: &mut ffi::pt_regs, ctl: &Ctl, reenter: bool, post:
         return true;
     }
     let insn = &point.arch;
-    if insn.op != Op::Step {
+    // A discriminant test (`!=` is the derived `PartialEq`, which LLVM
+    // left out of line: a call and 14 instructions a hit).
+    if !matches!(insn.op, Op::Step) {
         emulate(insn, point.addr, regs);
         if !reenter {
             ctl.top_set_status(Status::HitSsDone);
