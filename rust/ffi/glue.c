@@ -64,20 +64,6 @@ notrace void rkp_preempt_enable(void)
 }
 
 /*
- * The hit path's preempt_enable_notrace() (rust/kernel_ext/sync.rs's
- * PreemptNotraceGuard) counts inline, as the kernel's does, and calls this
- * only when the count reached zero with a reschedule pending: the
- * kernel's __preempt_schedule_notrace(), which on PREEMPT_DYNAMIC goes
- * through the static call that the preemption model set.
- */
-notrace void rkp_preempt_schedule_notrace(void)
-{
-#ifdef CONFIG_PREEMPTION
-	__preempt_schedule_notrace();
-#endif
-}
-
-/*
  * Each CPU's probe state (rust/arch/x86/kprobes.rs's Ctl), read on every
  * hit: a per-CPU variable, which the hit path finds with this_cpu_ptr()'s
  * two instructions (rust/ffi/percpu.rs). Raw storage here; its all-zero

@@ -80,11 +80,6 @@ extern "C" {
     /// `preempt_enable()`.
     pub(crate) fn rkp_preempt_enable();
 
-    /// `__preempt_schedule_notrace()`: the rescheduling half of
-    /// `preempt_enable_notrace()`, whose count the caller decremented to
-    /// zero (`percpu::preempt_enable_notrace`).
-    pub(crate) fn rkp_preempt_schedule_notrace();
-
     /// The size of `rkp_ctl_area`, each CPU's probe state storage.
     pub(crate) static rkp_ctl_area_size: c_uint;
 

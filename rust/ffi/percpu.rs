@@ -88,32 +88,65 @@ pub(crate) fn preempt_count_inc() {
 
 /// `preempt_enable_notrace()`: decrements this CPU's preempt count and,
 /// when it reached zero with `PREEMPT_NEED_RESCHED` set (x86 keeps that bit
-/// inverted in the count), reschedules (`rkp_preempt_schedule_notrace()`),
-/// as the kernel's `__preempt_count_dec_and_test()` and its branch. (A
-/// `setcc` where the kernel branches on the flags: `asm goto` needs a newer
-/// rustc than the kernel's minimum.)
+/// inverted in the count), reschedules, as the kernel's
+/// `__preempt_count_dec_and_test()` and `__preempt_schedule_notrace()`: a
+/// call, from the asm, of the register-preserving thunk (through its
+/// static call with `PREEMPT_DYNAMIC`), so that the common case is the
+/// subtraction and a branch. (Rust has no flag outputs, and `asm goto`
+/// needs a newer rustc than the kernel's minimum; a `setcc` and a test
+/// were two more instructions a hit.)
 ///
 /// # Safety
 ///
 /// This CPU's count was raised by [`preempt_count_inc`] in this context.
 #[inline(always)]
 pub(crate) unsafe fn preempt_enable_notrace() {
-    let zero: u8;
     // SAFETY: as in `preempt_count_inc`, a decrement; a compiler barrier.
+    // The call (not `nostack`: the compiler leaves the stack aligned for
+    // it) is to a thunk that saves and restores every register a C call
+    // may clobber, as the kernel's inline relies on; it clobbers the flags
+    // (not `preserves_flags`). Only once preemption is enabled again.
+    #[cfg(CONFIG_PREEMPTION)]
     unsafe {
         core::arch::asm!(
             "sub dword ptr gs:[{hot} + {off}], 1",
-            "sete {zero}",
+            "jnz 2f",
+            "call {sched}",
+            "2:",
             hot = sym pcpu_hot,
             off = const PREEMPT_COUNT,
-            zero = out(reg_byte) zero,
+            sched = sym preempt_schedule_notrace_call,
+        )
+    };
+    // SAFETY: as above; without preemption there is nothing to schedule.
+    #[cfg(not(CONFIG_PREEMPTION))]
+    unsafe {
+        core::arch::asm!(
+            "sub dword ptr gs:[{hot} + {off}], 1",
+            hot = sym pcpu_hot,
+            off = const PREEMPT_COUNT,
             options(nostack)
         )
     };
-    if zero != 0 {
-        // SAFETY: no preconditions once preemption is enabled again.
-        unsafe { super::rkp_preempt_schedule_notrace() };
-    }
+}
+
+#[cfg(all(CONFIG_PREEMPTION, CONFIG_PREEMPT_DYNAMIC))]
+extern "C" {
+    /// The static call's trampoline of `preempt_schedule_notrace`
+    /// (`EXPORT_STATIC_CALL_TRAMP`): a jump to the register-preserving
+    /// thunk, or a return while the boot-time preemption model is not full.
+    /// Only called from the asm of [`preempt_enable_notrace`].
+    #[link_name = "__SCT__preempt_schedule_notrace"]
+    fn preempt_schedule_notrace_call();
+}
+
+#[cfg(all(CONFIG_PREEMPTION, not(CONFIG_PREEMPT_DYNAMIC)))]
+extern "C" {
+    /// `preempt_schedule_notrace()` behind a thunk that preserves every
+    /// register (exported). Only called from the asm of
+    /// [`preempt_enable_notrace`].
+    #[link_name = "preempt_schedule_notrace_thunk"]
+    fn preempt_schedule_notrace_call();
 }
 
 extern "C" {

@@ -138,8 +138,11 @@ const MAX_AREA: usize = 64 << 20;
 /// 82-kprobe-events-selftests on the kernel without kprobes, whose
 /// `multiple` case probes the first text symbols). The kernel marks the
 /// thunks `_ASM_NOKPROBE` (compiled out without `CONFIG_KPROBES`), but not
-/// `preempt_schedule_notrace`, which its own kprobes never call.
+/// `preempt_schedule_notrace`, which its own kprobes never call. With
+/// `PREEMPT_DYNAMIC` the call goes through the static call's trampoline
+/// first (`rust/ffi/percpu.rs`).
 const HIT_PATH_CALLEES: &[&str] = &[
+    "__SCT__preempt_schedule_notrace",
     "preempt_schedule_notrace",
     "preempt_schedule_notrace_thunk",
     "preempt_schedule_thunk",
