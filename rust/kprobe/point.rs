@@ -63,6 +63,13 @@ pub(crate) enum OptState {
     Optimized = 2,
 }
 
+/// [`Point`]'s arming states.
+const ARMED_NO: u8 = 0;
+/// Its int3, or the optimizer's jump, is in the text.
+const ARMED_TEXT: u8 = 1;
+/// Its ftrace site is in rkprobes' ftrace filter, with the ops registered.
+const ARMED_FTRACE: u8 = 2;
+
 /// One probed address and every probe registered there.
 ///
 /// # Invariants
@@ -88,7 +95,9 @@ pub(crate) struct Point {
     /// the same way, while the client may still be running). Read by the
     /// hit paths, which so need not test each client's.
     has_post: AtomicBool,
-    pub(super) armed: AtomicBool,
+    /// `ARMED_*`: the point's int3 (or jump) is in the text, or ftrace calls
+    /// rkprobes at its site. Written by the writer, read by the hit paths.
+    armed: AtomicU8,
     /// A copy ran with interrupts on at some time (boosted, or the region
     /// from the detour): a task may be preempted inside the slot or the
     /// detour, so freeing them waits for Tasks RCU.
@@ -191,7 +200,7 @@ impl Point {
             arch,
             clients: AtomicPtr::new(core::ptr::null_mut()),
             has_post: AtomicBool::new(false),
-            armed: AtomicBool::new(false),
+            armed: AtomicU8::new(ARMED_NO),
             was_boosted: AtomicBool::new(false),
             opt: AtomicU8::new(OptState::None as u8),
             optinsn: arch::OptInsn::new(),
@@ -316,7 +325,25 @@ impl Point {
     /// Whether the point is armed: its int3 is in the text, or ftrace calls
     /// rkprobes at it. Any context.
     pub(crate) fn is_armed(&self) -> bool {
-        self.armed.load(Ordering::Relaxed)
+        self.armed.load(Ordering::Relaxed) != ARMED_NO
+    }
+
+    /// Whether the point is an ftrace site's and ftrace calls rkprobes at
+    /// it: one compare on the ftrace hit, where the kind and the state were
+    /// two tests. Any context.
+    #[inline(always)]
+    pub(crate) fn is_ftrace_armed(&self) -> bool {
+        self.armed.load(Ordering::Relaxed) == ARMED_FTRACE
+    }
+
+    /// Records that the point was armed (`on`) or disarmed. Writer.
+    pub(super) fn set_armed_state(&self, on: bool) {
+        let v = match (on, self.arch.is_ftrace()) {
+            (false, _) => ARMED_NO,
+            (true, false) => ARMED_TEXT,
+            (true, true) => ARMED_FTRACE,
+        };
+        self.armed.store(v, Ordering::Relaxed);
     }
 
     /// Counts a hit whose handlers could not run. Exception context.

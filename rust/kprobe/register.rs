@@ -227,14 +227,14 @@ impl Core {
     ) -> Result {
         let want = &want;
         let todo = |ftrace: bool| {
-            batch.iter().filter(move |p| {
-                p.arch.is_ftrace() == ftrace && p.armed.load(Ordering::Relaxed) != on && want(p)
-            })
+            batch
+                .iter()
+                .filter(move |p| p.arch.is_ftrace() == ftrace && p.is_armed() != on && want(p))
         };
         let mut result = Ok(());
         if !on {
             // The jump goes first, then the int3 below.
-            self.unoptimize(batch, |p| p.armed.load(Ordering::Relaxed) && want(p));
+            self.unoptimize(batch, |p| p.is_armed() && want(p));
         }
         if todo(false).next().is_some() {
             if on {
@@ -265,7 +265,7 @@ impl Core {
                         arch::disarm(&guard, p.addr, &p.arch)
                     }
                 };
-                p.armed.store(on, Ordering::Relaxed);
+                p.set_armed_state(on);
             }
             guard.sync();
         }
@@ -273,7 +273,7 @@ impl Core {
             if !on {
                 // Never fails (see `ftrace_disarm`).
                 arch::ftrace_disarm(p.addr, reg.ftrace_armed == 1);
-                p.armed.store(false, Ordering::Relaxed);
+                p.set_armed_state(false);
                 reg.ftrace_armed -= 1;
                 continue;
             }
@@ -286,7 +286,7 @@ impl Core {
             };
             match r {
                 Ok(()) => {
-                    p.armed.store(true, Ordering::Relaxed);
+                    p.set_armed_state(true);
                     reg.ftrace_armed += 1;
                 }
                 Err(e) => result = result.and(Err(e)),

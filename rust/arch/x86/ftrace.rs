@@ -95,8 +95,9 @@ pub(crate) unsafe fn ftrace_hit(core: &Core, ip: usize, regs: *mut ffi::pt_regs)
     let Some(point) = core.lookup(ip) else {
         return;
     };
-    // A disarmed point's site may still be in the filter (`ftrace_disarm`).
-    if !point.arch.is_ftrace() || !point.is_armed() {
+    // A disarmed point's site may still be in the filter (`ftrace_disarm`);
+    // and only an ftrace point is armed through ftrace.
+    if !point.is_ftrace_armed() {
         return;
     }
     // Preemption is off (the callback): the CPU stays. An interrupt or NMI that
