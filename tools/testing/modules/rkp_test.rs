@@ -92,6 +92,18 @@ impl KprobeHandler for Counter {
     }
 }
 
+/// A pre-handler alone, counted apart.
+struct PreOnly;
+
+static PRE_ONLY: AtomicU32 = AtomicU32::new(0);
+
+impl KprobeHandler for PreOnly {
+    fn pre(&self, _p: &ProbeInfo, _regs: &mut Regs) -> Action {
+        PRE_ONLY.fetch_add(1, Ordering::Relaxed);
+        Action::Continue
+    }
+}
+
 /// A pre-handler that divides by zero, and a fault handler that steps over
 /// the faulting `div`: the #DE reaches rkprobes through the die chain
 /// (`DIE_TRAP`) while this CPU is in the probe's handler.
@@ -252,6 +264,35 @@ fn run(t: &mut Ktap) -> Result {
     );
     drop(a);
     drop(c);
+
+    // A point where one client has a post-handler: it runs after the
+    // instruction; once that client is gone the point has none, and the
+    // other client's handler and the instruction still run.
+    reset();
+    PRE_ONLY.store(0, Ordering::Relaxed);
+    let mut a = counter(Target::Addr(addr_of(rkp_test_target)), 1, false)?;
+    let mut b = KBox::pin_init(
+        Kprobe::new(Target::Addr(addr_of(rkp_test_target)), PreOnly),
+        GFP_KERNEL,
+    )?;
+    t.check_eq(
+        errno_of(a.as_mut().register()),
+        0,
+        "post: register one with",
+    );
+    t.check_eq(errno_of(b.as_mut().register()), 0, "post: and one without");
+    let v = call(rkp_test_target, 300);
+    t.check(
+        v == 100 && PRE_ONLY.load(Ordering::Relaxed) == 1 && POST.load(Ordering::Relaxed) == 1,
+        "post: both pre-handlers, one post-handler, the function's value",
+    );
+    drop(a);
+    let v = call(rkp_test_target, 300);
+    t.check(
+        v == 100 && PRE_ONLY.load(Ordering::Relaxed) == 2 && POST.load(Ordering::Relaxed) == 1,
+        "post: after its client left, the other runs and no post-handler",
+    );
+    drop(b);
 
     // Fault injection: a pre-handler that changes ip skips the function.
     let mut inj = KBox::pin_init(
