@@ -61,7 +61,8 @@ struct rkp_tev {
 	/* Only its name is used: call.tp points here (TRACE_EVENT_FL_TRACEPOINT),
 	 * and call.name, which shares a union with call.tp, is not set. */
 	struct tracepoint tp;
-	int perf_on;			/* perf has the event (event_mutex) */
+	int perf_on;			/* perf has the event (written under
+					 * event_mutex, read by hits) */
 	struct list_head links;		/* RCU list of rkp_tev_link */
 	void *owner;			/* the Rust event */
 	int is_return;
@@ -146,7 +147,7 @@ static void rkp_tev_link_free(struct rcu_head *rcu)
 /* Whether a trace instance or perf has the event: its probes are armed. */
 static bool rkp_tev_in_use(struct rkp_tev *tev)
 {
-	return !list_empty(&tev->links) || tev->perf_on;
+	return !list_empty(&tev->links) || READ_ONCE(tev->perf_on);
 }
 
 /*
@@ -197,10 +198,20 @@ static int rkp_tev_reg(struct trace_event_call *call, enum trace_reg type, void 
 			if (ret)
 				return ret;
 		}
-		tev->perf_on = 1;
+		/*
+		 * perf_trace_event_reg() set call->perf_events before this:
+		 * a hit that reads perf_on set (acquire) sees the list.
+		 */
+		smp_store_release(&tev->perf_on, 1);
 		return 0;
 	case TRACE_REG_PERF_UNREGISTER:
-		tev->perf_on = 0;
+		/*
+		 * perf_trace_event_unreg() frees call->perf_events after its
+		 * tracepoint_synchronize_unregister() and only then sets it to
+		 * NULL: a hit must not read it once this is seen clear, and
+		 * the grace period waits for those that saw it set.
+		 */
+		WRITE_ONCE(tev->perf_on, 0);
 		if (!rkp_tev_in_use(tev))
 			rkp_event_set_enabled(tev->owner, 0);
 		return 0;
@@ -431,22 +442,30 @@ static_assert(offsetof(struct rkp_tev_rec, link) == 24);
 static_assert(offsetof(struct rkp_tev_rec, size) == 32);
 static_assert(offsetof(struct rkp_tev_rec, perf) == 36);
 static_assert(offsetof(struct rkp_tev_rec, fb) == 40);
+/* RkpTevRec's fb is six words. */
+static_assert(sizeof(struct trace_event_buffer) == 6 * sizeof(u64));
 const unsigned int rkp_tev_rec_size = sizeof(struct rkp_tev_rec);
 
 /*
  * Whether perf listens on this CPU or a BPF program is attached, as the
  * kernel's kprobe_perf_func() and the perf_trace_##call() of a tracepoint
- * ask. call->perf_events is NULL when perf does not have the event; it is
- * freed only past a grace period after PERF_UNREGISTER, and a hit runs
- * with preemption (or interrupts) off, so the per-CPU list read here stays
- * valid until the hit ends.
+ * ask. Only while perf_on is set, as the kernel's kprobe_dispatcher()
+ * tests TP_FLAG_PROFILE first: perf_trace_event_unreg() frees
+ * call->perf_events past the grace period that follows PERF_UNREGISTER
+ * (which clears perf_on) but sets it to NULL only after the free, so the
+ * pointer alone does not say whether the list is still there. A hit runs
+ * with preemption (or interrupts) off, so a list read after perf_on was
+ * seen set stays valid until the hit ends.
  */
 static notrace int rkp_tev_perf_wanted(struct rkp_tev *tev)
 {
 #ifdef CONFIG_PERF_EVENTS
 	struct trace_event_call *call = &tev->call;
-	struct hlist_head __percpu *events = READ_ONCE(call->perf_events);
+	struct hlist_head __percpu *events;
 
+	if (!smp_load_acquire(&tev->perf_on))
+		return 0;
+	events = READ_ONCE(call->perf_events);
 	return events && (bpf_prog_array_valid(call) || !hlist_empty(this_cpu_ptr(events)));
 #else
 	return 0;
@@ -533,6 +552,7 @@ notrace void rkp_tev_perf(void *ev, struct rkp_tev_rec *rec, void *ctx)
 	unsigned long *ent;
 	int rsize, rctx;
 
+	/* Seen with perf_on set by this hit (rec->perf): not freed before it ends. */
 	if (!events)
 		return;
 	/* As kprobe_perf_func(): perf adds a u32 size before the record. */

@@ -413,9 +413,11 @@ impl Point {
             let next = unsafe { next_link(n) };
             if n == kp {
                 link.store(next.load(Ordering::Relaxed), Ordering::Release);
-                // A hit that still sees the client tests its post-handler
-                // itself (`run_post_handlers`), so clearing this late is
-                // harmless.
+                // A hit that ran the client's pre-handler may still read
+                // the old value, or the new one and skip its post-handler:
+                // the race of the kernel's aggregate probe, whose
+                // `post_handler` is cleared the same way while a client
+                // leaves. Unregistration waits for such hits to end.
                 let post = self
                     .clients()
                     // SAFETY: linked probes are valid.

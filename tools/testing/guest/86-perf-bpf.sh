@@ -111,6 +111,25 @@ if has_host_tool perf; then
 
 	# Removal while perf holds the event.
 	removal_refused_while perf host_run perf stat -o /tmp/stat2.out -e rkprobes:popen -- /tmp/hold.sh
+
+	# perf attaching and detaching while the event records into ftrace's
+	# buffer and hits go on: each last detach frees perf's per-CPU list of
+	# the event before it clears the pointer to it, and a hit must not read
+	# it by then (the harness fails on any oops, BUG or KASAN report).
+	echo > $T/trace
+	check "churn: popen enabled in ftrace" sh -c "echo 1 > $EV/popen/enable"
+	/tmp/sysloop 1000000 $NOFILE &
+	loopid=$!
+	runs=0
+	for i in 1 2 3 4 5 6 7 8; do
+		host_run perf stat -x, -o /tmp/churn.out -e rkprobes:popen -- sleep 0.2 && runs=$((runs + 1))
+	done
+	kill $loopid 2>/dev/null
+	wait $loopid 2>/dev/null
+	check "churn: popen disabled" sh -c "echo 0 > $EV/popen/enable"
+	expect_eq "churn: 8 perf sessions came and went during the hits" 8 "$runs"
+	check "churn: ftrace recorded the hits throughout" \
+		grep -q " popen: .*path=\"$NOFILE\"" $T/trace
 else
 	skip "perf" "the host's root or its perf is not available"
 fi
