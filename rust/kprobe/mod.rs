@@ -243,8 +243,8 @@ impl Handler<DieChain> for Core {
     }
 }
 
-/// rkprobes' ftrace callback (`rkp_ftrace_ops` in `ffi/glue.c`, through its
-/// C adapter of the exact `ftrace_func_t` type, for kCFI): a hit
+/// rkprobes' ftrace callback (`rkp_ftrace_ops` in `ffi/glue.c`; on a kernel
+/// with kCFI through a C adapter of the exact `ftrace_func_t` type): a hit
 /// at the ftrace call site `ip`, with interrupts as the probed code had
 /// them (the kernel's `kprobe_ftrace_handler()`). The architecture handles
 /// it (`arch::ftrace_hit`) with preemption off.
@@ -255,11 +255,10 @@ impl Handler<DieChain> for Core {
 /// per-CPU `active` counters are theirs. Nothing here before the block's
 /// depth test calls code that ftrace traces (it is rkprobes' own Rust,
 /// which has no `__fentry__` call sites), so the only way back into this
-/// callback before
-/// the test is an interrupt or NMI nesting on this CPU, which the block's
-/// push protocol handles; after it, a hit from a handler or from anything
-/// nesting finds the depth above zero and counts a miss, as the kernel's
-/// handler does after its lock (`kprobe_running()`).
+/// callback before the test is an interrupt or NMI nesting on this CPU,
+/// which the block's push protocol handles; after it, a hit from a handler
+/// or from anything nesting finds the depth above zero and counts a miss,
+/// as the kernel's handler does after its lock (`kprobe_running()`).
 ///
 /// # Safety
 ///

@@ -107,7 +107,7 @@ impl Core {
             && p.is_armed()
             && !p.arch.is_ftrace()
             && p.any_enabled()
-            && !p.any_post_handler()
+            && !p.has_post()
             && (1..5).all(|k| self.table.lookup(p.addr + k).is_none())
     }
 

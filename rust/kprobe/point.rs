@@ -251,7 +251,9 @@ impl Point {
         true
     }
 
-    /// Whether some client, enabled or not, has a post-handler. Hit path.
+    /// Whether some client, enabled or not, has a post-handler: the hit
+    /// paths' post-handler pass, and a point that is never optimized. Any
+    /// context.
     #[inline(always)]
     pub(crate) fn has_post(&self) -> bool {
         self.has_post.load(Ordering::Relaxed)
@@ -314,12 +316,6 @@ impl Point {
             return None;
         }
         self.optinsn.copy()
-    }
-
-    /// Whether any client, enabled or not, has a post-handler: such a point
-    /// is never optimized. Writer.
-    pub(super) fn any_post_handler(&self) -> bool {
-        self.has_post()
     }
 
     /// Whether the point is armed: its int3 is in the text, or ftrace calls
