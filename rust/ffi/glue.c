@@ -297,8 +297,13 @@ EXPORT_SYMBOL_GPL(rkp_stack_trace_save);
  */
 static_assert(offsetof(struct __arch_ftrace_regs, regs) == 0,
 	      "rust/kprobe/mod.rs: rkp_ftrace_hit reads ftrace_regs as pt_regs");
-static_assert(sizeof(((struct pt_regs *)0)->cs) == 2,
-	      "rust/kprobe/mod.rs: rkp_ftrace_hit tests the 16-bit cs");
+
+/*
+ * The callback finds the probe core in the ops' private pointer, which
+ * rkp_ftrace_register() sets: rust/kprobe/mod.rs reads it at this offset,
+ * checked at load.
+ */
+const unsigned int rkp_ftrace_ops_private_off = offsetof(struct ftrace_ops, private);
 
 #ifdef CONFIG_CFI_CLANG
 /*
@@ -329,11 +334,15 @@ int rkp_ftrace_filter_ip(unsigned long ip, int remove, int reset)
 	return ftrace_set_filter_ip(&rkp_ftrace_ops, ip, remove, reset);
 }
 
-/* Registered at most once: registering again would fail with EBUSY. */
-int rkp_ftrace_register(void)
+/*
+ * Registered at most once: registering again would fail with EBUSY. The
+ * callback is handed @core (ops->private), set before ftrace can call it.
+ */
+int rkp_ftrace_register(void *core)
 {
 	if (rkp_ftrace_ops.flags & FTRACE_OPS_FL_ENABLED)
 		return 0;
+	rkp_ftrace_ops.private = core;
 	return register_ftrace_function(&rkp_ftrace_ops);
 }
 

@@ -75,7 +75,8 @@ void rkp_ftrace_hit(unsigned long ip, unsigned long parent_ip,
 
 /* rust/ffi/glue.c, for rust/arch/x86/ftrace.rs. */
 int rkp_ftrace_filter_ip(unsigned long ip, int remove, int reset);
-int rkp_ftrace_register(void);
+int rkp_ftrace_register(void *core);
+extern const unsigned int rkp_ftrace_ops_private_off;
 void rkp_ftrace_unregister(void);
 
 #endif /* RKPROBES_GLUE_H */

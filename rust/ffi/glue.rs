@@ -237,8 +237,13 @@ extern "C" {
     /// filter first. Process context.
     pub(crate) fn rkp_ftrace_filter_ip(ip: c_ulong, remove: c_int, reset: c_int) -> c_int;
 
-    /// `register_ftrace_function()` of rkprobes' ftrace_ops. Process context.
-    pub(crate) fn rkp_ftrace_register() -> c_int;
+    /// `register_ftrace_function()` of rkprobes' ftrace_ops, whose callback
+    /// gets `core` (the ops' `private`). Process context.
+    pub(crate) fn rkp_ftrace_register(core: *const c_void) -> c_int;
+
+    /// `offsetof(struct ftrace_ops, private)`, checked at load against the
+    /// offset the ftrace callback reads.
+    pub(crate) static rkp_ftrace_ops_private_off: c_uint;
 
     /// `unregister_ftrace_function()` of rkprobes' ftrace_ops; idempotent,
     /// never fails. Process context.

@@ -151,8 +151,9 @@ extern "C" {
 
 extern "C" {
     /// glue.c's per-CPU storage of each CPU's probe state; only its address
-    /// is used, by [`ctl_area`].
-    static rkp_ctl_area: u8;
+    /// is used, by [`ctl_area`] and by `%gs`-relative accesses
+    /// (`arch/x86/kprobes.rs`).
+    pub(crate) static rkp_ctl_area: u8;
 }
 
 /// `this_cpu_ptr(&rkp_ctl_area)` (glue.c): this CPU's copy of the probe

@@ -25,11 +25,26 @@ pub(crate) fn raw_smp_processor_id() -> usize {
 /// another. Any context, NMI included.
 #[inline]
 pub(crate) fn irq_level() -> u32 {
-    // `preempt_count() & (NMI_MASK | HARDIRQ_MASK | SOFTIRQ_OFFSET)`: the
-    // bits below `PREEMPT_NEED_RESCHED`, which the mask leaves out anyway.
+    irq_level_of(preempt_count_raw())
+}
+
+/// The interrupt level that a [`preempt_count_raw`] of some context tells
+/// ([`irq_level`]): a hit path keeps the raw count, and the rare reader
+/// masks it.
+#[inline]
+pub(crate) fn irq_level_of(count: u32) -> u32 {
+    // `count & (NMI_MASK | HARDIRQ_MASK | SOFTIRQ_OFFSET)`: the bits below
+    // `PREEMPT_NEED_RESCHED`, which the mask leaves out anyway.
     const NMI_MASK: u32 = ((1 << ffi::NMI_BITS) - 1) << ffi::NMI_SHIFT;
     const HARDIRQ_MASK: u32 = ((1 << ffi::HARDIRQ_BITS) - 1) << ffi::HARDIRQ_SHIFT;
-    ffi::percpu::preempt_count_raw() & (NMI_MASK | HARDIRQ_MASK | ffi::SOFTIRQ_OFFSET)
+    count & (NMI_MASK | HARDIRQ_MASK | ffi::SOFTIRQ_OFFSET)
+}
+
+/// This CPU's preempt count as stored (x86's `PREEMPT_NEED_RESCHED` bit
+/// inverted), one `%gs`-relative load. Any context.
+#[inline(always)]
+pub(crate) fn preempt_count_raw() -> u32 {
+    ffi::percpu::preempt_count_raw()
 }
 
 /// Whether the current context may be preempted (the kernel's

@@ -260,34 +260,60 @@ impl Handler<DieChain> for Core {
 /// or from anything nesting finds the depth above zero and counts a miss,
 /// as the kernel's handler does after its lock (`kprobe_running()`).
 ///
+/// The core comes from the ops (`private`, set when the ops is registered),
+/// not from [`Core::get`]: a load and a test fewer a hit.
+///
 /// # Safety
 ///
 /// Called only by `rkp_ftrace_ops`' callback (`SAVE_REGS | IPMODIFY`), with
-/// ftrace's arguments: `fregs` are the registers ftrace saved for this
-/// call, writable.
+/// ftrace's arguments: `op` is that ops, whose `private` is the live core
+/// while it is registered (`arch::ftrace_arm`); `fregs` are the complete
+/// registers ftrace saved for this call, writable. ftrace calls a
+/// `SAVE_REGS` ops only with them: its regs caller saves all of them, and
+/// its list function, which a call without them can reach while an ops is
+/// being added, skips a `SAVE_REGS` ops then (`ftrace_ops_test()`). The
+/// kernel's `kprobe_ftrace_handler()` relies on the same.
 #[cfg(CONFIG_DYNAMIC_FTRACE_WITH_REGS)]
 #[no_mangle]
 pub(crate) unsafe extern "C" fn rkp_ftrace_hit(
     ip: kernel::ffi::c_ulong,
     _parent_ip: kernel::ffi::c_ulong,
-    _op: *mut kernel::ffi::c_void,
+    op: *mut kernel::ffi::c_void,
     fregs: *mut kernel::ffi::c_void,
 ) {
-    // `ftrace_get_regs()`: x86's `struct ftrace_regs` is a `struct pt_regs`
-    // (its only member; glue.c asserts the offset), complete when `cs` is
-    // set, which a SAVE_REGS call always does.
+    // `ftrace_get_regs()` without its test of `cs` (see the contract): x86's
+    // `struct ftrace_regs` is a `struct pt_regs`, its only member (glue.c
+    // asserts the offset).
     let regs = fregs.cast::<ffi::pt_regs>();
-    // SAFETY: `fregs`, when not null, is ftrace's saved registers (the
-    // caller's contract); every member of the `cs` union holds the selector
-    // in its low bits, so the 16-bit one is always valid to read.
-    if regs.is_null() || unsafe { (*regs).__bindgen_anon_1.cs } == 0 {
-        return;
-    }
+    // SAFETY: `op` is rkprobes' ops, whose `private` member, at the offset
+    // checked at load (`check_ftrace_ops`), holds the core while the ops is
+    // registered, which it is while ftrace calls it (the contract).
+    let core = unsafe {
+        &*op.cast::<u8>()
+            .add(FTRACE_OPS_PRIVATE_OFF)
+            .cast::<*const Core>()
+            .read()
+    };
     let _preempt = crate::kernel_ext::sync::PreemptNotraceGuard::new();
-    if let Ok(core) = Core::get() {
-        // SAFETY: the caller's contract; preemption is off.
-        unsafe { arch::ftrace_hit(core, ip, regs) };
+    // SAFETY: the caller's contract; preemption is off.
+    unsafe { arch::ftrace_hit(core, ip, regs) };
+}
+
+/// `offsetof(struct ftrace_ops, private)` in 6.12: after `func`, `next` and
+/// `flags`, in every configuration.
+#[cfg(CONFIG_DYNAMIC_FTRACE_WITH_REGS)]
+const FTRACE_OPS_PRIVATE_OFF: usize = 3 * 8;
+
+/// Checks [`FTRACE_OPS_PRIVATE_OFF`] against the C side's. Process context,
+/// before any probe exists.
+fn check_ftrace_ops() -> Result {
+    #[cfg(CONFIG_DYNAMIC_FTRACE_WITH_REGS)]
+    // SAFETY: a constant of glue.c.
+    if unsafe { ffi::rkp_ftrace_ops_private_off } as usize != FTRACE_OPS_PRIVATE_OFF {
+        pr_err!("struct ftrace_ops' private member is not where rkprobes reads it\n");
+        return Err(EINVAL);
     }
+    Ok(())
 }
 
 /// The core, while the module's state exists; for the exported C functions.
@@ -302,6 +328,7 @@ impl Core {
     ) -> Result<Pin<KBox<Self>>> {
         let table = Table::new()?;
         arch::init_ctl()?;
+        check_ftrace_ops()?;
         let sites = TextSites::new(rt)?;
         let core = KBox::try_pin_init(
             try_pin_init!(Self {

@@ -282,7 +282,7 @@ impl Core {
             let r = if self.native_kprobe_before(p.func, p.addr) {
                 Err(EBUSY)
             } else {
-                arch::ftrace_arm(p.addr, reg.ftrace_armed == 0)
+                arch::ftrace_arm(self, p.addr, reg.ftrace_armed == 0)
             };
             match r {
                 Ok(()) => {

@@ -14,7 +14,7 @@
 use kernel::prelude::*;
 
 #[cfg(CONFIG_DYNAMIC_FTRACE_WITH_REGS)]
-use super::kprobes::Status;
+use super::ctl::{Ctl, Status};
 #[cfg(CONFIG_DYNAMIC_FTRACE_WITH_REGS)]
 use crate::ffi::{self, rkp_ftrace_filter_ip, rkp_ftrace_register, rkp_ftrace_unregister};
 #[cfg(CONFIG_DYNAMIC_FTRACE_WITH_REGS)]
@@ -35,14 +35,17 @@ const MCOUNT_INSN_SIZE: usize = 5;
 /// site a failed removal left in it (see [`ftrace_disarm`]). Process context,
 /// without `text_mutex` (ftrace takes it).
 #[cfg(CONFIG_DYNAMIC_FTRACE_WITH_REGS)]
-pub(crate) fn ftrace_arm(addr: usize, first: bool) -> Result {
+pub(crate) fn ftrace_arm(core: &Core, addr: usize, first: bool) -> Result {
     // SAFETY: process context; the ops is static in glue.c.
     kernel::error::to_result(unsafe {
         rkp_ftrace_filter_ip(addr as c_ulong, 0, c_int::from(first))
     })?;
     if first {
-        // SAFETY: as above.
-        let r = kernel::error::to_result(unsafe { rkp_ftrace_register() });
+        // SAFETY: as above. The callback gets the core, which unregisters
+        // the ops before it is freed (its drop disarms every point).
+        let r = kernel::error::to_result(unsafe {
+            rkp_ftrace_register(::core::ptr::from_ref(core).cast())
+        });
         if r.is_err() {
             // SAFETY: as above. Undone so that nothing is half done; if
             // even that fails, the site stays in the filter of an ops that
@@ -74,7 +77,7 @@ pub(crate) fn ftrace_disarm(addr: usize, last: bool) {
 
 /// Without dynamic ftrace with registers there are no such probes.
 #[cfg(not(CONFIG_DYNAMIC_FTRACE_WITH_REGS))]
-pub(crate) fn ftrace_arm(_addr: usize, _first: bool) -> Result {
+pub(crate) fn ftrace_arm(_core: &crate::kprobe::Core, _addr: usize, _first: bool) -> Result {
     Err(EINVAL)
 }
 
@@ -102,22 +105,20 @@ pub(crate) unsafe fn ftrace_hit(core: &Core, ip: usize, regs: *mut ffi::pt_regs)
     }
     // Preemption is off (the callback): the CPU stays. An interrupt or NMI that
     // comes in meanwhile and hits a probe finds this frame and counts a miss.
-    let ctl = super::kprobes::this_cpu();
-    if ctl.depth() > 0 {
+    if Ctl::this_cpu_depth() > 0 {
         point.missed();
         return;
     }
-    if !ctl.push(point, Status::HitActive, None) {
-        return;
-    }
+    Ctl::this_cpu_push_first(point);
     // SAFETY: ftrace's saved registers for this call (the caller's contract).
     let r = unsafe { &mut *regs };
     // Where ftrace returns to, restored after the handlers unless one moved
     // it. Not always the site plus `MCOUNT_INSN_SIZE`: another ftrace user
     // called before this one may have moved it (the kernel's kprobes at
     // the same site, whose ops is not IPMODIFY when no post-handler is
-    // there, for `bpf_override_return()` or fail_function).
-    let orig_ip = r.ip;
+    // there, for `bpf_override_return()` or fail_function). Kept in the
+    // frame: in a register it would be one more to save and restore.
+    Ctl::this_cpu_save_first(r.ip);
     // As if an int3 at the site had trapped.
     r.ip = ip.wrapping_add(1);
     // The post-handler pass only when some client has one (the kernel's
@@ -127,10 +128,10 @@ pub(crate) unsafe fn ftrace_hit(core: &Core, ip: usize, regs: *mut ffi::pt_regs)
             // As if the NOP had run (the point's address is `ip`: one
             // register less kept across the handlers' calls).
             r.ip = point.addr.wrapping_add(MCOUNT_INSN_SIZE);
-            ctl.top_set_status(Status::HitSsDone);
+            super::ctl::this_cpu().top_set_status(Status::HitSsDone);
             point.run_post_handlers(regs, 0);
         }
-        r.ip = orig_ip;
+        r.ip = Ctl::this_cpu_saved_first();
     }
-    ctl.pop_first();
+    Ctl::this_cpu_pop_first();
 }

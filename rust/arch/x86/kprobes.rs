@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The x86-64 hit path: the int3 handler, per-CPU control blocks.
+//! The x86-64 hit path: the int3 handler (and the optimized probes' hit),
+//! on the per-CPU control blocks of `ctl`.
 //!
 //! A hit traps on the int3 at the probe address. rkprobes' die notifier finds
 //! the probe point in the lock-free table and runs the pre-handlers. Then the
@@ -31,6 +32,7 @@
 //! stack, as the kernel's `reenter_kprobe()` does with its `prev_kprobe`.
 
 use super::{
+    ctl::{this_cpu, Ctl, Frame, Status},
     insn::{ArchInsn, Op},
     regs,
 };
@@ -39,7 +41,6 @@ use crate::{
     kernel_ext::{
         cpu,
         notifier::{Die, DieEvent, Notify},
-        sync::PreemptNotraceGuard,
     },
     kprobe::{Core, Point},
     pure::{
@@ -47,238 +48,10 @@ use crate::{
         insn::IfModifier,
     },
 };
-use core::{
-    cell::Cell,
-    sync::atomic::{compiler_fence, Ordering},
-};
-use kernel::{ffi::c_int, prelude::*};
+use kernel::ffi::c_int;
 
 /// Priority of rkprobes' die notifier: ahead of debuggers.
 pub(crate) const DIE_NOTIFIER_PRIORITY: c_int = 0x7fff_fff0;
-
-/// Saved probe states per CPU: one active probe, plus reentries.
-const MAX_DEPTH: usize = 4;
-
-/// Where a CPU is in handling a probe. `Busy` is 0: an all-zero frame is
-/// an empty one (the per-CPU storage starts zeroed).
-#[derive(Clone, Copy, PartialEq, Eq)]
-#[repr(u8)]
-pub(super) enum Status {
-    /// Running a kretprobe's return handler (the kernel's
-    /// `kprobe_busy_begin()`), or a frame being written; no point.
-    Busy = 0,
-    /// Running pre-handlers.
-    HitActive,
-    /// Running the copy in the slot, handlers to follow.
-    HitSs,
-    /// Running post-handlers.
-    HitSsDone,
-    /// Running the copy of a probe hit inside another probe; no handlers.
-    Reenter,
-}
-
-/// One level of probe handling on a CPU.
-///
-/// # Invariants
-///
-/// `point` is meaningful only when `status` is not [`Status::Busy`]. A frame
-/// at or above its control block's depth is `Busy`, and a pushed frame is
-/// filled with its status last, so that an interrupt or NMI nesting at any
-/// point never follows a stale point or status.
-pub(super) struct Frame {
-    point: Cell<*const Point>,
-    status: Cell<Status>,
-    /// IF of the interrupted code, restored after the copy ran: read only
-    /// in a frame that is `HitSs` or `Reenter`, which the single-step setup
-    /// wrote first (a push for a handler leaves it as it was).
-    saved_flags: Cell<u64>,
-    /// The interrupt level (NMI, hardirq, softirq nesting) of the context
-    /// that pushed the frame, where its handlers run: a fault taken at
-    /// another level (in an interrupt or NMI that came in meanwhile) is not
-    /// theirs.
-    level: Cell<u32>,
-}
-
-impl Frame {
-    pub(super) fn status(&self) -> Status {
-        self.status.get()
-    }
-
-    pub(super) fn set_status(&self, s: Status) {
-        compiler_fence(Ordering::SeqCst);
-        self.status.set(s);
-    }
-
-    /// The frame's point, unless it is `Busy`. The point is live: it was
-    /// found in the table by this CPU, which has had interrupts or
-    /// preemption off since,
-    /// holding off the grace period that would free it.
-    fn point(&self) -> Option<&Point> {
-        if self.status.get() == Status::Busy {
-            return None;
-        }
-        // SAFETY: see above; a non-Busy frame's point was written before its
-        // status (type invariant).
-        unsafe { self.point.get().as_ref() }
-    }
-
-    /// Rewrites a frame that is `Busy`; its status last (type invariant).
-    fn fill(&self, point: *const Point, status: Status, saved_flags: Option<u64>, level: u32) {
-        self.point.set(point);
-        if let Some(f) = saved_flags {
-            self.saved_flags.set(f);
-        }
-        self.level.set(level);
-        compiler_fence(Ordering::SeqCst);
-        self.status.set(status);
-    }
-}
-
-/// A CPU's probe state (the kernel's `struct kprobe_ctlblk`), in the
-/// per-CPU variable `rkp_ctl_area` of `ffi/glue.c`, as the kernel keeps
-/// `current_kprobe` and `kprobe_ctlblk` per CPU.
-///
-/// # Invariants
-///
-/// All-zero bytes are a valid, idle `Ctl` (depth 0, every frame `Busy`
-/// with no point): the storage starts zeroed. Every frame at index `depth`
-/// or above is `Busy` (pop makes a frame `Busy` before the depth drops).
-pub(super) struct Ctl {
-    depth: Cell<usize>,
-    frames: [Frame; MAX_DEPTH],
-}
-
-/// The size of `rkp_ctl_area` (`RKP_CTL_AREA_WORDS` words in `glue.h`),
-/// checked against the C side's at load ([`init_ctl`]).
-const CTL_AREA_BYTES: usize = 16 * 8;
-const _: () =
-    assert!(core::mem::size_of::<Ctl>() <= CTL_AREA_BYTES && core::mem::align_of::<Ctl>() <= 64);
-
-/// This CPU's control block. Interrupts (or preemption) must be off so that
-/// the CPU cannot change while the block is used; any nesting on the CPU
-/// (NMI, exceptions) uses it through the same shared reference. Any
-/// context.
-#[inline(always)]
-pub(super) fn this_cpu() -> &'static Ctl {
-    // SAFETY: this CPU's copy of `rkp_ctl_area`, 64-byte aligned, as large
-    // as a `Ctl` (checked at compile time against `CTL_AREA_BYTES`, and at
-    // load against the C side's size, before any probe exists) and valid
-    // as one from its zeroed start (type invariant). Each copy is only
-    // accessed by its own CPU, through shared references to cells; the
-    // only nesting is an NMI or an exception in a handler, which leaves the
-    // state as it found it before the interrupted code resumes.
-    unsafe { &*ffi::percpu::ctl_area().cast::<Ctl>() }
-}
-
-impl Ctl {
-    pub(super) fn depth(&self) -> usize {
-        self.depth.get()
-    }
-
-    /// The innermost frame.
-    pub(super) fn top(&self) -> Option<&Frame> {
-        let i = self.depth.get().checked_sub(1)?;
-        self.frames.get(i)
-    }
-
-    /// Sets the status of the innermost frame, if there is one.
-    pub(super) fn top_set_status(&self, s: Status) {
-        if let Some(f) = self.top() {
-            f.set_status(s);
-        }
-    }
-
-    /// Pushes a frame; false when nested deeper than `MAX_DEPTH`.
-    ///
-    /// The new top is `Busy` (type invariant) when the depth grows, and
-    /// stays so until it is filled, status last: an interrupt or NMI landing
-    /// before the depth grows pushes its own frame at the same index and
-    /// pops it, `Busy` again, before this resumes; one landing after sees
-    /// a frame that names no point.
-    /// `saved_flags` is given for a `Reenter` frame; other frames get theirs
-    /// when they start single-stepping.
-    pub(super) fn push(
-        &self,
-        point: *const Point,
-        status: Status,
-        saved_flags: Option<u64>,
-    ) -> bool {
-        let i = self.depth.get();
-        let Some(f) = self.frames.get(i) else {
-            return false;
-        };
-        self.depth.set(i + 1);
-        compiler_fence(Ordering::SeqCst);
-        f.fill(point, status, saved_flags, cpu::irq_level());
-        true
-    }
-
-    /// Pops the frame that a [`Ctl::push`] at depth 0 pushed (the depth is
-    /// 1 again once every nested context popped its own): [`Ctl::pop`] with
-    /// the frame known, as the hit paths use it.
-    pub(super) fn pop_first(&self) {
-        compiler_fence(Ordering::SeqCst);
-        self.frames[0].status.set(Status::Busy);
-        compiler_fence(Ordering::SeqCst);
-        self.depth.set(0);
-    }
-
-    /// Pops the frame a successful [`Ctl::push`] pushed: `Busy` first, then
-    /// the depth (type invariant). Does nothing at depth 0.
-    pub(super) fn pop(&self) {
-        compiler_fence(Ordering::SeqCst);
-        let d = self.depth.get();
-        if let Some(f) = d.checked_sub(1).and_then(|i| self.frames.get(i)) {
-            f.status.set(Status::Busy);
-            compiler_fence(Ordering::SeqCst);
-            self.depth.set(d - 1);
-        }
-    }
-}
-
-/// Readies the per-CPU control blocks in `rkp_ctl_area` ([`this_cpu`]):
-/// checks the C side's size against [`CTL_AREA_BYTES`] and zeroes every
-/// possible CPU's block (`cpu::check_percpu` checked the inline pointer).
-/// Process context, before any probe exists.
-pub(crate) fn init_ctl() -> Result {
-    // SAFETY: a constant of glue.c.
-    if unsafe { ffi::rkp_ctl_area_size } as usize != CTL_AREA_BYTES {
-        pr_err!("rkp_ctl_area's size differs from the Rust side's\n");
-        return Err(EINVAL);
-    }
-    // SAFETY: process context; no probe exists yet, so no hit path uses the
-    // blocks.
-    unsafe { ffi::rkp_ctl_area_reset() };
-    Ok(())
-}
-
-/// Runs `f` with preemption off and this CPU marked as inside a probe, so
-/// that a probe hit from `f` counts as missed: the kernel's
-/// `kprobe_busy_begin()`/`kprobe_busy_end()` around a kretprobe's return
-/// handler, which runs, as the kernel's on x86 (`rethook`), with interrupts
-/// as the returning code had them: the control block is safe against an
-/// interrupt or NMI nesting on the CPU, and a hit there counts a miss.
-/// `f` is told whether the CPU was free; when it was not (the return came
-/// from inside a probe handler), it must not run handlers. Any context.
-///
-/// The CPU is also free when what it handles was pushed at another
-/// interrupt level: the return came from an interrupt or NMI that arrived
-/// meanwhile, not from a handler, and its handler runs, as in the kernel.
-pub(crate) fn run_busy(f: impl FnOnce(bool)) {
-    let preempt = PreemptNotraceGuard::new();
-    let ctl = this_cpu();
-    let free = (ctl.depth() == 0
-        || ctl
-            .top()
-            .is_some_and(|top| top.level.get() != cpu::irq_level()))
-        && ctl.push(core::ptr::null(), Status::Busy, None);
-    f(free);
-    if free {
-        // Every probe hit in `f` popped what it pushed.
-        ctl.pop();
-    }
-    drop(preempt);
-}
 
 /// A hit through an optimized probe's jump (the kernel's
 /// `optimized_callback()`): the per-CPU reentrancy check, then the
@@ -287,19 +60,16 @@ pub(crate) fn run_busy(f: impl FnOnce(bool)) {
 /// allocate or take locks.
 pub(super) fn optimized_hit(point: &Point, regs: *mut ffi::pt_regs) {
     // Preemption is off (the caller): the CPU stays.
-    let ctl = this_cpu();
-    if ctl.depth() > 0 {
+    if Ctl::this_cpu_depth() > 0 {
         point.missed();
         return;
     }
-    if !ctl.push(point, Status::HitActive, None) {
-        return;
-    }
+    Ctl::this_cpu_push_first(point);
     // A changed `regs->ip` is ignored, as the kernel documents for
     // optimized probes: the detour's copy runs next whatever the handlers
     // returned.
     let _ = point.run_pre_handlers(regs);
-    ctl.pop_first();
+    Ctl::this_cpu_pop_first();
 }
 
 /// The handler of the die notifier (the kernel's
@@ -448,7 +218,7 @@ fn setup(point: &Point, regs: &mut ffi::pt_regs, ctl: &Ctl, reenter: bool, post:
             return false;
         }
     } else if let Some(f) = ctl.top() {
-        f.saved_flags.set(saved);
+        f.set_saved_flags(saved);
         f.set_status(Status::HitSs);
     }
     regs.flags = (regs.flags as u64 & !FLAG_IF) as _;
@@ -462,7 +232,7 @@ fn setup(point: &Point, regs: &mut ffi::pt_regs, ctl: &Ctl, reenter: bool, post:
 /// `kprobe_post_process()`). int3 context.
 fn resume(point: &Point, regs: &mut ffi::pt_regs, ctl: &Ctl, frame: &Frame) {
     regs.ip = point.addr.wrapping_add(point.arch.len as usize) as _;
-    regs.flags = (regs.flags as u64 | frame.saved_flags.get()) as _;
+    regs.flags = (regs.flags as u64 | frame.saved_flags()) as _;
     if frame.status() == Status::HitSs {
         frame.set_status(Status::HitSsDone);
         point.run_post_handlers(regs, 0);
@@ -572,7 +342,7 @@ fn fault(regs: &mut ffi::pt_regs, trapnr: c_int) -> bool {
         // the probed code ran, with interrupts on); an interrupt or NMI that
         // came in during the handler and faulted is at another level.
         Status::HitActive | Status::HitSsDone => {
-            frame.level.get() == cpu::irq_level() && point.run_fault_handlers(regs, trapnr)
+            frame.pushed_at_this_level() && point.run_fault_handlers(regs, trapnr)
         }
         status @ (Status::HitSs | Status::Reenter) => {
             let Some((copy, end)) = step_range(point) else {
@@ -588,7 +358,7 @@ fn fault(regs: &mut ffi::pt_regs, trapnr: c_int) -> bool {
                 return true;
             }
             regs.ip = point.addr as _;
-            regs.flags = (regs.flags as u64 | frame.saved_flags.get()) as _;
+            regs.flags = (regs.flags as u64 | frame.saved_flags()) as _;
             ctl.pop();
             false
         }

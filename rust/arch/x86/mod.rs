@@ -5,8 +5,9 @@
 //! copied out of line (`insn`), and the int3 handler that runs probes
 //! (`kprobes`), probes on ftrace call sites (`ftrace`), and jump
 //! optimization (`opt`, with `optprobe_trampoline.S`; the counterpart of
-//! `opt.c`).
+//! `opt.c`); each CPU's probe state (`ctl`).
 
+mod ctl;
 mod ftrace;
 mod insn;
 mod kprobes;
@@ -14,11 +15,12 @@ mod opt;
 mod regs;
 mod rethook;
 
+pub(crate) use ctl::{init_ctl, run_busy};
 #[cfg(CONFIG_DYNAMIC_FTRACE_WITH_REGS)]
 pub(crate) use ftrace::ftrace_hit;
 pub(crate) use ftrace::{ftrace_arm, ftrace_disarm, FTRACE_PROBES};
 pub(crate) use insn::{adjust_addr, arm, disarm, prepare, release, text_unchanged, ArchInsn};
-pub(crate) use kprobes::{die_notify, init_ctl, run_busy, DIE_NOTIFIER_PRIORITY};
+pub(crate) use kprobes::{die_notify, DIE_NOTIFIER_PRIORITY};
 pub(crate) use opt::{
     can_optimize_here, optimize, prepare_optimized, region_unchanged, release_optimized,
     unoptimize_finish, unoptimize_start, OptInsn, OptRefusal, MAX_REGION,
