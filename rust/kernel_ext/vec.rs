@@ -14,25 +14,6 @@ pub(crate) fn swap_remove<T>(v: &mut KVec<T>, i: usize) -> Option<T> {
     take(v, last)
 }
 
-/// Removes every element for which `drop_it` is true, keeping the order of
-/// the others.
-pub(crate) fn remove_if<T: Copy>(v: &mut KVec<T>, mut drop_it: impl FnMut(&T) -> bool) {
-    let mut kept = 0;
-    let slice = v.as_mut_slice();
-    for i in 0..slice.len() {
-        let Some(&x) = slice.get(i) else { break };
-        if !drop_it(&x) {
-            if let Some(d) = slice.get_mut(kept) {
-                *d = x;
-            }
-            kept += 1;
-        }
-    }
-    // SAFETY: `kept <= len`, and the elements past it are `Copy` values that
-    // need no drop.
-    unsafe { v.set_len(kept) };
-}
-
 /// Removes and returns element `i`, keeping the order of the others.
 pub(crate) fn take<T>(v: &mut KVec<T>, i: usize) -> Option<T> {
     let len = v.len();

@@ -64,54 +64,56 @@ use kernel::{
 };
 use pool::Pool;
 
-/// Every pool and its stub range, for lookups outside the trampoline
-/// ([`Kretprobes::find_ret_addr`], [`Kretprobes::stack_trace`]); replaced
-/// whole and freed after a grace period.
-struct Ranges {
-    list: KVec<(usize, usize, *const Pool)>,
-}
-
-/// Every pool, registered or zombie.
+/// The writer's side of the pools' list (`Kretprobes::head`): every pool,
+/// registered or zombie. Readers walk the list without a lock, as an RCU
+/// list is walked ([`Kretprobes::pools_rcu`]); writers change it with the
+/// mutex held, in O(1) per pool: a pool is linked first, and unlinked
+/// through its `prev`, its `next` left for readers that stand on it, and
+/// freed only after a grace period.
 struct Pools {
-    list: KVec<*mut Pool>,
+    /// How many pools are listed.
+    len: usize,
 }
-
-// SAFETY: the pointers are to pools owned by this list, used with its mutex.
-unsafe impl Send for Pools {}
 
 /// The kretprobe part of the probe core.
 #[pin_data(PinnedDrop)]
 pub(crate) struct Kretprobes {
     #[pin]
     pools: Mutex<Pools>,
-    ranges: AtomicPtr<Ranges>,
+    /// The first listed pool.
+    head: AtomicPtr<Pool>,
 }
 
 impl Kretprobes {
     /// No pools yet.
     pub(crate) fn new() -> impl PinInit<Self> {
         pin_init!(Self {
-            pools <- new_mutex!(Pools { list: KVec::new() }, "rkprobes_kretprobes"),
-            ranges: AtomicPtr::new(core::ptr::null_mut()),
+            pools <- new_mutex!(Pools { len: 0 }, "rkprobes_kretprobes"),
+            head: AtomicPtr::new(core::ptr::null_mut()),
         })
     }
 
-    /// The published pools. Caller in an RCU read-side critical section
-    /// (preemption or interrupts off), for as long as it uses the answer.
-    fn ranges(&self) -> &[(usize, usize, *const Pool)] {
-        let r = self.ranges.load(Ordering::Acquire);
-        if r.is_null() {
-            return &[];
-        }
-        // SAFETY: published ranges, and the pools they name, are freed only
-        // after a grace period, which the caller's critical section holds off.
-        unsafe { &(*r).list }
+    /// The listed pools. Caller in an RCU read-side critical section
+    /// (preemption or interrupts off), for as long as it uses them.
+    fn pools_rcu(&self) -> impl Iterator<Item = &Pool> {
+        let mut next = self.head.load(Ordering::Acquire);
+        core::iter::from_fn(move || {
+            // SAFETY: a pool reachable from the list is freed only a grace
+            // period after it was unlinked, which the caller's critical
+            // section holds off; an unlinked pool keeps its `next`.
+            let p = unsafe { next.as_ref() }?;
+            next = p.next.load(Ordering::Acquire);
+            Some(p)
+        })
     }
 
     /// Whether `addr` is in some pool's stubs. Caller in an RCU read-side
     /// critical section.
     fn is_stub(&self, addr: usize) -> bool {
-        self.ranges().iter().any(|&(s, e, _)| s <= addr && addr < e)
+        self.pools_rcu().any(|p| {
+            let (s, e) = p.stub_range();
+            s <= addr && addr < e
+        })
     }
 
     /// The current task's innermost frame that returns into a stub, above
@@ -120,9 +122,7 @@ impl Kretprobes {
     fn next_hijacked(&self, above: usize) -> Option<(usize, usize)> {
         let cur = task::current_id();
         let mut best: Option<(usize, usize)> = None;
-        for &(_, _, pool) in self.ranges() {
-            // SAFETY: listed pools are live during the caller's section.
-            let pool = unsafe { &*pool };
+        for pool in self.pools_rcu() {
             for i in 0..pool.max as u32 {
                 // SAFETY: `i < max`.
                 if unsafe { pool.task(i) }.load(Ordering::Acquire) != cur {

@@ -144,6 +144,14 @@ impl Core {
         Ok(())
     }
 
+    /// Whether `kp` is registered: found at its point, O(1) but for the
+    /// clients of that point. Process context; takes the registration
+    /// mutex. The caller passes a valid `kp`.
+    pub(crate) fn is_registered(&self, kp: *mut RkpKprobe) -> bool {
+        let reg = self.reg.lock();
+        self.point_of(&reg, kp).is_some()
+    }
+
     /// The point of a registered probe `kp`: the one its `rkp_private`
     /// names, if that point is live and has `kp` among its clients (the
     /// kernel's `__get_valid_kprobe()`). Writer.

@@ -19,7 +19,10 @@ use crate::{
     ffi::runtime::Runtime,
     kernel_ext::{execmem::ExecPages, module, reclaim, task},
 };
-use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use core::{
+    cell::Cell,
+    sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering},
+};
 use kernel::{ffi::c_void, page::PAGE_SIZE, prelude::*, static_assert};
 
 /// Bytes of a stub page taken by its [`StubHeader`].
@@ -55,9 +58,18 @@ static_assert!(core::mem::size_of::<StubHeader>() <= STUB_HEADER);
 /// instance. `refs` counts
 /// the registration (while `rp` is non-null) and every instance out on a
 /// stack; the pool is freed only when it is zero and no CPU can reach it.
+/// `prev` and `retiring` are read and written only with
+/// `Kretprobes::pools` held.
 pub(super) struct Pool {
     /// The client's kretprobe; null once it is unregistered.
     pub(super) rp: AtomicPtr<RkpKretprobe>,
+    /// The next pool on `Kretprobes`' list, which readers follow.
+    pub(super) next: AtomicPtr<Pool>,
+    /// The previous pool on the list, for an O(1) unlink; writers only.
+    pub(super) prev: Cell<*mut Pool>,
+    /// Taken by an unregistration batch: a second mention of the same
+    /// kretprobe in the batch is skipped. Writers only.
+    pub(super) retiring: Cell<bool>,
     pub(super) refs: AtomicUsize,
     /// Free list: low 32 bits the top instance's index plus one (0: empty),
     /// high 32 bits a generation tag.
@@ -70,7 +82,8 @@ pub(super) struct Pool {
 }
 
 // SAFETY: instances are handed out through the atomic free list, so each is
-// used by one owner at a time; the rest is immutable after construction.
+// used by one owner at a time; the cells are used only with the pools' mutex
+// held; the rest is atomic or immutable after construction.
 unsafe impl Sync for Pool {}
 // SAFETY: as above; nothing is tied to a thread.
 unsafe impl Send for Pool {}
@@ -93,6 +106,9 @@ impl Pool {
         let mut pool = KBox::new(
             Pool {
                 rp: AtomicPtr::new(rp),
+                next: AtomicPtr::new(core::ptr::null_mut()),
+                prev: Cell::new(core::ptr::null_mut()),
+                retiring: Cell::new(false),
                 refs: AtomicUsize::new(1),
                 free: AtomicU64::new(0),
                 max,

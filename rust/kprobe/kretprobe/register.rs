@@ -2,26 +2,27 @@
 
 //! Registering and unregistering kretprobes, and reclaiming their pools.
 //!
-//! Registration gives each kretprobe a pool, publishes the pools' stub
-//! ranges and registers the entry probes; unregistration unregisters the
-//! entry probes and retires the pools, which live on as zombies while
-//! frames are out. The reclaim work ([`Kretprobes::gc`]) gives back the
-//! instances of dead tasks and frees drained zombies; [`Kretprobes::drain`]
-//! waits for the last of them at unload.
+//! Registration gives each kretprobe a pool, links the pools on the list
+//! whose stubs the lookups know, and registers the entry probes;
+//! unregistration unregisters the entry probes and retires the pools, which
+//! are freed at once when no frame is out, and otherwise live on as zombies
+//! until their frames return. Both cost O(1) per kretprobe: nothing walks
+//! every pool on their way. The reclaim work ([`Kretprobes::gc`]), which
+//! does, gives back the instances of dead tasks and frees drained zombies;
+//! [`Kretprobes::drain`] waits for the last of them at unload.
 //!
 //! Context: process context, may sleep. Everything here holds
 //! `Kretprobes::pools`, which is taken before `Core::reg` (the lock table in
 //! `rust/kprobe/mod.rs`), except `drain`'s waiting: the reclaim work that it
 //! flushes takes `pools` itself.
 
-use super::{pool::Pool, pre_handler, Kretprobes, Pools, Ranges};
+use super::{is_kretprobe, pool::Pool, pre_handler, Kretprobes, Pools};
 use crate::{
     abi::{RkpKretprobe, KRETPROBE_MAXACTIVE_MAX, KRETPROBE_MAX_DATA_SIZE},
     ffi::runtime::Runtime,
     kernel_ext::{
         cpu, delay, module, reclaim,
         sync::{synchronize_rcu, synchronize_rcu_tasks},
-        vec,
     },
     kprobe::{abi::RkpKprobe, Core},
 };
@@ -29,32 +30,59 @@ use core::{pin::Pin, sync::atomic::Ordering};
 use kernel::{ffi::c_int, prelude::*};
 
 impl Kretprobes {
-    /// Republishes the stub ranges after `pools` changed; returns the old
-    /// ranges, to be freed after a grace period. Writer.
-    fn republish(&self, pools: &Pools) -> Result<*mut Ranges> {
-        let mut list = KVec::with_capacity(pools.list.len(), GFP_KERNEL)?;
-        for &p in pools.list.iter() {
-            // SAFETY: listed pools are live while the mutex is held.
-            let (start, end) = unsafe { &*p }.stub_range();
-            list.push((start, end, p.cast_const()), GFP_KERNEL)?;
+    /// Links `pool` first on the list, where the lookups find its stubs.
+    /// Writer (`pools` is the mutex's guard); O(1).
+    fn link(&self, pools: &mut Pools, pool: *mut Pool) {
+        // SAFETY: `pool` is live and not listed; listed pools are live while
+        // the mutex is held.
+        unsafe {
+            let first = self.head.load(Ordering::Relaxed);
+            (*pool).prev.set(core::ptr::null_mut());
+            (*pool).next.store(first, Ordering::Relaxed);
+            if let Some(f) = first.as_ref() {
+                f.prev.set(pool);
+            }
         }
-        let new = KBox::into_raw(KBox::new(Ranges { list }, GFP_KERNEL)?);
-        Ok(self.ranges.swap(new, Ordering::AcqRel))
+        // Its fields before the pointer to it.
+        self.head.store(pool, Ordering::Release);
+        pools.len += 1;
     }
 
-    /// Frees `old` ranges after the grace period the caller waited for.
-    fn free_ranges(old: *mut Ranges) {
-        if !old.is_null() {
-            // SAFETY: unpublished, and the caller waited for a grace period.
-            drop(unsafe { KBox::from_raw(old) });
+    /// Takes `pool` off the list. Its `next` stays for the readers that
+    /// stand on it; it may be freed, or linked again, only after a grace
+    /// period. Writer; O(1).
+    fn unlink(&self, pools: &mut Pools, pool: *mut Pool) {
+        // SAFETY: `pool` and its neighbours are listed, so live while the
+        // mutex is held.
+        unsafe {
+            let (prev, next) = ((*pool).prev.get(), (*pool).next.load(Ordering::Relaxed));
+            match prev.as_ref() {
+                Some(p) => p.next.store(next, Ordering::Release),
+                None => self.head.store(next, Ordering::Release),
+            }
+            if let Some(n) = next.as_ref() {
+                n.prev.set(prev);
+            }
         }
+        pools.len -= 1;
+    }
+
+    /// The listed pools, for a writer (`_pools` is the mutex's guard): the
+    /// list does not change while it is borrowed.
+    fn listed<'a>(&'a self, _pools: &'a Pools) -> impl Iterator<Item = *mut Pool> + 'a {
+        let mut next = self.head.load(Ordering::Relaxed);
+        core::iter::from_fn(move || {
+            let p = next;
+            // SAFETY: listed pools are live while the mutex is held.
+            next = unsafe { p.as_ref() }?.next.load(Ordering::Relaxed);
+            Some(p)
+        })
     }
 
     /// Registers `rps`, all or nothing. Process context, may sleep.
     pub(crate) fn register(&self, core: &Core, rps: &[*mut RkpKretprobe]) -> Result {
         let mut pools = self.pools.lock();
         let mut made: KVec<*mut Pool> = KVec::with_capacity(rps.len(), GFP_KERNEL)?;
-        pools.list.reserve(rps.len(), GFP_KERNEL)?;
         let mut kps: KVec<*mut RkpKprobe> = KVec::with_capacity(rps.len(), GFP_KERNEL)?;
         let mut result = Ok(());
         for &rp in rps {
@@ -72,36 +100,6 @@ impl Kretprobes {
                 }
             }
         }
-        if result.is_ok() {
-            for &p in made.iter() {
-                let _ = pools.list.push(p, GFP_KERNEL);
-            }
-            result = match self.republish(&pools) {
-                Ok(old) => {
-                    // Nobody can have read the old ranges for the new pools;
-                    // readers of the old ones are waited for below or later.
-                    synchronize_rcu();
-                    Self::free_ranges(old);
-                    core.register_many(&kps)
-                }
-                Err(e) => Err(e),
-            };
-            if let Err(e) = result {
-                // A probe of the batch that joined an armed probe point was
-                // live until `register_many` took it back: its pool may have
-                // frames out. Retire the pools as unregistration does; those
-                // with frames out wait as zombies.
-                self.retire(&made);
-                for &rp in rps.iter().take(made.len()) {
-                    // SAFETY: `rp` is valid; it is not registered.
-                    unsafe { (*rp).rkp_private = core::ptr::null_mut() };
-                }
-                drop(pools);
-                self.gc();
-                return Err(e);
-            }
-            return Ok(());
-        }
         if let Err(e) = result {
             for (&rp, &pool) in rps.iter().zip(made.iter()) {
                 // SAFETY: never listed or registered, so no instance was out.
@@ -111,7 +109,66 @@ impl Kretprobes {
             }
             return Err(e);
         }
+        // Listed before their entry probes can hit: the lookups know a
+        // stub as soon as a frame can return into it.
+        for &p in made.iter() {
+            self.link(&mut pools, p);
+        }
+        if let Err(e) = core.register_many(&kps) {
+            // A probe of the batch that joined an armed probe point was
+            // live until `register_many` took it back: its pool may have
+            // frames out. Retire the pools as unregistration does; those
+            // with frames out wait as zombies.
+            self.retire(&made);
+            for &rp in rps.iter().take(made.len()) {
+                // SAFETY: `rp` is valid; it is not registered.
+                unsafe { (*rp).rkp_private = core::ptr::null_mut() };
+            }
+            self.free_drained(&mut pools, &made);
+            return Err(e);
+        }
         Ok(())
+    }
+
+    /// Frees those of `retired` (unregistered pools) that have no frame
+    /// out, after unlinking them and a grace period; the others stay as
+    /// zombies until the reclaim work finds them drained. Writer; O(1) per
+    /// pool of `retired`.
+    fn free_drained(&self, pools: &mut Pools, retired: &[*mut Pool]) {
+        let drained = |p: *mut Pool| {
+            // SAFETY: listed pools are live while the mutex is held.
+            let p = unsafe { &*p };
+            p.rp.load(Ordering::Acquire).is_null() && p.refs.load(Ordering::Acquire) == 0
+        };
+        // What is unlinked here, and only that, is freed below: a pool whose
+        // last frame returns in between stays listed for the reclaim work.
+        let Ok(mut dead) = KVec::<*mut Pool>::with_capacity(retired.len(), GFP_KERNEL) else {
+            reclaim::kick_later();
+            return;
+        };
+        for &p in retired {
+            if drained(p) {
+                self.unlink(pools, p);
+                // Cannot fail: capacity reserved.
+                let _ = dead.push(p, GFP_KERNEL);
+            }
+        }
+        if dead.len() < retired.len() {
+            // Zombies: their last frame asks for the reclaim work; tasks
+            // that exited with frames out are found there.
+            reclaim::kick_later();
+        }
+        if dead.is_empty() {
+            return;
+        }
+        // The last returning frame dropped its reference as its last access
+        // to the pool; the list's readers are RCU readers.
+        synchronize_rcu();
+        for p in dead {
+            // SAFETY: unlisted, drained, past a grace period: nothing can
+            // reach it.
+            drop(unsafe { KBox::from_raw(p) });
+        }
     }
 
     /// Detaches `pools` from their kretprobes, whose entry probes are no
@@ -181,37 +238,68 @@ impl Kretprobes {
         Ok(pool)
     }
 
+    /// The pool of `rp` if `rp` is registered, found in O(1), as the
+    /// kernel's `__get_valid_kprobe()` finds a kprobe by its address: its
+    /// entry probe is registered, which only `register` does after giving
+    /// `rkp_private` its pool, and that pool names it. Writer.
+    ///
+    /// # Safety
+    ///
+    /// `rp` is null or valid.
+    unsafe fn registered_pool(&self, core: &Core, rp: *mut RkpKretprobe) -> Option<*mut Pool> {
+        if rp.is_null() {
+            return None;
+        }
+        // SAFETY: the caller's contract.
+        let (pool, kp) = unsafe {
+            (
+                (*rp).rkp_private.cast::<Pool>(),
+                core::ptr::addr_of_mut!((*rp).kp),
+            )
+        };
+        if pool.is_null() || !is_kretprobe(kp) || !core.is_registered(kp) {
+            return None;
+        }
+        // SAFETY: a registered kretprobe's pool is listed, so live while
+        // the mutex is held.
+        let names_it = core::ptr::eq(unsafe { &*pool }.rp.load(Ordering::Acquire), rp);
+        names_it.then_some(pool)
+    }
+
     /// Unregisters `rps`. Instances still out keep their pool alive as a
     /// zombie, and rkprobes loaded, until their frames return. Process
-    /// context, may sleep.
+    /// context, may sleep; O(1) per kretprobe.
     pub(crate) fn unregister(&self, core: &Core, rps: &[*mut RkpKretprobe]) {
-        let pools = self.pools.lock();
-        let mut kps: KVec<*mut RkpKprobe> = KVec::new();
-        let mut mine: KVec<*mut Pool> = KVec::new();
-        let mut rks: KVec<*mut RkpKretprobe> = KVec::new();
+        let mut pools = self.pools.lock();
+        let (Ok(mut kps), Ok(mut mine), Ok(mut rks)) = (
+            KVec::<*mut RkpKprobe>::with_capacity(rps.len(), GFP_KERNEL),
+            KVec::<*mut Pool>::with_capacity(rps.len(), GFP_KERNEL),
+            KVec::<*mut RkpKretprobe>::with_capacity(rps.len(), GFP_KERNEL),
+        ) else {
+            // Without memory for the batch, one at a time, with nothing to
+            // allocate.
+            drop(pools);
+            for &rp in rps {
+                self.unregister_one(core, rp);
+            }
+            return;
+        };
         for &rp in rps {
-            if rp.is_null() {
-                continue;
-            }
             // SAFETY: the caller passes valid kretprobes.
-            let pool = unsafe { (*rp).rkp_private }.cast::<Pool>();
-            if pool.is_null() || !pools.list.contains(&pool) || mine.contains(&pool) {
+            let Some(pool) = (unsafe { self.registered_pool(core, rp) }) else {
+                continue;
+            };
+            // SAFETY: listed, so live while the mutex is held.
+            let pool_ref = unsafe { &*pool };
+            if pool_ref.retiring.replace(true) {
+                // Named twice in the batch.
                 continue;
             }
-            // SAFETY: as above.
-            let kp = unsafe { core::ptr::addr_of_mut!((*rp).kp) };
-            if kps.push(kp, GFP_KERNEL).is_err()
-                || mine.push(pool, GFP_KERNEL).is_err()
-                || rks.push(rp, GFP_KERNEL).is_err()
-            {
-                // Without memory for the batch, one at a time, with nothing
-                // to allocate.
-                drop(pools);
-                for &rp in rps {
-                    self.unregister_one(core, rp);
-                }
-                return;
-            }
+            // Cannot fail: capacity reserved.
+            // SAFETY: `rp` is valid.
+            let _ = kps.push(unsafe { core::ptr::addr_of_mut!((*rp).kp) }, GFP_KERNEL);
+            let _ = mine.push(pool, GFP_KERNEL);
+            let _ = rks.push(rp, GFP_KERNEL);
         }
         // No CPU is in the entry handler of these after this.
         core.unregister_many(&kps);
@@ -220,79 +308,49 @@ impl Kretprobes {
             // SAFETY: the caller's kretprobe, no longer registered.
             unsafe { (*rp).rkp_private = core::ptr::null_mut() };
         }
-        drop(pools);
-        self.gc();
+        self.free_drained(&mut pools, &mine);
     }
 
-    /// Unregisters one kretprobe without allocating. Process context.
+    /// Unregisters one kretprobe without allocating; its pool is freed by
+    /// the reclaim work. Process context.
     fn unregister_one(&self, core: &Core, rp: *mut RkpKretprobe) {
-        if rp.is_null() {
-            return;
-        }
-        let pools = self.pools.lock();
+        let _pools = self.pools.lock();
         // SAFETY: the caller passes a valid kretprobe.
-        let pool = unsafe { (*rp).rkp_private }.cast::<Pool>();
-        if pool.is_null() || !pools.list.contains(&pool) {
+        let Some(pool) = (unsafe { self.registered_pool(core, rp) }) else {
             return;
-        }
+        };
         // SAFETY: as above.
         let kp = unsafe { core::ptr::addr_of_mut!((*rp).kp) };
         core.unregister_many(&[kp]);
         self.retire(&[pool]);
         // SAFETY: the caller's kretprobe, no longer registered.
         unsafe { (*rp).rkp_private = core::ptr::null_mut() };
+        reclaim::kick_later();
     }
 
-    /// Reclaims the instances of dead tasks and frees drained zombie pools.
-    /// Process context, may sleep.
+    /// The reclaim work: gives back the instances of dead tasks and frees
+    /// drained zombie pools; returns how many zombies are left. It walks
+    /// every pool, off the registration paths. Process context, may sleep.
     pub(crate) fn gc(&self) -> usize {
         let mut pools = self.pools.lock();
-        for &p in pools.list.iter() {
+        for p in self.listed(&pools) {
             // SAFETY: listed pools are live while the mutex is held.
             unsafe { &*p }.reclaim_dead();
         }
-        let drained = |p: &*mut Pool| {
+        let zombie = |p: *mut Pool| {
             // SAFETY: as above.
-            let p = unsafe { &**p };
-            p.rp.load(Ordering::Acquire).is_null() && p.refs.load(Ordering::Acquire) == 0
+            unsafe { &*p }.rp.load(Ordering::Acquire).is_null()
         };
-        let mut dead: KVec<*mut Pool> = KVec::new();
-        for p in pools.list.iter() {
-            if drained(p) && dead.push(*p, GFP_KERNEL).is_err() {
+        let mut zombies: KVec<*mut Pool> = KVec::new();
+        for p in self.listed(&pools) {
+            if zombie(p) && zombies.push(p, GFP_KERNEL).is_err() {
+                // The rest on a later pass.
                 break;
             }
         }
-        if !dead.is_empty() {
-            vec::remove_if(&mut pools.list, |p| dead.contains(p));
-            let Ok(old) = self.republish(&pools) else {
-                // The published ranges still name these pools: keep them
-                // (listed, so that a later reclaim frees them).
-                for p in dead {
-                    let _ = pools.list.push(p, GFP_KERNEL);
-                }
-                reclaim::kick_later();
-                return pools.list.len();
-            };
-            // The last returning frame dropped its reference as its last
-            // access to the pool; readers of the ranges are RCU readers.
-            synchronize_rcu();
-            Self::free_ranges(old);
-            for p in dead {
-                // SAFETY: unlisted, drained: nothing can reach it.
-                drop(unsafe { KBox::from_raw(p) });
-            }
-        }
-        let zombies = pools
-            .list
-            .iter()
-            // SAFETY: as above.
-            .filter(|&&p| unsafe { &*p }.rp.load(Ordering::Acquire).is_null())
-            .count();
-        if zombies > 0 {
-            // Frames of exited tasks may be all that is left: look again.
-            reclaim::kick_later();
-        }
-        zombies
+        // Those with frames still out stay, and ask for another pass.
+        self.free_drained(&mut pools, &zombies);
+        self.listed(&pools).filter(|&p| zombie(p)).count()
     }
 
     /// Waits until no frame can return into a stub any more and frees every
@@ -304,7 +362,7 @@ impl Kretprobes {
             // the probes: unregister them as `unregister` would.
             let pools = self.pools.lock();
             let mut left: KVec<*mut Pool> = KVec::new();
-            for &p in pools.list.iter() {
+            for p in self.listed(&pools) {
                 // SAFETY: listed pools are live while the mutex is held.
                 if !unsafe { &*p }.rp.load(Ordering::Acquire).is_null()
                     && left.push(p, GFP_KERNEL).is_err()
@@ -339,10 +397,9 @@ impl Kretprobes {
 impl PinnedDrop for Kretprobes {
     fn drop(self: Pin<&mut Self>) {
         let pools = self.pools.lock();
-        for &p in pools.list.iter() {
+        for p in self.listed(&pools) {
             // Cannot happen after `drain`; leaking beats freeing live stubs.
             pr_err!("kretprobe pool {:p} left at unload\n", p);
         }
-        Self::free_ranges(self.ranges.swap(core::ptr::null_mut(), Ordering::AcqRel));
     }
 }

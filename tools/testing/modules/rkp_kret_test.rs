@@ -609,6 +609,50 @@ fn run(t: &mut Ktap) -> Result {
         2,
         "batch: none after unregister",
     );
+    // An unregistration batch that names one kretprobe twice, besides a
+    // null and a never-registered one: the registered one goes once, the
+    // rest is skipped, and its pool's place on the list is gone cleanly
+    // (it registers and fires again).
+    let mut c = raw_kretprobe(addr_of(rkp_kret_target), core::ptr::null(), 0);
+    let mut d = raw_kretprobe(addr_of(rkp_kret_target2), core::ptr::null(), 0);
+    // SAFETY: a valid kretprobe that outlives its registration.
+    let r = unsafe { raw::rkp_register_kretprobe(&mut c) };
+    t.check_eq(r, 0, "register one kretprobe");
+    let mut list = [
+        core::ptr::addr_of_mut!(c),
+        core::ptr::null_mut(),
+        core::ptr::addr_of_mut!(c),
+        core::ptr::addr_of_mut!(d),
+    ];
+    // SAFETY: valid kretprobes or null.
+    unsafe { raw::rkp_unregister_kretprobes(list.as_mut_ptr(), 4) };
+    t.check(
+        c.rkp_private.is_null() && c.kp.rkp_private.is_null() && d.rkp_private.is_null(),
+        "batch naming a kretprobe twice: unregistered, nothing left behind",
+    );
+    let _ = call(rkp_kret_target, 1);
+    t.check_eq(
+        RAW_RETURNS.load(Ordering::Relaxed),
+        2,
+        "batch naming a kretprobe twice: none after unregister",
+    );
+    // SAFETY: as above.
+    unsafe { raw::rkp_unregister_kretprobe(&mut c) };
+    t.check(
+        c.rkp_private.is_null(),
+        "unregistering it again does nothing",
+    );
+    // SAFETY: as above.
+    let r = unsafe { raw::rkp_register_kretprobe(&mut c) };
+    t.check_eq(r, 0, "it registers again");
+    let _ = call(rkp_kret_target, 1);
+    t.check_eq(
+        RAW_RETURNS.load(Ordering::Relaxed),
+        3,
+        "registered again, it fires",
+    );
+    // SAFETY: registered above.
+    unsafe { raw::rkp_unregister_kretprobe(&mut c) };
     let mut good = raw_kretprobe(addr_of(rkp_kret_target), core::ptr::null(), 0);
     let mut bad = raw_kretprobe(addr_of(rkp_kret_target2) + 1, core::ptr::null(), 0);
     let mut list = [core::ptr::addr_of_mut!(good), core::ptr::addr_of_mut!(bad)];
@@ -622,7 +666,7 @@ fn run(t: &mut Ktap) -> Result {
     let _ = call(rkp_kret_target, 1);
     t.check_eq(
         RAW_RETURNS.load(Ordering::Relaxed),
-        2,
+        3,
         "failed batch registered nothing",
     );
     t.check(
