@@ -40,19 +40,26 @@ use crate::{
         sync::synchronize_rcu,
     },
 };
-use core::{cell::UnsafeCell, fmt::Write};
+use core::{
+    cell::{Cell, UnsafeCell},
+    fmt::Write,
+};
 use kernel::{
     c_str, fmt,
     prelude::*,
     str::{CStr, CString},
 };
 
-/// `struct kprobe_blacklist_entry` of 6.12's `include/linux/kprobes.h`.
+/// `struct kprobe_blacklist_entry` of 6.12's `include/linux/kprobes.h`,
+/// and, in the entries rkprobes adds, what follows it.
 #[repr(C)]
 struct NativeEntry {
     list: ffi::list_head,
     start_addr: usize,
     end_addr: usize,
+    /// rkprobes' own: the entry's index in `NativeList::ours`, for an O(1)
+    /// release. Read and written with `kprobe_mutex` held.
+    ours_index: Cell<usize>,
 }
 
 /// Bound on the native list's length, against walking a corrupted list forever.
@@ -295,6 +302,7 @@ impl Blacklist {
                 },
                 start_addr: start,
                 end_addr: end,
+                ours_index: Cell::new(0),
             },
             GFP_KERNEL,
         )
@@ -309,6 +317,8 @@ impl Blacklist {
         if let Some(last) = ours.last_mut() {
             *last = p as usize;
         }
+        // SAFETY: ours, just allocated.
+        unsafe { &*p }.ours_index.set(ours.len() - 1);
         // SAFETY: `kprobe_mutex`, the list's writer lock, is held; the entry
         // is ours and lives until `release` took it off and a grace period
         // passed.
@@ -334,8 +344,14 @@ impl Blacklist {
             // SAFETY: on the list (type invariant of `Reservation`), whose
             // writer lock is held.
             unsafe { ffi::rkp_list_del_rcu(core::ptr::addr_of_mut!((*p).list)) };
-            if let Some(i) = ours.iter().position(|&q| q == p as usize) {
+            // SAFETY: ours, still allocated.
+            let i = unsafe { &*p }.ours_index.get();
+            if ours.get(i) == Some(&(p as usize)) {
                 crate::kernel_ext::vec::swap_remove(ours, i);
+                if let Some(&moved) = ours.get(i) {
+                    // SAFETY: `ours` lists live entries of rkprobes' own.
+                    unsafe { &*(moved as *const NativeEntry) }.ours_index.set(i);
+                }
             }
             // Chained through `list.prev` for the free below: readers only
             // follow `next`, which `list_del_rcu()` leaves for them.
