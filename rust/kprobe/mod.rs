@@ -182,6 +182,14 @@ struct Registry {
     optimize: bool,
     /// The core is going away: the optimizer is not queued any more.
     stopping: bool,
+    /// The addresses of the points the optimizer's next pass looks at
+    /// (`Core::optimize_pass`): those queued, and those that may have
+    /// become optimizable. By address, looked up again by the pass, so that
+    /// a point freed meanwhile is simply not found.
+    opt_todo: KVec<usize>,
+    /// `opt_todo` lost an address (no memory): the next pass looks at every
+    /// point.
+    opt_todo_all: bool,
 }
 
 impl Registry {
@@ -340,6 +348,8 @@ impl Core {
                         ftrace_armed: 0,
                         optimize: true,
                         stopping: false,
+                        opt_todo: KVec::new(),
+                        opt_todo_all: false,
                     },
                     "rkprobes_reg"
                 ),

@@ -16,8 +16,11 @@
 //! a delayed work that runs 5 jiffies later, as the kernel's, so that
 //! registrations close together are optimized in one batch, then:
 //!
-//! 1. queues what became optimizable since (a neighbour or a post-handler
-//!    went);
+//! 1. looks at the points left for it (`Registry::opt_todo`, as the
+//!    kernel's optimizer at its `optimizing_list`), never at every point:
+//!    those queued, and those that may have become optimizable since (a
+//!    neighbour or a post-handler went; a refusal for now), and queues what
+//!    it can;
 //! 2. waits for one Tasks RCU grace period for the whole batch: afterwards
 //!    no task is preempted at, or returns to, the queued regions' bytes
 //!    after the first (it may have been interrupted there, or been in a
@@ -54,10 +57,22 @@ use crate::{
     kernel_ext::{optwork, sync::synchronize_rcu_tasks, text::TextGuard},
 };
 use core::sync::atomic::Ordering;
+use kernel::prelude::*;
 
 /// How long the optimizer waits for more work (the kernel's
 /// `OPTIMIZE_DELAY`, in jiffies).
 const OPTIMIZE_DELAY: u32 = 5;
+
+/// What [`Core::try_queue`] made of a point.
+enum Queue {
+    /// Queued: the optimizer's next pass writes its jump.
+    Queued,
+    /// Not now (no memory, or a kernel kprobe in its region): the next pass
+    /// asks again.
+    Later,
+    /// Not optimizable, or already queued or optimized.
+    No,
+}
 
 /// The optimizer's delayed work, run by `ffi/glue.c`. Process context.
 #[no_mangle]
@@ -127,18 +142,55 @@ impl Core {
     /// `try_to_optimize_kprobe()`): its detour is prepared (once per
     /// point), and from now on int3 hits run the region from there; the
     /// optimizer writes the jump. As in the kernel, `OPTIMIZED` is set from
-    /// here on. Writer.
-    pub(super) fn try_queue(&self, reg: &Registry, p: &Point) {
+    /// here on. A point queued, or refused for now, is left for the
+    /// optimizer's next pass to find. Writer.
+    pub(super) fn try_queue(&self, reg: &mut Registry, p: &Point) {
+        match self.queue(reg, p) {
+            Queue::Queued | Queue::Later => Self::todo(reg, p.addr),
+            Queue::No => {}
+        }
+    }
+
+    /// Leaves the point at `addr` for the optimizer's next pass. Writer.
+    fn todo(reg: &mut Registry, addr: usize) {
+        if reg.opt_todo.push(addr, GFP_KERNEL).is_err() {
+            reg.opt_todo_all = true;
+        }
+    }
+
+    /// After the points of a removal were unlinked or freed: leaves for
+    /// the optimizer's next pass those that may have become optimizable
+    /// (the kernel's re-optimization in `__disarm_kprobe()` and
+    /// `__unregister_kprobe_top()`), O(1) per point: a point that lost a
+    /// client (perhaps the one with a post-handler), and the points before
+    /// a freed one whose region may reach it. Writer.
+    pub(super) fn todo_after_removal(&self, reg: &mut Registry, removed: &Batch) {
+        for p in removed.iter() {
+            if p.is_empty() {
+                for k in 1..arch::MAX_REGION {
+                    if let Some(q) = p.addr.checked_sub(k).and_then(|a| self.table.lookup(a)) {
+                        Self::todo(reg, q.addr);
+                    }
+                }
+            } else {
+                Self::todo(reg, p.addr);
+            }
+        }
+        self.kick_optimizer(reg);
+    }
+
+    /// [`Core::try_queue`] without leaving the point for later.
+    fn queue(&self, reg: &Registry, p: &Point) -> Queue {
         if !self.may_optimize(reg) || !self.wants_optimizing(p) {
-            return;
+            return Queue::No;
         }
         match arch::prepare_optimized(self, p) {
             Ok(()) => {}
             Err(OptRefusal::Never) => {
                 p.opt_refused.set(true);
-                return;
+                return Queue::No;
             }
-            Err(OptRefusal::NotNow) => return,
+            Err(OptRefusal::NotNow) => return Queue::Later,
         }
         // Keeps the kernel's kprobes out of the jump from now on: the
         // kernel's `register_kprobe()` refuses blacklisted addresses. A
@@ -148,33 +200,54 @@ impl Core {
         p.reservation.set(self.blacklist.reserve(start, end));
         if !self.region_free(p) {
             self.blacklist.release(p.reservation.take().into_iter());
-            return;
+            // A kernel kprobe in the region, whose going rkprobes is not
+            // told of: looked at again by every pass.
+            return Queue::Later;
         }
         // A task may be preempted in the detour from now on.
         p.ran_boosted();
         p.set_opt_state(OptState::Queued);
         set_optimized_flag(p, true);
         optwork::kick(OPTIMIZE_DELAY);
+        Queue::Queued
     }
 
     /// One pass of the optimizer (the kernel's `kprobe_optimizer()`); see
-    /// the module documentation. Process context, may sleep; takes
-    /// `Core::reg`.
+    /// the module documentation. It looks only at the points left for it
+    /// (`Registry::opt_todo`), as the kernel's at its `optimizing_list`.
+    /// Process context, may sleep; takes `Core::reg`.
     fn optimize_pass(&self) {
-        let reg = self.reg.lock();
+        let mut reg = self.reg.lock();
         if !self.may_optimize(&reg) {
             return;
         }
+        let todo = core::mem::take(&mut reg.opt_todo);
         let mut batch = Batch::new();
-        for point in reg.points.iter() {
-            // SAFETY: registered points are live while the mutex is held.
-            let p = unsafe { &*point };
-            // Points that became optimizable since they were armed.
-            self.try_queue(&reg, p);
-            if p.opt_state() == OptState::Queued {
+        if core::mem::take(&mut reg.opt_todo_all) {
+            for point in reg.points.iter() {
+                // SAFETY: registered points are live while the mutex is held.
+                batch.add(unsafe { &*point });
+            }
+        }
+        for &addr in todo.iter() {
+            if let Some(p) = self.table.lookup(addr) {
                 batch.add(p);
             }
         }
+        drop(todo);
+        let mut queued = Batch::new();
+        for p in batch.take() {
+            // SAFETY: live points: the mutex is held.
+            let p = unsafe { &*p };
+            // Points that became optimizable since they were armed.
+            if let Queue::Later = self.queue(&reg, p) {
+                Self::todo(&mut reg, p.addr);
+            }
+            if p.opt_state() == OptState::Queued {
+                queued.add(p);
+            }
+        }
+        let batch = queued;
         if batch.iter().next().is_none() {
             return;
         }
@@ -292,7 +365,7 @@ impl Core {
         }
         if on {
             for p in all.iter() {
-                self.try_queue(&reg, p);
+                self.try_queue(&mut reg, p);
             }
         } else {
             self.unoptimize(&all, |_| true);

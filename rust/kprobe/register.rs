@@ -360,6 +360,8 @@ impl Core {
             }
             reg.unlist(p);
         }
+        // A point that lost a neighbour or a post-handler may be optimized.
+        self.todo_after_removal(reg, &removal.points);
         // No CPU can be in a handler, or in a slot with interrupts off, of
         // what was unlinked or unpublished above after this.
         synchronize_rcu();
@@ -380,8 +382,6 @@ impl Core {
                 arch::release_optimized(&self.slots, &p.optinsn);
             }
         }
-        // A point that lost a neighbour or a post-handler may be optimized.
-        self.kick_optimizer(reg);
     }
 
     /// `rkp_enable_kprobe`/`rkp_disable_kprobe`. A probe that cannot be
@@ -437,7 +437,7 @@ impl Core {
             pr_warn!("probes globally enabled, but some could not be armed\n");
         }
         for p in all.iter() {
-            self.try_queue(&reg, p);
+            self.try_queue(&mut reg, p);
         }
         r
     }
