@@ -64,7 +64,7 @@ notrace void rkp_preempt_enable(void)
 }
 
 /*
- * Each CPU's probe state (rust/arch/x86/kprobes.rs's Ctl), read on every
+ * Each CPU's probe state (rust/arch/x86/ctl.rs's Ctl), read on every
  * hit: a per-CPU variable, which the hit path finds with this_cpu_ptr()'s
  * two instructions (rust/ffi/percpu.rs). Raw storage here; its all-zero
  * bytes are an idle Ctl, which rkp_ctl_area_reset() gives every possible
@@ -288,12 +288,15 @@ EXPORT_SYMBOL_GPL(rkp_stack_trace_save);
  * through rkp_ftrace_func() below on a kernel with kCFI.
  * Interrupts stay as they were, as in the kernel's kprobe_ftrace_handler():
  * rkprobes' per-CPU state is safe against interrupts and NMIs nesting on
- * the same CPU (arch/x86/kprobes.rs's Ctl), and is also the callback's
+ * the same CPU (arch/x86/ctl.rs's Ctl), and is also the callback's
  * recursion guard, instead of ftrace's recursion lock (see there).
  *
- * The callback reads the saved registers as ftrace_get_regs() does: the
- * struct pt_regs at the start of x86's ftrace_regs (struct
- * __arch_ftrace_regs), complete when regs.cs is set.
+ * The callback reads the saved registers as the struct pt_regs at the
+ * start of x86's ftrace_regs (struct __arch_ftrace_regs), without
+ * ftrace_get_regs()'s test of regs.cs: ftrace calls a SAVE_REGS ops only
+ * with all of them (its list function skips such an ops when they are not,
+ * ftrace_ops_test()), which the kernel's kprobe_ftrace_handler() relies on
+ * too.
  */
 static_assert(offsetof(struct __arch_ftrace_regs, regs) == 0,
 	      "rust/kprobe/mod.rs: rkp_ftrace_hit reads ftrace_regs as pt_regs");

@@ -11,7 +11,7 @@ unsigned int rkp_irq_level(void);
 int rkp_locked_down_kprobes(void);
 void rkp_preempt_disable(void);
 void rkp_preempt_enable(void);
-/* The size of each CPU's probe state, in words (rust/arch/x86/kprobes.rs). */
+/* The size of each CPU's probe state, in words (rust/arch/x86/ctl.rs). */
 #define RKP_CTL_AREA_WORDS 16
 extern const unsigned int rkp_ctl_area_size;
 void *rkp_ctl_area_this_cpu(void);

@@ -152,7 +152,7 @@ extern "C" {
 extern "C" {
     /// glue.c's per-CPU storage of each CPU's probe state; only its address
     /// is used, by [`ctl_area`] and by `%gs`-relative accesses
-    /// (`arch/x86/kprobes.rs`).
+    /// (`arch/x86/ctl.rs`).
     pub(crate) static rkp_ctl_area: u8;
 }
 
