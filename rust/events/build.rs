@@ -175,6 +175,11 @@ impl Events {
                 layout_cmd,
                 layout_on_entry: on_entry,
                 fixed_size: def.size,
+                head_size: def.size.saturating_add(if def.is_return {
+                    KRETPROBE_HEADER as u32
+                } else {
+                    KPROBE_HEADER as u32
+                }),
                 enabled: AtomicBool::new(false),
                 ever_enabled: AtomicBool::new(false),
             },

@@ -12,13 +12,13 @@
 //! through the non-faulting accessors. rkprobes' whole text is blacklisted,
 //! so probing this code cannot recurse.
 
-use super::{Arg, EntryArgs, Probe, KPROBE_HEADER, KRETPROBE_HEADER, MAX_RECORD};
+use super::{Arg, EntryArgs, Event, Probe, KPROBE_HEADER, KRETPROBE_HEADER, MAX_RECORD};
 use crate::{
     abi::RkpKretprobeInstance,
     arch,
     ffi::{
         self, rkp_current_comm, rkp_tev_commit, rkp_tev_perf, rkp_tev_reserve, rkp_tev_symstr,
-        rkp_tev_task_size, RkpTevRec,
+        rkp_tev_task_size, rkp_tev_wants, RkpTevRec, RKP_TEV_PERF, RKP_TEV_PERF_RAN, RKP_TEV_TRACE,
     },
     kernel_ext::nofault,
     kprobe::abi::RkpKprobe,
@@ -230,16 +230,46 @@ struct FillCtx<'a> {
 /// The loop over the instances is here, with the trace core's reserve and
 /// commit behind two thin C calls, so that the arguments are stored by
 /// this function itself (the record used to be built across three calls
-/// between Rust and C, 60 instructions a hit more; performance.rst).
-/// Inlined into the handlers, which are all it is.
+/// between Rust and C, 60 instructions a hit more; performance.rst). The
+/// test of who listens is inlined into the handlers, which are all it is.
 #[inline(always)]
-fn record(probe: &Probe, regs: *mut ffi::pt_regs, entry: Option<&EntryArgs>, a0: usize, a1: usize) {
+fn record(
+    probe: &Probe,
+    regs: *mut ffi::pt_regs,
+    entry: Option<&EntryArgs>,
+    addrs: impl FnOnce() -> (usize, usize),
+) {
     // SAFETY: the probe's event owns it and outlives its registration.
     let ev = unsafe { &*probe.event };
     if ev.tev.is_null() || !ev.enabled.load(Ordering::Acquire) {
         return;
     }
     probe.nhit.fetch_add(1, Ordering::Relaxed);
+    // SAFETY: the event's trace event is registered while it has probes.
+    let wants = unsafe { rkp_tev_wants(ev.tev, regs, ev.head_size) };
+    if wants != 0 {
+        // The header's addresses read only now: fewer registers kept
+        // across the call above.
+        let (a0, a1) = addrs();
+        build(probe, ev, regs, entry, a0, a1, wants);
+    }
+    // Otherwise nobody else listens, or only BPF programs that read nothing
+    // of the record, which ran: the hit is done, with no argument fetched.
+}
+
+/// [`record`]'s records, out of line, so that a hit for BPF programs alone
+/// saves none of the registers that building them takes.
+#[inline(never)]
+fn build(
+    probe: &Probe,
+    ev: &Event,
+    regs: *mut ffi::pt_regs,
+    entry: Option<&EntryArgs>,
+    a0: usize,
+    a1: usize,
+    wants: c_uint,
+) {
+    let fixed = ev.fixed_size as usize;
     let env = HitEnv {
         // SAFETY: the hit's registers, live for the handler.
         regs: unsafe { &*regs },
@@ -251,7 +281,7 @@ fn record(probe: &Probe, regs: *mut ffi::pt_regs, entry: Option<&EntryArgs>, a0:
     } else {
         KPROBE_HEADER
     };
-    let fixed = ev.fixed_size as usize;
+    let trace = wants & RKP_TEV_TRACE != 0;
     let dsize = data_size(&probe.args, &env).min(MAX_RECORD.saturating_sub(hdr + fixed));
     let mut rec = RkpTevRec {
         a0: a0 as c_ulong,
@@ -259,21 +289,23 @@ fn record(probe: &Probe, regs: *mut ffi::pt_regs, entry: Option<&EntryArgs>, a0:
         regs,
         link: core::ptr::null_mut(),
         size: (fixed + dsize) as c_uint,
-        perf: 0,
+        perf: (wants & (RKP_TEV_PERF | RKP_TEV_PERF_RAN)) as c_int,
         fb: MaybeUninit::uninit(),
     };
-    // SAFETY: the event's trace event is registered while it has probes;
-    // `rec` is set as the C side needs.
-    let mut ent = unsafe { rkp_tev_reserve(ev.tev, &mut rec) };
-    while !ent.is_null() {
-        // SAFETY: a reserved record of the header and `rec.size` bytes,
-        // ours to write until committed.
-        let buf = unsafe { core::slice::from_raw_parts_mut(ent.cast::<u8>(), hdr + fixed + dsize) };
-        fill(probe, &env, buf, hdr, fixed, dsize);
-        // SAFETY: as above; commits what the last call reserved.
-        ent = unsafe { rkp_tev_commit(ev.tev, &mut rec) };
+    if trace {
+        // SAFETY: as above; `rec` is set as the C side needs.
+        let mut ent = unsafe { rkp_tev_reserve(ev.tev, &mut rec) };
+        while !ent.is_null() {
+            // SAFETY: a reserved record of the header and `rec.size` bytes,
+            // ours to write until committed.
+            let buf =
+                unsafe { core::slice::from_raw_parts_mut(ent.cast::<u8>(), hdr + fixed + dsize) };
+            fill(probe, &env, buf, hdr, fixed, dsize);
+            // SAFETY: as above; commits what the last call reserved.
+            ent = unsafe { rkp_tev_commit(ev.tev, &mut rec) };
+        }
     }
-    if rec.perf != 0 {
+    if wants & RKP_TEV_PERF != 0 {
         let mut ctx = FillCtx {
             probe,
             env: &env,
@@ -326,8 +358,7 @@ pub(super) unsafe extern "C" fn kprobe_handler(
     // SAFETY: `kp` is the first field of a registered `Probe`.
     let probe = unsafe { &*kernel::container_of!(kp, Probe, kp) };
     // SAFETY: a registered probe's address is set.
-    let addr = unsafe { (*kp).addr } as usize;
-    record(probe, regs, None, addr, 0);
+    record(probe, regs, None, || (unsafe { (*kp).addr } as usize, 0));
     0
 }
 
@@ -379,7 +410,8 @@ pub(super) unsafe extern "C" fn ret_handler(
     // SAFETY: as above.
     let probe = unsafe { &*kernel::container_of!(rp, Probe, rp) };
     // SAFETY: a registered probe's address is set.
-    let func = unsafe { (*rp).kp.addr } as usize;
-    record(probe, regs, Some(data), func, ret);
+    record(probe, regs, Some(data), || {
+        (unsafe { (*rp).kp.addr } as usize, ret)
+    });
     0
 }

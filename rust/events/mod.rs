@@ -65,7 +65,13 @@ use crate::{
 };
 use core::sync::atomic::{AtomicBool, AtomicU64};
 use env::replay;
-use kernel::{ffi::c_void, new_mutex, prelude::*, str::CString, sync::Mutex};
+use kernel::{
+    ffi::{c_ulong, c_void},
+    new_mutex,
+    prelude::*,
+    str::CString,
+    sync::Mutex,
+};
 
 /// Size of a kprobe record's header: `struct trace_entry` and the probe
 /// address.
@@ -138,6 +144,8 @@ struct Event {
     layout_on_entry: bool,
     /// Bytes of the fixed fields after the header.
     fixed_size: u32,
+    /// Bytes of the header and the fixed fields, for `rkp_tev_wants`.
+    head_size: u32,
     enabled: AtomicBool,
     /// Set before the probes are first enabled (by a trace instance or by
     /// perf) and never cleared: until then no hit has reached the event,
@@ -241,7 +249,18 @@ impl Events {
             pr_err!("struct rkp_tev_rec's size differs from the Rust side's\n");
             return Err(EINVAL);
         }
+        // SAFETY: a constant of trace_event.c.
+        if unsafe { ffi::rkp_tev_wants_bits }
+            != [ffi::RKP_TEV_TRACE, ffi::RKP_TEV_PERF, ffi::RKP_TEV_PERF_RAN]
+        {
+            pr_err!("glue.h's RKP_TEV_* differ from the Rust side's\n");
+            return Err(EINVAL);
+        }
         let mut buf = SymbolBuf::new()?;
+        let call_bpf = ksyms.lookup(&mut buf, kernel::c_str!("trace_call_bpf"));
+        // SAFETY: load time, before any event; the address is the start of
+        // the function of that name (`Kallsyms::lookup` confirmed it), or 0.
+        unsafe { ffi::rkp_tev_init(call_bpf.unwrap_or(0) as c_ulong) };
         let event_mutex = ksyms
             .lookup(&mut buf, kernel::c_str!("event_mutex"))
             .ok_or(ENOENT)? as *mut ffi::mutex;

@@ -27,6 +27,8 @@
  * ("perf and BPF") lists every reader of the flag and of call->tp in 6.12 and
  * why none of them can misuse this one.
  */
+#include <asm/ibt.h>
+#include <linux/bpf.h>
 #include <linux/kallsyms.h>
 #include <linux/kernel.h>
 #include <linux/perf_event.h>
@@ -432,7 +434,7 @@ struct rkp_tev_rec {
 	struct pt_regs *regs;
 	struct rkp_tev_link *link;	/* the instance being written */
 	unsigned int size;		/* the record's bytes after the header */
-	int perf;			/* set at the end: perf or BPF listens */
+	int perf;			/* RKP_TEV_PERF*: perf and BPF */
 	struct trace_event_buffer fb;
 };
 static_assert(offsetof(struct rkp_tev_rec, a0) == 0);
@@ -457,27 +459,125 @@ const unsigned int rkp_tev_rec_size = sizeof(struct rkp_tev_rec);
  * with preemption (or interrupts) off, so a list read after perf_on was
  * seen set stays valid until the hit ends.
  */
-static notrace int rkp_tev_perf_wanted(struct rkp_tev *tev)
+#ifdef CONFIG_BPF_EVENTS
+/*
+ * Whether a BPF program attached to call reads the record: the verifier's
+ * max_ctx_offset, the end of its furthest direct access to the context,
+ * which a tracepoint program's is (its first word, which the helpers read,
+ * is the registers pointer that perf_trace_run_bpf_submit() stores, and no
+ * program may read it directly: tp_prog_is_valid_access()). A program that
+ * reads nothing of it, as a count of hits, needs no argument fetched.
+ * Preemption is off: an RCU reader of the program array, as
+ * trace_call_bpf() is.
+ */
+static notrace bool rkp_tev_bpf_reads(struct trace_event_call *call)
 {
+	struct bpf_prog_array *array = rcu_dereference_raw(call->prog_array);
+	struct bpf_prog_array_item *item;
+	struct bpf_prog *prog;
+
+	if (!array)
+		return true;
+	for (item = &array->items[0]; (prog = READ_ONCE(item->prog)); item++)
+		if (prog->aux->max_ctx_offset)
+			return true;
+	return false;
+}
+#endif
+
+#ifdef CONFIG_BPF_EVENTS
+/*
+ * trace_call_bpf(), which runs an event's BPF programs (not exported):
+ * found at load by rkp_tev_init(), and left NULL where a module cannot
+ * call it through a pointer: with kCFI (no type hash to check against),
+ * or when IBT sealed its ENDBR (no indirect branch may land there).
+ */
+static unsigned int (*rkp_trace_call_bpf)(struct trace_event_call *call, void *ctx);
+
+/* The most bytes of a record rkp_tev_wants() builds on its stack. */
+#define RKP_TEV_SMALL_RECORD 64
+#endif
+
+/* Load time, before any event: trace_call_bpf()'s address, or 0. */
+void rkp_tev_init(unsigned long trace_call_bpf)
+{
+#if defined(CONFIG_BPF_EVENTS) && !defined(CONFIG_CFI_CLANG)
+	if (!trace_call_bpf)
+		return;
+	if (IS_ENABLED(CONFIG_X86_KERNEL_IBT) && !is_endbr(*(u32 *)trace_call_bpf))
+		return;
+	rkp_trace_call_bpf = (void *)trace_call_bpf;
+#endif
+}
+
+/*
+ * What a hit of the event must build (RKP_TEV_*, rust/events/hit.rs): a
+ * record in the trace instances that have the event (RKP_TEV_TRACE), and
+ * one for perf and BPF (RKP_TEV_PERF), as the kernel's kprobe_dispatcher()
+ * and a tracepoint's perf_trace_##call(). perf's list is read only while
+ * perf_on is set (acquire, against the release store made once the list
+ * exists): the last perf close frees it, then clears the pointer.
+ *
+ * When the BPF programs read nothing of the record (a count of hits, a
+ * latency), they run here, as the kernel's kprobe_perf_func() runs a
+ * kprobe's, with no argument fetched and no perf buffer: on a record of
+ * size bytes (the header and the fixed fields) of zeroes on this stack, whose first word is
+ * the registers pointer that the helpers take from a tracepoint program's
+ * context (perf_trace_run_bpf_submit() stores it there too). The verifier
+ * keeps every direct access of theirs inside that (tp_prog_is_valid_access(),
+ * and max_ctx_offset against the fields' size at attach), so a program
+ * attached after the test below reads zeroes. As in
+ * perf_trace_run_bpf_submit(), perf gets the record only when they return
+ * non-zero and perf events listen on this CPU: then RKP_TEV_PERF_RAN says
+ * that they ran. Probe-hit context.
+ */
+/* No stack protector: its canary would cost the hit more than the one
+ * record on the stack, which is written within its bounds only. */
+notrace __no_stack_protector unsigned int rkp_tev_wants(void *ev, struct pt_regs *regs,
+							 unsigned int size)
+{
+	struct rkp_tev *tev = ev;
+	unsigned int wants = 0;
 #ifdef CONFIG_PERF_EVENTS
 	struct trace_event_call *call = &tev->call;
 	struct hlist_head __percpu *events;
-
-	if (!smp_load_acquire(&tev->perf_on))
-		return 0;
-	events = READ_ONCE(call->perf_events);
-	return events && (bpf_prog_array_valid(call) || !hlist_empty(this_cpu_ptr(events)));
-#else
-	return 0;
 #endif
+
+	if (READ_ONCE(tev->links.next) != &tev->links)
+		wants |= RKP_TEV_TRACE;
+#ifdef CONFIG_PERF_EVENTS
+	if (!smp_load_acquire(&tev->perf_on))
+		return wants;
+	events = READ_ONCE(call->perf_events);
+	if (!events)
+		return wants;
+	if (!bpf_prog_array_valid(call))
+		return hlist_empty(this_cpu_ptr(events)) ? wants : wants | RKP_TEV_PERF;
+#ifdef CONFIG_BPF_EVENTS
+	if (rkp_trace_call_bpf && size <= RKP_TEV_SMALL_RECORD && !rkp_tev_bpf_reads(call)) {
+		u64 rec[RKP_TEV_SMALL_RECORD / sizeof(u64)];
+		unsigned int i;
+
+		/* Zeroes up to size: no verified program reads beyond. */
+		for (i = 1; i < DIV_ROUND_UP(size, sizeof(u64)); i++)
+			rec[i] = 0;
+		*(struct pt_regs **)rec = regs;
+		if (!rkp_trace_call_bpf(call, rec) || hlist_empty(this_cpu_ptr(events)))
+			return wants;
+		return wants | RKP_TEV_PERF | RKP_TEV_PERF_RAN;
+	}
+#endif
+	wants |= RKP_TEV_PERF;
+#endif
+	return wants;
 }
+const unsigned int rkp_tev_wants_bits[3] = { RKP_TEV_TRACE, RKP_TEV_PERF, RKP_TEV_PERF_RAN };
 
 /*
  * Reserves the record in the first trace instance from pos on that has the
  * event enabled and not soft-disabled (trace_trigger_soft_disabled(), which
  * also runs unconditional triggers and the pid filter, as every event's
- * hit does), and writes its header words. NULL when no instance is left;
- * rec->perf then says whether perf wants the record too.
+ * hit does), and writes its header words. NULL when no instance is left.
  */
 static __always_inline void *rkp_tev_reserve_from(struct rkp_tev *tev, struct rkp_tev_rec *rec,
 					  struct list_head *pos)
@@ -500,7 +600,6 @@ static __always_inline void *rkp_tev_reserve_from(struct rkp_tev *tev, struct rk
 			head[2] = rec->a1;
 		return head;
 	}
-	rec->perf = rkp_tev_perf_wanted(tev);
 	return NULL;
 }
 
@@ -533,12 +632,15 @@ notrace void *rkp_tev_commit(void *ev, struct rkp_tev_rec *rec)
 
 #ifdef CONFIG_PERF_EVENTS
 /*
- * Records one hit for perf, after rkp_tev_reserve()/rkp_tev_commit() found
- * rec->perf set, as the kernel's kprobe_perf_func() and the
+ * Records one hit for perf, when rkp_tev_wants() said RKP_TEV_PERF (in
+ * rec->perf), as the kernel's kprobe_perf_func() and the
  * perf_trace_##call() of a tracepoint: the record (the same bytes as the
  * ftrace one) is written into perf's per-CPU buffer, and
  * perf_trace_run_bpf_submit() runs the BPF programs on it, as a
  * tracepoint's context, then hands it to perf unless a program said no.
+ * With RKP_TEV_PERF_RAN the BPF programs ran already (rkp_tev_wants()):
+ * the record goes to perf's events alone, as perf_trace_run_bpf_submit()
+ * hands it on after them.
  * perf_trace_buf_alloc() takes a recursion context of perf's, which is safe
  * in NMI. Probe-hit context: preemption off, no sleeping, no allocation, no
  * locks.
@@ -565,8 +667,12 @@ notrace void rkp_tev_perf(void *ev, struct rkp_tev_rec *rec, void *ctx)
 	if (tev->is_return)
 		ent[2] = rec->a1;
 	rkp_event_fill(ctx, ent, hdr + rec->size);
-	perf_trace_run_bpf_submit(ent, rsize, rctx, call, 1, rec->regs,
-				  this_cpu_ptr(events), NULL);
+	if (rec->perf & RKP_TEV_PERF_RAN)
+		perf_tp_event(call->event.type, 1, ent, rsize, rec->regs,
+			      this_cpu_ptr(events), rctx, NULL);
+	else
+		perf_trace_run_bpf_submit(ent, rsize, rctx, call, 1, rec->regs,
+					  this_cpu_ptr(events), NULL);
 }
 #else
 notrace void rkp_tev_perf(void *ev, struct rkp_tev_rec *rec, void *ctx)

@@ -61,6 +61,15 @@ void *rkp_tev_reserve(void *ev, struct rkp_tev_rec *rec);
 void *rkp_tev_commit(void *ev, struct rkp_tev_rec *rec);
 void rkp_tev_perf(void *ev, struct rkp_tev_rec *rec, void *ctx);
 
+/* rkp_tev_wants(): what a hit of an event must build (rust/events/hit.rs). */
+#define RKP_TEV_TRACE		1	/* a record in the trace instances */
+#define RKP_TEV_PERF		2	/* one for perf and BPF */
+#define RKP_TEV_PERF_RAN	4	/* ... whose BPF programs ran */
+struct pt_regs;
+unsigned int rkp_tev_wants(void *ev, struct pt_regs *regs, unsigned int size);
+void rkp_tev_init(unsigned long trace_call_bpf);
+extern const unsigned int rkp_tev_wants_bits[3];
+
 /* Implemented in Rust (rust/kprobe/kretprobe.rs). */
 void rkp_kretprobe_gc(void);
 

@@ -43,11 +43,20 @@ pub(crate) struct RkpTevRec {
     pub(crate) link: *mut c_void,
     /// The record's bytes after the header.
     pub(crate) size: c_uint,
-    /// Set when no instance is left: perf or BPF wants the record.
+    /// Whether perf and BPF want the record, and whether its BPF programs
+    /// ran ([`RKP_TEV_PERF`], [`RKP_TEV_PERF_RAN`]), as [`rkp_tev_wants`]
+    /// said.
     pub(crate) perf: c_int,
     /// C's: the kernel's `struct trace_event_buffer` (six words in 6.12).
     pub(crate) fb: core::mem::MaybeUninit<[u64; 6]>,
 }
+
+/// [`rkp_tev_wants`]: records in the trace instances.
+pub(crate) const RKP_TEV_TRACE: c_uint = 1;
+/// [`rkp_tev_wants`]: a record for perf and BPF.
+pub(crate) const RKP_TEV_PERF: c_uint = 2;
+/// [`rkp_tev_wants`]: for perf alone: the BPF programs ran.
+pub(crate) const RKP_TEV_PERF_RAN: c_uint = 4;
 
 const _: () = {
     use core::mem::offset_of;
@@ -196,10 +205,30 @@ extern "C" {
     /// load.
     pub(crate) static rkp_tev_rec_size: c_uint;
 
+    /// What a hit of the event, whose header and fixed fields are `size`
+    /// bytes, must build, as `RKP_TEV_*` bits: records in the trace
+    /// instances, and one for perf and BPF. BPF programs that read nothing
+    /// of the record have run when it returns, on a record of zeroes; perf
+    /// then gets one only if they asked for it ([`RKP_TEV_PERF_RAN`]).
+    /// Probe-hit context.
+    pub(crate) fn rkp_tev_wants(
+        ev: *mut c_void,
+        regs: *mut bindings::pt_regs,
+        size: c_uint,
+    ) -> c_uint;
+
+    /// Gives the events' C side `trace_call_bpf()`'s address (0: none),
+    /// which it checks. Load time, before any event.
+    pub(crate) fn rkp_tev_init(trace_call_bpf: c_ulong);
+
+    /// glue.h's `RKP_TEV_TRACE`, `RKP_TEV_PERF` and `RKP_TEV_PERF_RAN`,
+    /// checked at load against [`RKP_TEV_TRACE`] and its siblings.
+    pub(crate) static rkp_tev_wants_bits: [c_uint; 3];
+
     /// Reserves the first record of a hit, in the first trace instance
     /// that has the event enabled, its header written; null when there is
-    /// none (then `rec.perf` says whether perf wants the record).
-    /// Probe-hit context, with `rec`'s `a0`, `a1`, `regs` and `size` set.
+    /// none. Probe-hit context, with `rec`'s `a0`, `a1`, `regs` and `size`
+    /// set.
     pub(crate) fn rkp_tev_reserve(ev: *mut c_void, rec: *mut RkpTevRec) -> *mut c_void;
 
     /// Commits the record the last reserve or commit gave and reserves the
@@ -207,8 +236,9 @@ extern "C" {
     pub(crate) fn rkp_tev_commit(ev: *mut c_void, rec: *mut RkpTevRec) -> *mut c_void;
 
     /// Writes the record into perf's buffer through `rkp_event_fill(ctx)`
-    /// and hands it to BPF and perf; for a `rec` whose `perf` is set.
-    /// Probe-hit context.
+    /// and hands it to BPF (unless `rec.perf` has `RKP_TEV_PERF_RAN`) and
+    /// perf; for a `rec` whose `perf` has `RKP_TEV_PERF`. Probe-hit
+    /// context.
     pub(crate) fn rkp_tev_perf(ev: *mut c_void, rec: *mut RkpTevRec, ctx: *mut c_void);
 
     /// `trace_seq_putmem()`. Trace output context.
