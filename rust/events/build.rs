@@ -18,7 +18,7 @@ use super::{
 };
 use crate::{
     abi::RkpKretprobe,
-    ffi::{rkp_tev_create, RkpField},
+    ffi::{self, rkp_tev_create, RkpField},
     kernel_ext::module,
     pure::probe_events::{
         exec::{self, always_stores},
@@ -175,6 +175,7 @@ impl Events {
                 layout_cmd,
                 layout_on_entry: on_entry,
                 fixed_size: def.size,
+                perf_on: core::ptr::null(),
                 head_size: def.size.saturating_add(if def.is_return {
                     KRETPROBE_HEADER as u32
                 } else {
@@ -263,8 +264,16 @@ impl Events {
                 ParseError::registration(errno)
             });
         }
-        // SAFETY: `tev` is not structurally pinned.
-        unsafe { ev.as_mut().get_unchecked_mut() }.tev = tev;
+        // SAFETY: `tev` and `perf_on` are not structurally pinned; the
+        // offset is C's `offsetof()` of an aligned `int` in `*tev`.
+        unsafe {
+            let e = ev.as_mut().get_unchecked_mut();
+            e.tev = tev;
+            e.perf_on = tev
+                .cast::<u8>()
+                .add(ffi::rkp_tev_perf_on_off as usize)
+                .cast::<core::sync::atomic::AtomicI32>();
+        }
         // An event's trace event calls into rkprobes (and an open tracefs
         // file of it keeps it): rkprobes stays loaded while events exist.
         // Dropped when the event is destroyed.

@@ -138,7 +138,11 @@ impl Events {
                 // SAFETY: removed from the tracing core, past a grace period.
                 unsafe { rkp_tev_free(ev.tev) };
                 // SAFETY: `tev` is not structurally pinned.
-                unsafe { ev.as_mut().get_unchecked_mut() }.tev = core::ptr::null_mut();
+                unsafe {
+                    let e = ev.as_mut().get_unchecked_mut();
+                    e.tev = core::ptr::null_mut();
+                    e.perf_on = core::ptr::null();
+                }
                 // SAFETY: the reference `register_event` took.
                 unsafe { module::put_self() };
             }
@@ -199,7 +203,11 @@ impl Events {
             // SAFETY: removed and past a grace period.
             unsafe { rkp_tev_free(ev.tev) };
             // SAFETY: `tev` is not structurally pinned.
-            unsafe { ev.as_mut().get_unchecked_mut() }.tev = core::ptr::null_mut();
+            unsafe {
+                let e = ev.as_mut().get_unchecked_mut();
+                e.tev = core::ptr::null_mut();
+                e.perf_on = core::ptr::null();
+            }
             // SAFETY: the reference `register_event` took.
             unsafe { module::put_self() };
         }

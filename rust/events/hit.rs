@@ -245,8 +245,15 @@ fn record(
         return;
     }
     probe.nhit.fetch_add(1, Ordering::Relaxed);
-    // SAFETY: the event's trace event is registered while it has probes.
-    let wants = unsafe { rkp_tev_wants(ev.tev, regs, ev.head_size) };
+    // Without perf (the flag is in the trace event, which lives as long as
+    // `tev`), only the trace instances listen: nothing to ask.
+    // SAFETY: set with `tev`, checked above; an aligned `int`.
+    let wants = if unsafe { &*ev.perf_on }.load(Ordering::Relaxed) == 0 {
+        RKP_TEV_TRACE
+    } else {
+        // SAFETY: the event's trace event is registered while it has probes.
+        unsafe { rkp_tev_wants(ev.tev, regs, ev.head_size) }
+    };
     if wants != 0 {
         // The header's addresses read only now: fewer registers kept
         // across the call above.
@@ -257,9 +264,8 @@ fn record(
     // of the record, which ran: the hit is done, with no argument fetched.
 }
 
-/// [`record`]'s records, out of line, so that a hit for BPF programs alone
-/// saves none of the registers that building them takes.
-#[inline(never)]
+/// [`record`]'s records, once it is known who wants them.
+#[inline(always)]
 fn build(
     probe: &Probe,
     ev: &Event,
@@ -357,8 +363,10 @@ pub(super) unsafe extern "C" fn kprobe_handler(
 ) -> c_int {
     // SAFETY: `kp` is the first field of a registered `Probe`.
     let probe = unsafe { &*kernel::container_of!(kp, Probe, kp) };
-    // SAFETY: a registered probe's address is set.
-    record(probe, regs, None, || (unsafe { (*kp).addr } as usize, 0));
+    record(probe, regs, None, || {
+        // SAFETY: a registered probe's address is set.
+        (unsafe { (*kp).addr } as usize, 0)
+    });
     0
 }
 
@@ -409,8 +417,8 @@ pub(super) unsafe extern "C" fn ret_handler(
     };
     // SAFETY: as above.
     let probe = unsafe { &*kernel::container_of!(rp, Probe, rp) };
-    // SAFETY: a registered probe's address is set.
     record(probe, regs, Some(data), || {
+        // SAFETY: a registered probe's address is set.
         (unsafe { (*rp).kp.addr } as usize, ret)
     });
     0

@@ -63,7 +63,7 @@ use crate::{
         ProbeDef, FETCH_INSN_MAX,
     },
 };
-use core::sync::atomic::{AtomicBool, AtomicU64};
+use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU64};
 use env::replay;
 use kernel::{
     ffi::{c_ulong, c_void},
@@ -146,6 +146,10 @@ struct Event {
     fixed_size: u32,
     /// Bytes of the header and the fixed fields, for `rkp_tev_wants`.
     head_size: u32,
+    /// The trace event's `perf_on` (`rkp_tev_perf_on_off` into `tev`),
+    /// set and cleared with `tev`: while it is 0 a hit records for the
+    /// trace instances alone, without asking who else listens.
+    perf_on: *const AtomicI32,
     enabled: AtomicBool,
     /// Set before the probes are first enabled (by a trace instance or by
     /// perf) and never cleared: until then no hit has reached the event,

@@ -555,7 +555,8 @@ notrace __no_stack_protector unsigned int rkp_tev_wants(void *ev, struct pt_regs
 		return hlist_empty(this_cpu_ptr(events)) ? wants : wants | RKP_TEV_PERF;
 #ifdef CONFIG_BPF_EVENTS
 	if (rkp_trace_call_bpf && size <= RKP_TEV_SMALL_RECORD && !rkp_tev_bpf_reads(call)) {
-		u64 rec[RKP_TEV_SMALL_RECORD / sizeof(u64)];
+		/* Not zeroed whole (CONFIG_INIT_STACK_ALL_ZERO): the loop does. */
+		u64 rec[RKP_TEV_SMALL_RECORD / sizeof(u64)] __uninitialized;
 		unsigned int i;
 
 		/* Zeroes up to size: no verified program reads beyond. */
@@ -571,6 +572,8 @@ notrace __no_stack_protector unsigned int rkp_tev_wants(void *ev, struct pt_regs
 #endif
 	return wants;
 }
+/* Where a hit finds perf_on before it asks rkp_tev_wants() (hit.rs). */
+const unsigned int rkp_tev_perf_on_off = offsetof(struct rkp_tev, perf_on);
 const unsigned int rkp_tev_wants_bits[3] = { RKP_TEV_TRACE, RKP_TEV_PERF, RKP_TEV_PERF_RAN };
 
 /*

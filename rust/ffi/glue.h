@@ -69,6 +69,7 @@ struct pt_regs;
 unsigned int rkp_tev_wants(void *ev, struct pt_regs *regs, unsigned int size);
 void rkp_tev_init(unsigned long trace_call_bpf);
 extern const unsigned int rkp_tev_wants_bits[3];
+extern const unsigned int rkp_tev_perf_on_off;
 
 /* Implemented in Rust (rust/kprobe/kretprobe.rs). */
 void rkp_kretprobe_gc(void);

@@ -225,6 +225,10 @@ extern "C" {
     /// checked at load against [`RKP_TEV_TRACE`] and its siblings.
     pub(crate) static rkp_tev_wants_bits: [c_uint; 3];
 
+    /// `offsetof(struct rkp_tev, perf_on)`: a hit reads the flag itself,
+    /// and asks [`rkp_tev_wants`] only when it is set.
+    pub(crate) static rkp_tev_perf_on_off: c_uint;
+
     /// Reserves the first record of a hit, in the first trace instance
     /// that has the event enabled, its header written; null when there is
     /// none. Probe-hit context, with `rec`'s `a0`, `a1`, `regs` and `size`
