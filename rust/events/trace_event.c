@@ -448,17 +448,6 @@ static_assert(offsetof(struct rkp_tev_rec, fb) == 40);
 static_assert(sizeof(struct trace_event_buffer) == 6 * sizeof(u64));
 const unsigned int rkp_tev_rec_size = sizeof(struct rkp_tev_rec);
 
-/*
- * Whether perf listens on this CPU or a BPF program is attached, as the
- * kernel's kprobe_perf_func() and the perf_trace_##call() of a tracepoint
- * ask. Only while perf_on is set, as the kernel's kprobe_dispatcher()
- * tests TP_FLAG_PROFILE first: perf_trace_event_unreg() frees
- * call->perf_events past the grace period that follows PERF_UNREGISTER
- * (which clears perf_on) but sets it to NULL only after the free, so the
- * pointer alone does not say whether the list is still there. A hit runs
- * with preemption (or interrupts) off, so a list read after perf_on was
- * seen set stays valid until the hit ends.
- */
 #ifdef CONFIG_BPF_EVENTS
 /*
  * Whether a BPF program attached to call reads the record: the verifier's
@@ -483,9 +472,7 @@ static notrace bool rkp_tev_bpf_reads(struct trace_event_call *call)
 			return true;
 	return false;
 }
-#endif
 
-#ifdef CONFIG_BPF_EVENTS
 /*
  * trace_call_bpf(), which runs an event's BPF programs (not exported):
  * found at load by rkp_tev_init(), and left NULL where a module cannot
@@ -516,23 +503,28 @@ void rkp_tev_init(unsigned long trace_call_bpf)
  * one for perf and BPF (RKP_TEV_PERF), as the kernel's kprobe_dispatcher()
  * and a tracepoint's perf_trace_##call(). perf's list is read only while
  * perf_on is set (acquire, against the release store made once the list
- * exists): the last perf close frees it, then clears the pointer.
+ * exists), as the kernel's kprobe_dispatcher() tests TP_FLAG_PROFILE
+ * first: perf_trace_event_unreg() frees call->perf_events past the grace
+ * period that follows PERF_UNREGISTER (which clears perf_on) and sets it
+ * to NULL only after the free. A hit runs with preemption (or interrupts)
+ * off, so a list read after perf_on was seen set stays valid until the
+ * hit ends.
  *
  * When the BPF programs read nothing of the record (a count of hits, a
  * latency), they run here, as the kernel's kprobe_perf_func() runs a
  * kprobe's, with no argument fetched and no perf buffer: on a record of
- * size bytes (the header and the fixed fields) of zeroes on this stack, whose first word is
- * the registers pointer that the helpers take from a tracepoint program's
- * context (perf_trace_run_bpf_submit() stores it there too). The verifier
- * keeps every direct access of theirs inside that (tp_prog_is_valid_access(),
- * and max_ctx_offset against the fields' size at attach), so a program
- * attached after the test below reads zeroes. As in
- * perf_trace_run_bpf_submit(), perf gets the record only when they return
- * non-zero and perf events listen on this CPU: then RKP_TEV_PERF_RAN says
- * that they ran. Probe-hit context.
+ * size bytes (the header and the fixed fields) of zeroes on this stack,
+ * whose first word is the registers pointer that the helpers take from a
+ * tracepoint program's context (perf_trace_run_bpf_submit() stores it
+ * there too). The verifier keeps every direct access of theirs inside
+ * that (tp_prog_is_valid_access(), and max_ctx_offset against the fields'
+ * size at attach), so a program attached after the test below reads
+ * zeroes. As in perf_trace_run_bpf_submit(), perf gets the record only
+ * when they return non-zero and perf events listen on this CPU: then
+ * RKP_TEV_PERF_RAN says that they ran. No stack protector: its canary
+ * would cost more than the one array, written within its bounds only.
+ * Probe-hit context.
  */
-/* No stack protector: its canary would cost the hit more than the one
- * record on the stack, which is written within its bounds only. */
 notrace __no_stack_protector unsigned int rkp_tev_wants(void *ev, struct pt_regs *regs,
 							 unsigned int size)
 {
