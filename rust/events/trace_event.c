@@ -27,13 +27,13 @@
  * ("perf and BPF") lists every reader of the flag and of call->tp in 6.12 and
  * why none of them can misuse this one.
  */
-#include <asm/ibt.h>
 #include <linux/bpf.h>
 #include <linux/kallsyms.h>
 #include <linux/kernel.h>
 #include <linux/perf_event.h>
 #include <linux/rculist.h>
 #include <linux/slab.h>
+#include <linux/static_call.h>
 #include <linux/trace_events.h>
 #include <linux/tracepoint-defs.h>
 #include <linux/uaccess.h>
@@ -474,26 +474,25 @@ static notrace bool rkp_tev_bpf_reads(struct trace_event_call *call)
 }
 
 /*
- * trace_call_bpf(), which runs an event's BPF programs (not exported):
- * found at load by rkp_tev_init(), and left NULL where a module cannot
- * call it through a pointer: with kCFI (no type hash to check against),
- * or when IBT sealed its ENDBR (no indirect branch may land there).
+ * trace_call_bpf(), which runs an event's BPF programs (not exported, and
+ * sealed under IBT): a static call, for the reasons rust/ffi/kcalls.c
+ * gives, set by rkp_tev_init(); rkp_tev_have_bpf says it was.
  */
-static unsigned int (*rkp_trace_call_bpf)(struct trace_event_call *call, void *ctx);
+DEFINE_STATIC_CALL_NULL(rkp_tev_call_bpf, trace_call_bpf);
+static bool rkp_tev_have_bpf __read_mostly;
 
 /* The most bytes of a record rkp_tev_wants() builds on its stack. */
 #define RKP_TEV_SMALL_RECORD 64
 #endif
 
 /* Load time, before any event: trace_call_bpf()'s address, or 0. */
-void rkp_tev_init(unsigned long trace_call_bpf)
+void rkp_tev_init(unsigned long addr)
 {
-#if defined(CONFIG_BPF_EVENTS) && !defined(CONFIG_CFI_CLANG)
-	if (!trace_call_bpf)
+#ifdef CONFIG_BPF_EVENTS
+	if (!addr)
 		return;
-	if (IS_ENABLED(CONFIG_X86_KERNEL_IBT) && !is_endbr(*(u32 *)trace_call_bpf))
-		return;
-	rkp_trace_call_bpf = (void *)trace_call_bpf;
+	static_call_update(rkp_tev_call_bpf, (typeof(&trace_call_bpf))addr);
+	rkp_tev_have_bpf = true;
 #endif
 }
 
@@ -546,7 +545,7 @@ notrace __no_stack_protector unsigned int rkp_tev_wants(void *ev, struct pt_regs
 	if (!bpf_prog_array_valid(call))
 		return hlist_empty(this_cpu_ptr(events)) ? wants : wants | RKP_TEV_PERF;
 #ifdef CONFIG_BPF_EVENTS
-	if (rkp_trace_call_bpf && size <= RKP_TEV_SMALL_RECORD && !rkp_tev_bpf_reads(call)) {
+	if (rkp_tev_have_bpf && size <= RKP_TEV_SMALL_RECORD && !rkp_tev_bpf_reads(call)) {
 		/* Not zeroed whole (CONFIG_INIT_STACK_ALL_ZERO): the loop does. */
 		u64 rec[RKP_TEV_SMALL_RECORD / sizeof(u64)] __uninitialized;
 		unsigned int i;
@@ -555,7 +554,7 @@ notrace __no_stack_protector unsigned int rkp_tev_wants(void *ev, struct pt_regs
 		for (i = 1; i < DIV_ROUND_UP(size, sizeof(u64)); i++)
 			rec[i] = 0;
 		*(struct pt_regs **)rec = regs;
-		if (!rkp_trace_call_bpf(call, rec) || hlist_empty(this_cpu_ptr(events)))
+		if (!static_call(rkp_tev_call_bpf)(call, rec) || hlist_empty(this_cpu_ptr(events)))
 			return wants;
 		return wants | RKP_TEV_PERF | RKP_TEV_PERF_RAN;
 	}

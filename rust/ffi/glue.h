@@ -67,7 +67,7 @@ void rkp_tev_perf(void *ev, struct rkp_tev_rec *rec, void *ctx);
 #define RKP_TEV_PERF_RAN	4	/* ... whose BPF programs ran */
 struct pt_regs;
 unsigned int rkp_tev_wants(void *ev, struct pt_regs *regs, unsigned int size);
-void rkp_tev_init(unsigned long trace_call_bpf);
+void rkp_tev_init(unsigned long addr);
 extern const unsigned int rkp_tev_wants_bits[3];
 extern const unsigned int rkp_tev_perf_on_off;
 

@@ -217,9 +217,10 @@ extern "C" {
         size: c_uint,
     ) -> c_uint;
 
-    /// Gives the events' C side `trace_call_bpf()`'s address (0: none),
-    /// which it checks. Load time, before any event.
-    pub(crate) fn rkp_tev_init(trace_call_bpf: c_ulong);
+    /// Gives the events' C side `trace_call_bpf()`'s confirmed address (0:
+    /// none), which becomes a static call. Process context, at load,
+    /// before any event.
+    pub(crate) fn rkp_tev_init(addr: c_ulong);
 
     /// glue.h's `RKP_TEV_TRACE`, `RKP_TEV_PERF` and `RKP_TEV_PERF_RAN`,
     /// checked at load against [`RKP_TEV_TRACE`] and its siblings.

@@ -7,17 +7,14 @@
 //! `sprint_symbol()`, starting at `sprint_symbol` itself (both live in
 //! `kernel/kallsyms.c`, so the walk is short), until it meets
 //! `kallsyms_lookup_name`; it then checks the function it found against a known
-//! answer before using it. Every address obtained through it is validated again
+//! answer before using it, through a static call (`kcalls.c`: the function
+//! is sealed under IBT). Every address obtained through it is validated again
 //! with `sprint_symbol()` ([`Kallsyms::lookup`]): rkprobes never calls or
 //! dereferences an address whose symbol it has not confirmed.
 
+use super::kcalls as kc;
 use crate::pure::ksym::{parse_sprint_symbol, SymbolAddr};
-use kernel::{
-    bindings, c_str,
-    ffi::{c_char, c_ulong},
-    prelude::*,
-    str::CStr,
-};
+use kernel::{bindings, c_str, ffi::c_ulong, prelude::*, str::CStr};
 
 /// Room for `sprint_symbol()`'s output: at least the kernel's
 /// `KSYM_SYMBOL_LEN` (666 bytes on x86-64 in 6.12), which `glue.c`
@@ -68,21 +65,20 @@ impl SymbolBuf {
     }
 }
 
-/// `unsigned long kallsyms_lookup_name(const char *name)`.
-type LookupNameFn = unsafe extern "C" fn(*const c_char) -> c_ulong;
-
 /// Name lookup of kernel symbols, through the kernel's `kallsyms_lookup_name`.
 ///
 /// # Invariants
 ///
-/// `lookup_name` is the kernel's `kallsyms_lookup_name`, confirmed by
-/// `sprint_symbol()` and by looking up a symbol whose address is known.
+/// The static call `kallsyms_lookup_name` of `kcalls.c` was set to the
+/// kernel's `kallsyms_lookup_name`, confirmed by `sprint_symbol()` and by
+/// looking up a symbol whose address is known.
 pub(crate) struct Kallsyms {
-    lookup_name: LookupNameFn,
+    _private: (),
 }
 
 impl Kallsyms {
-    /// Finds `kallsyms_lookup_name`. Process context, may sleep.
+    /// Finds `kallsyms_lookup_name` and sets its static call. Process
+    /// context, may sleep.
     ///
     /// Fails with `ENOENT` when it cannot be found or does not pass the checks.
     pub(crate) fn find() -> Result<Self> {
@@ -90,35 +86,43 @@ impl Kallsyms {
         let anchor = bindings::sprint_symbol as *const () as usize;
         let addr = walk_for(&mut buf, anchor, "kallsyms_lookup_name").ok_or(ENOENT)?;
         // SAFETY: `walk_for` returned the start of the vmlinux text symbol
-        // `kallsyms_lookup_name`, a function with this C signature (6.12's
-        // `include/linux/kallsyms.h`).
-        let lookup_name: LookupNameFn = unsafe { core::mem::transmute(addr) };
+        // `kallsyms_lookup_name`, a function with kcalls.c's prototype (6.12's
+        // `include/linux/kallsyms.h`); process context, at load.
+        unsafe { kc::rkp_kc_set_kallsyms_lookup_name(addr as c_ulong) };
         // Check it on an answer known independently: `sprint_symbol` is
         // exported, so its address came from the module loader.
-        // SAFETY: the name is NUL-terminated; `lookup_name` is the function
-        // found above and takes no locks a caller here could hold.
-        let probe = unsafe { lookup_name(c_str!("sprint_symbol").as_char_ptr()) };
+        // SAFETY: the name is NUL-terminated; the static call was just set
+        // to the function found above, which takes no locks a caller here
+        // could hold.
+        let probe =
+            unsafe { kc::rkp_kc_kallsyms_lookup_name(c_str!("sprint_symbol").as_char_ptr()) };
         if probe as usize != anchor {
             pr_err!("kallsyms_lookup_name candidate failed its check\n");
             return Err(ENOENT);
         }
         // INVARIANT: the candidate passed both checks.
-        Ok(Self { lookup_name })
+        Ok(Self { _private: () })
     }
 
     /// The address of the kernel symbol `name` (`MOD:SYM` for a module's),
     /// confirmed with `sprint_symbol()` to be the start of a symbol of that
     /// name. Process context, may sleep.
     pub(crate) fn lookup(&self, buf: &mut SymbolBuf, name: &CStr) -> Option<usize> {
-        // SAFETY: by the type invariant `lookup_name` is `kallsyms_lookup_name`;
-        // `name` is NUL-terminated and outlives the call.
-        let addr = unsafe { (self.lookup_name)(name.as_char_ptr()) };
+        let addr = self.lookup_name(name);
         if addr == 0 {
             return None;
         }
         let name = name.to_str().ok()?;
         let sym = name.rsplit_once(':').map_or(name, |(_, sym)| sym);
         buf.is_symbol_start(addr, sym).then_some(addr)
+    }
+
+    /// `kallsyms_lookup_name(name)`, unconfirmed.
+    fn lookup_name(&self, name: &CStr) -> usize {
+        // SAFETY: by the type invariant the static call is set to
+        // `kallsyms_lookup_name`; `name` is NUL-terminated and outlives the
+        // call. Process context.
+        unsafe { kc::rkp_kc_kallsyms_lookup_name(name.as_char_ptr()) as usize }
     }
 }
 
@@ -128,8 +132,7 @@ impl Kallsyms {
     /// that `sprint_symbol()` names there: confirmed only to be vmlinux
     /// text. Process context, may sleep.
     pub(crate) fn lookup_marker(&self, buf: &mut SymbolBuf, name: &CStr) -> Option<usize> {
-        // SAFETY: as in `lookup`.
-        let addr = unsafe { (self.lookup_name)(name.as_char_ptr()) };
+        let addr = self.lookup_name(name);
         if addr == 0 {
             return None;
         }

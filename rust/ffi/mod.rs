@@ -7,7 +7,8 @@
 //! kernel symbols the kernel crate has no binding for (`exported`), the C glue
 //! of `glue.c` and `../events/trace_event.c` and the kretprobe trampoline
 //! (`glue`), and kernel functions and data that 6.12 does not export, found
-//! at run time (`kallsyms`, `runtime`). Functions here are raw: `unsafe`,
+//! at run time (`kallsyms`, `runtime`) and called through this module's
+//! static calls (`kcalls`), never through a pointer. Functions here are raw: `unsafe`,
 //! with their C contract; the small abstractions of `crate::kernel_ext`
 //! (layer 2) wrap them, and the probe logic uses those, or calls in here
 //! with a `// SAFETY:` argument where no abstraction fits yet. No file
@@ -18,6 +19,7 @@ pub mod abi;
 mod exported;
 mod glue;
 pub(crate) mod kallsyms;
+mod kcalls;
 pub(crate) mod percpu;
 pub(crate) mod runtime;
 

@@ -5,7 +5,7 @@
 //! walks of a table's entries, `jump_label_lock`, and the kernel's own
 //! checks (`jump_label_text_reserved()`, `static_call_text_reserved()`).
 
-use super::{Kallsyms, Runtime, SymbolBuf};
+use super::{kc, Kallsyms, Runtime, SymbolBuf};
 use kernel::{
     bindings,
     ffi::{c_int, c_void},
@@ -97,22 +97,23 @@ impl Runtime {
         start: *mut c_void,
         end: *mut c_void,
     ) -> c_int {
-        match self.jump_label_text_reserved {
-            // SAFETY: see above.
-            Some(f) => unsafe { f(start, end) },
-            None => 0,
+        if !self.jump_label_text_reserved {
+            return 0;
         }
+        // SAFETY: see above.
+        unsafe { kc::rkp_kc_jump_label_text_reserved(start, end) }
     }
 
     /// Whether vmlinux's site tables were found for every kind of site the
     /// kernel checks (jump labels with their lock, inline static calls):
     /// only then can rkprobes answer for vmlinux's sites itself.
     pub(crate) fn site_tables_found(&self) -> bool {
-        let jump = match self.jump_label_text_reserved {
-            Some(_) => self.jump_table.is_some() && self.jump_label_lock.is_some(),
-            None => self.jump_table.is_none(),
+        let jump = if self.jump_label_text_reserved {
+            self.jump_table.is_some() && self.jump_label_lock
+        } else {
+            self.jump_table.is_none()
         };
-        let calls = self.static_call_text_reserved.is_some() == self.static_call_sites.is_some();
+        let calls = self.static_call_text_reserved == self.static_call_sites.is_some();
         jump && calls
     }
 
@@ -124,9 +125,9 @@ impl Runtime {
     /// jump-label update takes inside it (`text_mutex`), and calls
     /// [`Runtime::jump_label_unlock`] once.
     pub(crate) unsafe fn jump_label_lock(&self) {
-        if let Some((lock, _)) = self.jump_label_lock {
+        if self.jump_label_lock {
             // SAFETY: the caller's contract.
-            unsafe { lock() };
+            unsafe { kc::rkp_kc_jump_label_lock() };
         }
     }
 
@@ -136,9 +137,9 @@ impl Runtime {
     ///
     /// The caller took it with [`Runtime::jump_label_lock`].
     pub(crate) unsafe fn jump_label_unlock(&self) {
-        if let Some((_, unlock)) = self.jump_label_lock {
+        if self.jump_label_lock {
             // SAFETY: the caller's contract.
-            unsafe { unlock() };
+            unsafe { kc::rkp_kc_jump_label_unlock() };
         }
     }
 
@@ -191,10 +192,10 @@ impl Runtime {
         start: *mut c_void,
         end: *mut c_void,
     ) -> c_int {
-        match self.static_call_text_reserved {
-            // SAFETY: see above.
-            Some(f) => unsafe { f(start, end) },
-            None => 0,
+        if !self.static_call_text_reserved {
+            return 0;
         }
+        // SAFETY: see above.
+        unsafe { kc::rkp_kc_static_call_text_reserved(start, end) }
     }
 }

@@ -1,0 +1,79 @@
+# SPDX-License-Identifier: GPL-2.0
+# rkprobes calls the kernel functions it finds at run time (not exported in
+# 6.12) only through its own static calls (rust/ffi/kcalls.c), which the
+# kernel has patched into direct jumps to them: never through a pointer. A
+# kernel built with IBT seals the ENDBR of most of these functions at boot,
+# and an indirect call to a sealed function faults (#CP) on a CPU that
+# enforces IBT; QEMU's TCG does not, so the jumps are checked here byte by
+# byte against /proc/kallsyms.
+
+check "insmod rkprobes.ko" insmod $MODDIR/rkprobes.ko
+check "insmod rkp_peek.ko" insmod $MODDIR/rkp_peek.ko
+
+# vmlinux symbol NAME's address (hex), or nothing.
+ksym() { awk -v n="$1" '$3 == n && NF == 3 { print $1; exit }' /proc/kallsyms; }
+# rkprobes' symbol NAME's address (hex), or nothing.
+msym() { awk -v n="$1" '$3 == n && $4 == "[rkprobes]" { print $1; exit }' /proc/kallsyms; }
+# LEN bytes at hex ADDR, in hex.
+peek() {
+	echo "$1 $2" > /sys/module/rkp_peek/parameters/peek && cat /sys/module/rkp_peek/parameters/peek
+}
+# byte N (from 0) of hex string HEX.
+byte() { echo $1 | cut -c$(($2 * 2 + 1))-$(($2 * 2 + 2)); }
+# The target of the jmp rel32 at hex ADDR plus OFF bytes, as a shell number;
+# nothing when no jmp rel32 is there.
+jmp_target() {
+	_b=$(peek $1 $(($2 + 5))) || return
+	[ "$(byte $_b $2)" = e9 ] || return
+	_rel=$((0x$(byte $_b $(($2 + 4)))$(byte $_b $(($2 + 3)))$(byte $_b $(($2 + 2)))$(byte $_b $(($2 + 1)))))
+	[ $_rel -ge 2147483648 ] && _rel=$((_rel - 4294967296))
+	echo $((0x$1 + $2 + 5 + _rel))
+}
+
+# Whether the kernel seals ENDBRs (IBT): kallsyms_lookup_name, never
+# address-taken in vmlinux, starts with the poison (a 4-byte NOP).
+kln=$(ksym kallsyms_lookup_name)
+first=$(peek $kln 4)
+case $first in
+f30f1efa|660f1f00)
+	expect_eq "kallsyms_lookup_name's ENDBR is sealed (IBT kernel)" 660f1f00 "$first" ;;
+*)
+	skip "kernel without IBT: nothing sealed" ;;
+esac
+
+sealed=0
+bound=0
+for name in kallsyms_lookup_name text_poke text_poke_sync text_poke_queue \
+	text_poke_finish execmem_alloc execmem_free set_memory_rox \
+	core_kernel_text __module_text_address search_exception_tables \
+	alternatives_text_reserved jump_label_text_reserved \
+	static_call_text_reserved jump_label_lock jump_label_unlock \
+	ftrace_location synchronize_rcu_tasks wait_for_kprobe_optimizer \
+	get_kprobe kallsyms_on_each_match_symbol module_kallsyms_on_each_symbol \
+	find_module stack_trace_save_regs tracing_reset_all_online_cpus; do
+	fn=$(ksym $name)
+	if [ -z "$fn" ]; then
+		diag "$name: not in this kernel"
+		continue
+	fi
+	[ "$(peek $fn 4)" = 660f1f00 ] && sealed=$((sealed + 1))
+	tramp=$(msym __SCT__rkp_sc_$name)
+	expect_eq "static call $name jumps to $name" $((0x$fn)) "$(jmp_target $tramp 0)"
+	# The call rkprobes makes: rkp_kc_NAME's body, after its ENDBR, is a
+	# direct jump to the function (objtool listed it as a static call site).
+	wrapper=$(msym rkp_kc_$name)
+	expect_eq "rkp_kc_$name jumps to $name directly" $((0x$fn)) \
+		"$(jmp_target $wrapper 4)"
+	bound=$((bound + 1))
+done
+diag "$bound functions bound, $sealed of them sealed by the kernel"
+check "at least the required functions are bound" test $bound -ge 12
+
+tcb=$(ksym trace_call_bpf)
+if [ -n "$tcb" ]; then
+	expect_eq "static call rkp_tev_call_bpf jumps to trace_call_bpf" $((0x$tcb)) \
+		"$(jmp_target $(msym __SCT__rkp_tev_call_bpf) 0)"
+fi
+
+check "rmmod rkp_peek" rmmod rkp_peek
+check "rmmod rkprobes" rmmod rkprobes
