@@ -88,7 +88,7 @@ impl Kallsyms {
         // SAFETY: `walk_for` returned the start of the vmlinux text symbol
         // `kallsyms_lookup_name`, a function with kcalls.c's prototype (6.12's
         // `include/linux/kallsyms.h`); process context, at load.
-        unsafe { kc::rkp_kc_set_kallsyms_lookup_name(addr as c_ulong) };
+        unsafe { kc::rkp_kc_bind_kallsyms_lookup_name(addr as c_ulong) };
         // Check it on an answer known independently: `sprint_symbol` is
         // exported, so its address came from the module loader.
         // SAFETY: the name is NUL-terminated; the static call was just set

@@ -6,9 +6,10 @@
  * Such a function cannot be called through a pointer. A kernel built with
  * CONFIG_X86_KERNEL_IBT seals at boot every function whose address it
  * never takes (apply_seal_endbr() turns its ENDBR into a NOP, whether or
- * not the CPU enforces IBT), and nearly all of these are sealed:
- * kallsyms_lookup_name, execmem_alloc, text_poke_sync, trace_call_bpf and
- * twenty more in the 6.12 test kernel. On a CPU that enforces IBT (and
+ * not the CPU enforces IBT), and nearly all of these are sealed: 21 of the
+ * 25 below in the 6.12 test kernel, kallsyms_lookup_name, execmem_alloc
+ * and text_poke_sync among them (and trace_call_bpf, which
+ * events/trace_event.c calls the same way). On a CPU that enforces IBT (and
  * with eIBRS, which every such CPU has, the retpoline thunks become plain
  * indirect jumps) an indirect call to one of them raises #CP: the kernel
  * oopses. Under kCFI the call would fail its type-hash check as well.
@@ -17,8 +18,8 @@
  * calls: DEFINE_STATIC_CALL_NULL() here, static_call_update() once its
  * address is confirmed, and from then on every call site in this file is
  * a direct call (or jump) to the kernel function, which needs no ENDBR and
- * no hash, and no retpoline either. Rust calls rkp_kc_<name>(), whose body
- * is a tail jump to the function.
+ * no hash, and no retpoline either. rkp_kc_bind_<name>(addr) sets it; Rust
+ * calls rkp_kc_<name>(), whose body is a tail jump to the function.
  *
  * RKP_KCALLS(X) lists each function as X(name, return type, parameters,
  * arguments) with the 6.12 prototype; rust/ffi/kcalls.rs mirrors it.
@@ -89,8 +90,8 @@ typedef int (*rkp_kc_mod_fn)(void *data, const char *name, unsigned long addr);
 	{								\
 		return static_call(rkp_sc_##name) args;			\
 	}								\
-	void rkp_kc_set_##name(unsigned long addr);			\
-	void rkp_kc_set_##name(unsigned long addr)			\
+	void rkp_kc_bind_##name(unsigned long addr);			\
+	void rkp_kc_bind_##name(unsigned long addr)			\
 	{								\
 		static_call_update(rkp_sc_##name, (rkp_kc_t_##name *)addr); \
 	}

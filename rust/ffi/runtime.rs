@@ -124,50 +124,50 @@ impl Runtime {
     pub(crate) fn find(ksyms: &Kallsyms) -> Result<Self> {
         let mut buf = SymbolBuf::new()?;
         let b = &mut *buf;
-        bind_required!(ksyms, b, "text_poke", rkp_kc_set_text_poke);
-        bind_required!(ksyms, b, "text_poke_sync", rkp_kc_set_text_poke_sync);
+        bind_required!(ksyms, b, "text_poke", rkp_kc_bind_text_poke);
+        bind_required!(ksyms, b, "text_poke_sync", rkp_kc_bind_text_poke_sync);
         let text_mutex = ksyms.lookup(b, c_str!("text_mutex")).ok_or_else(|| {
             pr_err!("kernel symbol text_mutex not found\n");
             ENOENT
         })?;
-        let text_poke_queue = bind!(ksyms, b, "text_poke_queue", rkp_kc_set_text_poke_queue);
-        let text_poke_finish = bind!(ksyms, b, "text_poke_finish", rkp_kc_set_text_poke_finish);
-        bind_required!(ksyms, b, "execmem_alloc", rkp_kc_set_execmem_alloc);
-        bind_required!(ksyms, b, "execmem_free", rkp_kc_set_execmem_free);
-        bind_required!(ksyms, b, "set_memory_rox", rkp_kc_set_set_memory_rox);
-        bind_required!(ksyms, b, "core_kernel_text", rkp_kc_set_core_kernel_text);
+        let text_poke_queue = bind!(ksyms, b, "text_poke_queue", rkp_kc_bind_text_poke_queue);
+        let text_poke_finish = bind!(ksyms, b, "text_poke_finish", rkp_kc_bind_text_poke_finish);
+        bind_required!(ksyms, b, "execmem_alloc", rkp_kc_bind_execmem_alloc);
+        bind_required!(ksyms, b, "execmem_free", rkp_kc_bind_execmem_free);
+        bind_required!(ksyms, b, "set_memory_rox", rkp_kc_bind_set_memory_rox);
+        bind_required!(ksyms, b, "core_kernel_text", rkp_kc_bind_core_kernel_text);
         bind_required!(
             ksyms,
             b,
             "__module_text_address",
-            rkp_kc_set___module_text_address
+            rkp_kc_bind___module_text_address
         );
         bind_required!(
             ksyms,
             b,
             "search_exception_tables",
-            rkp_kc_set_search_exception_tables
+            rkp_kc_bind_search_exception_tables
         );
         bind_required!(
             ksyms,
             b,
             "alternatives_text_reserved",
-            rkp_kc_set_alternatives_text_reserved
+            rkp_kc_bind_alternatives_text_reserved
         );
         let jump_label_text_reserved = bind!(
             ksyms,
             b,
             "jump_label_text_reserved",
-            rkp_kc_set_jump_label_text_reserved
+            rkp_kc_bind_jump_label_text_reserved
         );
         let static_call_text_reserved = bind!(
             ksyms,
             b,
             "static_call_text_reserved",
-            rkp_kc_set_static_call_text_reserved
+            rkp_kc_bind_static_call_text_reserved
         );
-        let jl_lock = bind!(ksyms, b, "jump_label_lock", rkp_kc_set_jump_label_lock);
-        let jl_unlock = bind!(ksyms, b, "jump_label_unlock", rkp_kc_set_jump_label_unlock);
+        let jl_lock = bind!(ksyms, b, "jump_label_lock", rkp_kc_bind_jump_label_lock);
+        let jl_unlock = bind!(ksyms, b, "jump_label_unlock", rkp_kc_bind_jump_label_unlock);
         let jump_table = table_bounds::<bindings::jump_entry>(
             ksyms,
             b,
@@ -191,44 +191,44 @@ impl Runtime {
             jump_label_lock: jl_lock && jl_unlock,
             jump_table,
             static_call_sites,
-            ftrace_location: bind!(ksyms, b, "ftrace_location", rkp_kc_set_ftrace_location),
+            ftrace_location: bind!(ksyms, b, "ftrace_location", rkp_kc_bind_ftrace_location),
             synchronize_rcu_tasks: bind!(
                 ksyms,
                 b,
                 "synchronize_rcu_tasks",
-                rkp_kc_set_synchronize_rcu_tasks
+                rkp_kc_bind_synchronize_rcu_tasks
             ),
             stack_trace_save_regs: bind!(
                 ksyms,
                 b,
                 "stack_trace_save_regs",
-                rkp_kc_set_stack_trace_save_regs
+                rkp_kc_bind_stack_trace_save_regs
             ),
             wait_for_kprobe_optimizer: bind!(
                 ksyms,
                 b,
                 "wait_for_kprobe_optimizer",
-                rkp_kc_set_wait_for_kprobe_optimizer
+                rkp_kc_bind_wait_for_kprobe_optimizer
             ),
-            get_kprobe: bind!(ksyms, b, "get_kprobe", rkp_kc_set_get_kprobe),
+            get_kprobe: bind!(ksyms, b, "get_kprobe", rkp_kc_bind_get_kprobe),
             kallsyms_on_each_match_symbol: bind!(
                 ksyms,
                 b,
                 "kallsyms_on_each_match_symbol",
-                rkp_kc_set_kallsyms_on_each_match_symbol
+                rkp_kc_bind_kallsyms_on_each_match_symbol
             ),
             module_kallsyms_on_each_symbol: bind!(
                 ksyms,
                 b,
                 "module_kallsyms_on_each_symbol",
-                rkp_kc_set_module_kallsyms_on_each_symbol
+                rkp_kc_bind_module_kallsyms_on_each_symbol
             ),
-            find_module: bind!(ksyms, b, "find_module", rkp_kc_set_find_module),
+            find_module: bind!(ksyms, b, "find_module", rkp_kc_bind_find_module),
             tracing_reset_all_online_cpus: bind!(
                 ksyms,
                 b,
                 "tracing_reset_all_online_cpus",
-                rkp_kc_set_tracing_reset_all_online_cpus
+                rkp_kc_bind_tracing_reset_all_online_cpus
             ),
         })
     }

@@ -121,8 +121,11 @@
 //!   notifiers without it (6.12's `kernel/module/main.c`), under the chain's
 //!   read lock: -> 4 (`gone.rs`), -> 1 (events). Events take it under 1
 //!   (`module_kallsyms_on_each_symbol()` while parsing).
-//! - `cpus_read_lock`: never taken by rkprobes; waited on under 4 (5b, 5c),
-//!   so no CPU hotplug callback may take `Core::reg` (rkprobes has none).
+//! - `cpus_read_lock`: taken by rkprobes only at load, with no lock of its
+//!   own held, inside `static_call_update()` (`ffi::kcalls`), which takes
+//!   it, then `static_call_mutex`, then `text_mutex`; waited on under 4
+//!   (5b, 5c), so no CPU hotplug callback may take `Core::reg` (rkprobes
+//!   has none).
 //! - Grace periods: `synchronize_rcu()` and `synchronize_rcu_tasks()` are
 //!   waited for under 4, `synchronize_rcu()` under 3. The kretprobe reclaim
 //!   work takes 3, so it is flushed with no lock held (`Kretprobes::drain`).
