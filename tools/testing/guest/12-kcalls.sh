@@ -5,7 +5,8 @@
 # kernel built with IBT seals the ENDBR of most of these functions at boot,
 # and an indirect call to a sealed function faults (#CP) on a CPU that
 # enforces IBT; QEMU's TCG does not, so the jumps are checked here byte by
-# byte against /proc/kallsyms.
+# byte against /proc/kallsyms, and so are the ENDBRs of the callbacks the
+# kernel calls in rkprobes.
 
 check "insmod rkprobes.ko" insmod $MODDIR/rkprobes.ko
 check "insmod rkp_peek.ko" insmod $MODDIR/rkp_peek.ko
@@ -87,6 +88,20 @@ done
 diag "$bound functions bound, $sealed of them sealed by the kernel"
 if [ $ibt = 1 ]; then
 	check "the kernel sealed most of them" test $((sealed * 2)) -gt $bound
+fi
+
+# The other direction: rkprobes' functions that the kernel calls through a
+# pointer (ftrace's list function calls the ops' func, a notifier chain
+# each notifier_call) must keep their ENDBR, which objtool leaves unsealed
+# because their address is taken.
+if [ $ibt = 1 ]; then
+	callbacks=$(awk '$4 == "[rkprobes]" && ($3 == "rkp_ftrace_hit" ||
+		($3 ~ /notifier.*Notifier.*4call/ && $3 !~ /^__pfx/)) { print $1 "/" $3 }' /proc/kallsyms)
+	check "rkp_ftrace_hit and the notifier callbacks found" \
+		test $(echo $callbacks | wc -w) -ge 4
+	for c in $callbacks; do
+		expect_eq "${c#*/} starts with ENDBR64" f30f1efa "$(peek ${c%%/*} 4)"
+	done
 fi
 
 tcb=$(ksym trace_call_bpf)
