@@ -136,15 +136,7 @@ impl Events {
         for ev in removed.iter_mut() {
             if !ev.tev.is_null() {
                 // SAFETY: removed from the tracing core, past a grace period.
-                unsafe { rkp_tev_free(ev.tev) };
-                // SAFETY: `tev` is not structurally pinned.
-                unsafe {
-                    let e = ev.as_mut().get_unchecked_mut();
-                    e.tev = core::ptr::null_mut();
-                    e.perf_on = core::ptr::null();
-                }
-                // SAFETY: the reference `register_event` took.
-                unsafe { module::put_self() };
+                unsafe { ev.as_mut().free_tev() };
             }
             // SAFETY: `probes` is not structurally pinned.
             let evm = unsafe { ev.as_mut().get_unchecked_mut() };
@@ -201,15 +193,7 @@ impl Events {
             }
             synchronize_rcu();
             // SAFETY: removed and past a grace period.
-            unsafe { rkp_tev_free(ev.tev) };
-            // SAFETY: `tev` is not structurally pinned.
-            unsafe {
-                let e = ev.as_mut().get_unchecked_mut();
-                e.tev = core::ptr::null_mut();
-                e.perf_on = core::ptr::null();
-            }
-            // SAFETY: the reference `register_event` took.
-            unsafe { module::put_self() };
+            unsafe { ev.as_mut().free_tev() };
         }
         self.unregister_probes(&mut ev);
         Ok(())
@@ -225,5 +209,26 @@ impl Events {
         // confirmed at load; process context, called with `event_mutex` held
         // as the kernel calls it.
         unsafe { self.core().runtime().tracing_reset_all_online_cpus() };
+    }
+}
+
+impl Event {
+    /// Frees the event's trace event, clears `tev` and `perf_on` with it,
+    /// and drops the module reference `register_event` took.
+    ///
+    /// # Safety
+    ///
+    /// `tev` is set, removed from the tracing core (`rkp_tev_remove`), and
+    /// a grace period has passed since: no hit or tracefs reader can still
+    /// see it.
+    unsafe fn free_tev(self: Pin<&mut Self>) {
+        // SAFETY: `tev` and `perf_on` are not structurally pinned.
+        let e = unsafe { self.get_unchecked_mut() };
+        // SAFETY: the caller's contract.
+        unsafe { rkp_tev_free(e.tev) };
+        e.tev = core::ptr::null_mut();
+        e.perf_on = core::ptr::null();
+        // SAFETY: the reference `register_event` took with `tev`.
+        unsafe { module::put_self() };
     }
 }

@@ -8,12 +8,12 @@
 //! of `glue.c` and `../events/trace_event.c` and the kretprobe trampoline
 //! (`glue`), and kernel functions and data that 6.12 does not export, found
 //! at run time (`kallsyms`, `runtime`) and called through this module's
-//! static calls (`kcalls`), never through a pointer. Functions here are raw: `unsafe`,
-//! with their C contract; the small abstractions of `crate::kernel_ext`
-//! (layer 2) wrap them, and the probe logic uses those, or calls in here
-//! with a `// SAFETY:` argument where no abstraction fits yet. No file
-//! outside this folder names `kernel::bindings` or declares an `extern`
-//! block (`tools/testing/layers`, a stage of `make check`).
+//! static calls (`kcalls`), never through a pointer. Functions here are
+//! raw: `unsafe`, with their C contract; the small abstractions of
+//! `crate::kernel_ext` (layer 2) wrap them, and the probe logic uses those,
+//! or calls in here with a `// SAFETY:` argument where no abstraction fits
+//! yet. No file outside this folder names `kernel::bindings` or declares
+//! an `extern` block (`tools/testing/layers`, a stage of `make check`).
 
 pub mod abi;
 mod exported;
