@@ -14,7 +14,7 @@ use super::{
     env::{cstring, KernelEnv},
     hit::{entry_handler, kprobe_handler, ret_handler},
     output::VecWriter,
-    Arg, EntryArgs, Event, Events, Probe, KPROBE_HEADER, KRETPROBE_HEADER,
+    scratch, Arg, EntryArgs, Event, Events, Probe, KPROBE_HEADER, KRETPROBE_HEADER,
 };
 use crate::{
     abi::RkpKretprobe,
@@ -89,7 +89,7 @@ impl Events {
                     code,
                     offset: a.offset,
                     dynamic: a.ty.base.is_string(),
-                    reg_store: exec::reg_store(&code, a.ty.base.is_string()),
+                    fast: exec::fast(&code, a.ty.base.is_string()),
                 },
                 GFP_KERNEL,
             )
@@ -122,6 +122,10 @@ impl Events {
         } else {
             kp.pre_handler = Some(kprobe_handler);
         }
+        let strings = args.iter().any(|a| a.dynamic);
+        if strings {
+            scratch::ensure();
+        }
         let module = match def.location.module() {
             Some(m) => {
                 let mut v = KVec::new();
@@ -140,6 +144,7 @@ impl Events {
                 symbol,
                 module,
                 zero_fixed: args.iter().any(|a| !always_stores(&a.code, a.dynamic)),
+                strings,
                 args,
                 data,
                 event: core::ptr::null(),

@@ -12,6 +12,7 @@
 //! through the non-faulting accessors. rkprobes' whole text is blacklisted,
 //! so probing this code cannot recurse.
 
+use super::scratch::Scratch;
 use super::{Arg, EntryArgs, Event, Probe, KPROBE_HEADER, KRETPROBE_HEADER, MAX_RECORD};
 use crate::{
     abi::RkpKretprobeInstance,
@@ -23,8 +24,11 @@ use crate::{
     kernel_ext::nofault,
     kprobe::abi::RkpKprobe,
     pure::probe_events::{
-        exec::{data_size, store_args, strncpy_chunked, ArgSource, FetchEnv},
+        exec::{
+            data_size, store_args, strncpy_chunked, strnlen_chunked, ArgSource, Fast, FetchEnv,
+        },
         fetch::{FetchInsn, Register},
+        stage::Staged,
         Errno,
     },
 };
@@ -163,6 +167,11 @@ impl FetchEnv for HitEnv<'_> {
         usize::try_from(n).map_err(|_| Errno::EFAULT)
     }
 
+    fn strnlen_kernel(&self, addr: u64, max: usize) -> core::result::Result<usize, Errno> {
+        // By chunks, which fault where the kernel's byte reads would.
+        strnlen_chunked(addr, max, PAGE, |a, b| self.read_kernel(a, b))
+    }
+
     fn strnlen_user(&self, addr: u64, max: usize) -> core::result::Result<usize, Errno> {
         let count = c_long::try_from(max).unwrap_or(c_long::MAX);
         // SAFETY: the source is read without faulting.
@@ -209,15 +218,23 @@ impl ArgSource for Arg {
         self.dynamic
     }
 
-    fn reg_store(&self) -> Option<(Register, u8)> {
-        self.reg_store
+    fn fast(&self) -> Option<Fast> {
+        self.fast
     }
+}
+
+/// What the programs of a hit read: the hit itself, or, for a probe with
+/// string arguments, the hit with its strings staged (`scratch`).
+#[derive(Clone, Copy)]
+enum Env<'a> {
+    Plain(&'a HitEnv<'a>),
+    Staged(&'a Staged<'a, HitEnv<'a>>),
 }
 
 /// What `rkp_event_fill` needs to fill perf's copy of a record.
 struct FillCtx<'a> {
     probe: &'a Probe,
-    env: &'a HitEnv<'a>,
+    env: Env<'a>,
     hdr: usize,
     fixed: usize,
     dsize: usize,
@@ -275,7 +292,6 @@ fn build(
     a1: usize,
     wants: c_uint,
 ) {
-    let fixed = ev.fixed_size as usize;
     let env = HitEnv {
         // SAFETY: the hit's registers, live for the handler.
         regs: unsafe { &*regs },
@@ -287,8 +303,45 @@ fn build(
     } else {
         KPROBE_HEADER
     };
+    let room = MAX_RECORD.saturating_sub(hdr + ev.fixed_size as usize);
+    if probe.strings {
+        // Read once, in the size pass; copied from this CPU's scratch into
+        // each record. Dropped after `staged`, which borrows it.
+        let mut slot = Scratch::take();
+        let staged = Staged::new(&env, slot.as_mut().map(|s| s.bytes()));
+        let dsize = data_size(&probe.args, &staged).min(room);
+        emit(
+            probe,
+            ev,
+            regs,
+            Env::Staged(&staged),
+            hdr,
+            dsize,
+            a0,
+            a1,
+            wants,
+        );
+    } else {
+        emit(probe, ev, regs, Env::Plain(&env), hdr, 0, a0, a1, wants);
+    }
+}
+
+/// [`build`]'s records, of `dsize` bytes of dynamic data.
+#[inline(always)]
+#[expect(clippy::too_many_arguments)]
+fn emit<'a>(
+    probe: &'a Probe,
+    ev: &Event,
+    regs: *mut ffi::pt_regs,
+    env: Env<'a>,
+    hdr: usize,
+    dsize: usize,
+    a0: usize,
+    a1: usize,
+    wants: c_uint,
+) {
+    let fixed = ev.fixed_size as usize;
     let trace = wants & RKP_TEV_TRACE != 0;
-    let dsize = data_size(&probe.args, &env).min(MAX_RECORD.saturating_sub(hdr + fixed));
     let mut rec = RkpTevRec {
         a0: a0 as c_ulong,
         a1: a1 as c_ulong,
@@ -306,7 +359,7 @@ fn build(
             // ours to write until committed.
             let buf =
                 unsafe { core::slice::from_raw_parts_mut(ent.cast::<u8>(), hdr + fixed + dsize) };
-            fill(probe, &env, buf, hdr, fixed, dsize);
+            fill(probe, env, buf, hdr, fixed, dsize);
             // SAFETY: as above; commits what the last call reserved.
             ent = unsafe { rkp_tev_commit(ev.tev, &mut rec) };
         }
@@ -314,7 +367,7 @@ fn build(
     if wants & RKP_TEV_PERF != 0 {
         let mut ctx = FillCtx {
             probe,
-            env: &env,
+            env,
             hdr,
             fixed,
             dsize,
@@ -326,15 +379,22 @@ fn build(
 }
 
 /// Fills a reserved record: zeroes the fixed fields when a failed fetch
-/// would leave one as the buffer had it, and runs the programs.
+/// would leave one as the buffer had it, and runs the programs, the staged
+/// strings taken from the first.
 #[inline(always)]
-fn fill(probe: &Probe, env: &HitEnv<'_>, rec: &mut [u8], hdr: usize, fixed: usize, dsize: usize) {
+fn fill(probe: &Probe, env: Env<'_>, rec: &mut [u8], hdr: usize, fixed: usize, dsize: usize) {
     if probe.zero_fixed {
         if let Some(f) = rec.get_mut(hdr..hdr + fixed) {
             f.fill(0);
         }
     }
-    store_args(&probe.args, env, rec, hdr, fixed, dsize);
+    match env {
+        Env::Plain(e) => store_args(&probe.args, e, rec, hdr, fixed, dsize),
+        Env::Staged(s) => {
+            s.rewind();
+            store_args(&probe.args, s, rec, hdr, fixed, dsize);
+        }
+    }
 }
 
 /// Fills perf's copy of a record (`rkp_tev_perf`). Probe-hit context.

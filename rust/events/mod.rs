@@ -41,6 +41,7 @@ mod env;
 mod files;
 mod hit;
 mod output;
+mod scratch;
 
 pub(crate) use files::{ErrorLogFile, KprobeEventsFile, ProfileFile};
 
@@ -58,10 +59,7 @@ use crate::{
         sync::rcu_barrier,
     },
     kprobe::{abi::RkpKprobe, Core},
-    pure::probe_events::{
-        fetch::{FetchInsn, Register},
-        ProbeDef, FETCH_INSN_MAX,
-    },
+    pure::probe_events::{exec::Fast, fetch::FetchInsn, ProbeDef, FETCH_INSN_MAX},
 };
 use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU64};
 use env::replay;
@@ -91,8 +89,8 @@ struct Arg {
     code: [FetchInsn<u64>; FETCH_INSN_MAX],
     offset: u32,
     dynamic: bool,
-    /// `exec::reg_store()` of the program, made once when it is built.
-    reg_store: Option<(Register, u8)>,
+    /// `exec::fast()` of the program, made once when it is built.
+    fast: Option<Fast>,
 }
 
 /// One probe of an event (an event may have several: the kernel's
@@ -121,6 +119,9 @@ struct Probe {
     /// Some argument's field is left as it was when its fetch fails: the
     /// fixed fields are zeroed before the programs run.
     zero_fixed: bool,
+    /// Some argument is a string: a hit stages the strings
+    /// (`scratch`).
+    strings: bool,
     data: KVec<KVec<u8>>,
     event: *const Event,
     nhit: AtomicU64,
@@ -337,5 +338,8 @@ impl PinnedDrop for Events {
         drop(inner);
         // The links' RCU callbacks are rkprobes' code.
         rcu_barrier();
+        // SAFETY: every event is destroyed: their probes are unregistered
+        // and no hit runs.
+        unsafe { scratch::free() };
     }
 }

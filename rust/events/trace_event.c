@@ -703,3 +703,18 @@ notrace unsigned long rkp_tev_task_size(void)
 {
 	return TASK_SIZE;
 }
+
+/*
+ * The per-CPU scratch of the staged strings (rust/events/scratch.rs):
+ * size bytes per CPU, cache-line aligned and zeroed. Process context.
+ */
+void __percpu *rkp_tev_scratch_alloc(unsigned long size)
+{
+	return __alloc_percpu(size, 64);
+}
+
+/* Frees what rkp_tev_scratch_alloc() gave. Process context. */
+void rkp_tev_scratch_free(void __percpu *p)
+{
+	free_percpu(p);
+}

@@ -264,6 +264,14 @@ extern "C" {
 
     /// `TASK_SIZE` of the current task. Any context.
     pub(crate) fn rkp_tev_task_size() -> c_ulong;
+
+    /// `__alloc_percpu(size, 64)`: zeroed per-CPU memory, or null.
+    /// Process context.
+    pub(crate) fn rkp_tev_scratch_alloc(size: c_ulong) -> *mut c_void;
+
+    /// `free_percpu()` of what `rkp_tev_scratch_alloc` gave. Process
+    /// context.
+    pub(crate) fn rkp_tev_scratch_free(p: *mut c_void);
 }
 
 #[cfg(CONFIG_DYNAMIC_FTRACE_WITH_REGS)]

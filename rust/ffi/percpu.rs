@@ -178,3 +178,22 @@ pub(crate) fn ctl_area() -> *mut u8 {
     };
     p
 }
+
+/// `this_cpu_ptr(p)` of a dynamic per-CPU pointer (`alloc_percpu()`): `p`
+/// plus this CPU's `this_cpu_off`, one `%gs`-relative load. Any context;
+/// the answer stays true only while the caller cannot migrate.
+#[inline(always)]
+pub(crate) fn this_cpu_ptr(p: *mut u8) -> *mut u8 {
+    let off: usize;
+    // SAFETY: a load of this CPU's `this_cpu_off` through `%gs`, as
+    // `arch_raw_cpu_ptr()` does.
+    unsafe {
+        core::arch::asm!(
+            "mov {off}, qword ptr gs:[{toff}]",
+            off = out(reg) off,
+            toff = sym ::kernel::bindings::this_cpu_off,
+            options(nostack, readonly, preserves_flags)
+        )
+    };
+    p.wrapping_add(off)
+}

@@ -53,6 +53,29 @@ pub trait FetchEnv {
     /// `strnlen_user_nofault()`: the length including the NUL, at most
     /// `max`, or an error.
     fn strnlen_user(&self, addr: u64, max: usize) -> Result<usize, Errno>;
+    /// The length of the kernel string at `addr` including its NUL, at
+    /// most `max`, or `EFAULT` when a byte before the NUL cannot be read:
+    /// what the kernel's `fetch_store_strlen()` measures, one
+    /// `copy_from_kernel_nofault()` a byte, and so does this default. An
+    /// implementation may read by larger pieces that fault where the byte
+    /// reads would ([`strnlen_chunked`]).
+    fn strnlen_kernel(&self, addr: u64, max: usize) -> Result<usize, Errno> {
+        let mut len = 0;
+        if max == 0 {
+            return Ok(0);
+        }
+        loop {
+            let mut c = [0u8; 1];
+            let ok = self.read_kernel(addr.wrapping_add(len as u64), &mut c);
+            len += 1;
+            if !ok {
+                return Err(Errno::EFAULT);
+            }
+            if c[0] == 0 || len >= max {
+                return Ok(len);
+            }
+        }
+    }
     /// `sprint_symbol()` of `addr` (`symbol+off/size [module]`, or the
     /// address): formats it into a buffer of the kernel's own
     /// `KSYM_SYMBOL_LEN` bytes, which the implementation owns, copies what
@@ -370,18 +393,8 @@ fn kernel_strlen<E: FetchEnv + ?Sized>(env: &E, addr: u64) -> i64 {
     if addr < env.task_size() {
         return user_strlen(env, addr);
     }
-    let mut len: u64 = 0;
-    loop {
-        let mut c = [0u8; 1];
-        let ok = env.read_kernel(addr.wrapping_add(len), &mut c);
-        len += 1;
-        if !ok {
-            return EFAULT;
-        }
-        if c[0] == 0 || len >= MAX_STRING_SIZE as u64 {
-            return len as i64;
-        }
-    }
+    env.strnlen_kernel(addr, MAX_STRING_SIZE)
+        .map_or_else(|e| -i64::from(e.0), |n| n as i64)
 }
 
 /// `fetch_store_symstrlen()`: the symbol's text and its NUL.
@@ -665,19 +678,74 @@ pub trait ArgSource {
     fn offset(&self) -> u32;
     /// Whether it stores a string (a `__data_loc` and dynamic data).
     fn dynamic(&self) -> bool;
-    /// [`reg_store`] of this argument; a source may keep it, made once.
-    fn reg_store(&self) -> Option<(Register, u8)> {
-        reg_store(self.code(), self.dynamic())
+    /// [`fast`] of this argument; a source may keep it, made once.
+    fn fast(&self) -> Option<Fast> {
+        fast(self.code(), self.dynamic())
     }
 }
 
-/// The commonest argument, a register stored as it is (`%di:x64`): its
-/// register and store size, when `code` is exactly that and the argument
-/// is not a string. [`store_args`] stores it without the interpreter.
-pub fn reg_store(code: &[FetchInsn<u64>], dynamic: bool) -> Option<(Register, u8)> {
-    match code {
+/// Where the string of a [`Fast::String`] argument is: a register, or a
+/// function argument.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Base {
+    /// `%REG`.
+    Reg(Register),
+    /// `$argN` (0-based).
+    Arg(u32),
+}
+
+impl Base {
+    #[inline(always)]
+    fn value<E: FetchEnv + ?Sized>(self, env: &E) -> u64 {
+        match self {
+            Base::Reg(r) => env.register(r),
+            Base::Arg(n) => env.argument(n),
+        }
+    }
+}
+
+/// The commonest arguments, which [`store_args`] and [`data_size`] run
+/// without the interpreter: what [`process`] would do for their programs,
+/// in a few instructions instead of over a hundred (insn-profile
+/// --events).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fast {
+    /// A register stored as it is (`%di:x64`), `size` bytes.
+    Reg(Register, u8),
+    /// A string at a register or an argument plus an offset
+    /// (`+0(%si):ustring`, `+8($arg2):string`): a user string when `user`,
+    /// otherwise a kernel one (read as user memory below `TASK_SIZE`, as
+    /// [`process`] reads it).
+    String {
+        /// Where the address is.
+        base: Base,
+        /// Added to it.
+        offset: i32,
+        /// `ustring`.
+        user: bool,
+    },
+}
+
+/// Whether `code` (of an argument that stores a string when `dynamic`) is
+/// one of the [`Fast`] programs: exactly a register and a raw store, or
+/// exactly a register or an argument and a string store.
+pub fn fast(code: &[FetchInsn<u64>], dynamic: bool) -> Option<Fast> {
+    match *code {
         [FetchInsn::Reg(r), FetchInsn::StRaw(size), FetchInsn::End, ..] if !dynamic => {
-            Some((*r, *size))
+            Some(Fast::Reg(r, size))
+        }
+        [first, store, FetchInsn::End, ..] if dynamic => {
+            let base = match first {
+                FetchInsn::Reg(r) => Base::Reg(r),
+                FetchInsn::Arg(n) => Base::Arg(n),
+                _ => return None,
+            };
+            let (offset, user) = match store {
+                FetchInsn::StString { offset } => (offset, false),
+                FetchInsn::StUString { offset } => (offset, true),
+                _ => return None,
+            };
+            Some(Fast::String { base, offset, user })
         }
         _ => None,
     }
@@ -709,12 +777,60 @@ impl ArgSource for ArgLayout<'_> {
 
 /// `__get_data_size()`: the dynamic bytes a hit's strings need.
 pub fn data_size<A: ArgSource, E: FetchEnv + ?Sized>(args: &[A], env: &E) -> usize {
-    args.iter()
-        .filter(|a| a.dynamic())
-        .map(|a| process(a.code(), env, None))
-        .filter(|&len| len > 0)
-        .map(|len| len as usize)
-        .sum()
+    let mut total: usize = 0;
+    for a in args {
+        if !a.dynamic() {
+            continue;
+        }
+        let len = match a.fast() {
+            Some(Fast::String { base, offset, user }) => {
+                let addr = base.value(env).wrapping_add(offset as i64 as u64);
+                if user {
+                    user_strlen(env, addr)
+                } else {
+                    kernel_strlen(env, addr)
+                }
+            }
+            _ => process(a.code(), env, None),
+        };
+        if len > 0 {
+            total = total.saturating_add(len as usize);
+        }
+    }
+    total
+}
+
+/// [`store_string`] of a [`Fast::String`] argument, whose `__data_loc` at
+/// `at` [`store_args`] has just written (`len` bytes of room at `off`):
+/// the same stores, without reading the location back.
+fn fast_string<E: FetchEnv + ?Sized>(
+    env: &E,
+    user: bool,
+    addr: u64,
+    rec: &mut [u8],
+    at: usize,
+    off: usize,
+    len: usize,
+) -> i64 {
+    if len == 0 {
+        return ENOMEM;
+    }
+    let user = user || addr < env.task_size();
+    let Some(room) = off.checked_add(len).and_then(|end| rec.get_mut(off..end)) else {
+        return EINVAL;
+    };
+    let res = if user {
+        env.strncpy_user(addr, room)
+    } else {
+        env.strncpy_kernel(addr, room)
+    };
+    let ret = res.map_or_else(|e| -i64::from(e.0), |n| n as i64);
+    let stored = u32::try_from(ret.max(0)).unwrap_or(0);
+    match rec.get_mut(at..).and_then(|r| r.first_chunk_mut::<4>()) {
+        Some(loc) => *loc = make_data_loc(stored, off as u32).to_ne_bytes(),
+        None => return EINVAL,
+    }
+    ret
 }
 
 /// Whether every hit stores something in the fixed field of an argument
@@ -755,10 +871,8 @@ pub fn store_args<A: ArgSource, E: FetchEnv + ?Sized>(
     let mut maxlen = maxlen;
     for a in args {
         let at = header_size.saturating_add(a.offset() as usize);
-        // The common argument, a register stored as it is, without the
-        // interpreter: what `process` would do for this program, in a few
-        // instructions instead of about 130.
-        if let Some((r, size)) = a.reg_store() {
+        let fast = a.fast();
+        if let Some(Fast::Reg(r, size)) = fast {
             store_reg(env.register(r), size, rec, at);
             continue;
         }
@@ -770,7 +884,15 @@ pub fn store_args<A: ArgSource, E: FetchEnv + ?Sized>(
                 continue;
             }
         }
-        let ret = process(a.code(), env, Some(&mut d));
+        let ret = match fast {
+            Some(Fast::String { base, offset, user }) => {
+                let addr = base.value(env).wrapping_add(offset as i64 as u64);
+                let len = u32::try_from(maxlen).unwrap_or(u32::MAX).min(0xffff) as usize;
+                let off = data_loc_offset(dyndata as u32) as usize;
+                fast_string(env, user, addr, d.rec, at, off, len)
+            }
+            _ => process(a.code(), env, Some(&mut d)),
+        };
         if a.dynamic() && ret > 0 {
             dyndata = dyndata.saturating_add(ret as usize);
             maxlen = maxlen.saturating_sub(ret as usize);

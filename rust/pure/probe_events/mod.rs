@@ -23,6 +23,7 @@ pub mod fetch;
 pub mod kstr;
 pub mod parse;
 pub mod print;
+pub mod stage;
 pub mod types;
 
 pub use error::{write_error_log, Errno, ErrorCode, ErrorLog, ParseError};
