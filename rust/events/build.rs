@@ -122,7 +122,12 @@ impl Events {
         } else {
             kp.pre_handler = Some(kprobe_handler);
         }
-        let strings = args.iter().any(|a| a.dynamic);
+        // A string that is staged: not a `symstr`, the module's own text.
+        let strings = args.iter().any(|a| {
+            a.code
+                .iter()
+                .any(|i| matches!(i, FetchInsn::StString { .. } | FetchInsn::StUString { .. }))
+        });
         if strings {
             scratch::ensure();
         }

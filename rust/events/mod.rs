@@ -119,8 +119,8 @@ struct Probe {
     /// Some argument's field is left as it was when its fetch fails: the
     /// fixed fields are zeroed before the programs run.
     zero_fixed: bool,
-    /// Some argument is a string: a hit stages the strings
-    /// (`scratch`).
+    /// Some argument reads a string (`string`, `ustring`; a `symstr` is
+    /// made, not read): a hit stages them (`scratch`).
     strings: bool,
     data: KVec<KVec<u8>>,
     event: *const Event,
@@ -330,7 +330,8 @@ impl PinnedDrop for Events {
         let mut inner = self.inner.lock();
         let all = core::mem::replace(&mut inner.events, KVec::new());
         let (busy, _) = self.destroy_many(all, false);
-        if !busy.is_empty() {
+        let all_gone = busy.is_empty();
+        if !all_gone {
             // Cannot happen: events hold rkprobes loaded.
             pr_err!("{} probe events still in use at unload\n", busy.len());
             core::mem::forget(busy);
@@ -338,8 +339,10 @@ impl PinnedDrop for Events {
         drop(inner);
         // The links' RCU callbacks are rkprobes' code.
         rcu_barrier();
-        // SAFETY: every event is destroyed: their probes are unregistered
-        // and no hit runs.
-        unsafe { scratch::free() };
+        if all_gone {
+            // SAFETY: every event is destroyed: their probes are
+            // unregistered and no hit runs.
+            unsafe { scratch::free() };
+        }
     }
 }

@@ -108,6 +108,16 @@ impl<'a, E: FetchEnv + ?Sized> Staged<'a, E> {
         self.count.get()
     }
 
+    /// How many staged strings filled the room they had (the scratch's, or
+    /// `max`): those a copy with more room reads again.
+    pub fn cut(&self) -> usize {
+        self.slots
+            .iter()
+            .take(self.count.get())
+            .filter(|s| s.get().cut)
+            .count()
+    }
+
     /// Reads the string at `addr` into the scratch with `max` bytes at most
     /// and returns its length with the NUL, or the read's error; `None`
     /// when it cannot be staged.
@@ -136,11 +146,13 @@ impl<'a, E: FetchEnv + ?Sized> Staged<'a, E> {
         if let Ok(len) = res {
             s.len = len as u16;
             self.used.set(used + len);
-            if len == room && room < max {
+            // The copy filled its room: the string may go on, and a copy
+            // with more room would read more of it.
+            s.cut = len == room;
+            if s.cut && room < max {
                 // Cut by the scratch: the size is the whole string's,
                 // measured on from its last byte kept (which the cut
                 // replaced by a NUL), or the fault the measure meets.
-                s.cut = true;
                 let at = addr.wrapping_add(room as u64 - 1);
                 let rest = if user {
                     self.inner.strnlen_user(at, max - room + 1)

@@ -75,10 +75,11 @@ rm -f $f
 
 # Strings are read once a hit (issue 13): the size pass copies each into a
 # per-CPU scratch and every record (each trace instance's, perf's) takes it
-# from there. Six strings of a 600-byte path, one more than the four the
-# scratch stages, kernel strings through a user pointer among them, and
-# $comm; enabled in the top buffer and in an instance, whose records must
-# be the same, and the same as the kernel's kprobe_events records.
+# from there. Six strings of a 600-byte path (kernel strings through a
+# user pointer among them) and $comm: the first four staged, the other
+# three read twice; enabled in the top buffer and in an instance, whose
+# records must be the same, and the same as the kernel's kprobe_events
+# records. (The host tests, probe_events_stage.rs, count the reads.)
 seg=$(printf '%0190d' 0 | tr 0 s)
 dir=/tmp/rkp-stage.$$/$seg/$seg/$seg
 mkdir -p $dir
