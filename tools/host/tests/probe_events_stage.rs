@@ -225,30 +225,42 @@ fn hit<A: ArgSource, E: FetchEnv>(
     (dsize, recs)
 }
 
+/// A probe command of 1 to `most` arguments drawn from `ARGS`.
+fn random_command(rng: &mut Rng, most: usize) -> String {
+    let n = 1 + rng.below(most);
+    let args: Vec<String> = (0..n).map(|i| format!("a{i}={}", rng.pick(ARGS))).collect();
+    format!("p:g/e vfs_read {}", args.join(" "))
+}
+
+/// A hit's record cap (the module's, or a few bytes past the fixed
+/// fields) and its memory, with strings of some average length.
+fn random_hit(rng: &mut Rng, fixed: usize) -> (usize, Strings) {
+    let cap = if rng.chance(50) {
+        4000
+    } else {
+        HDR + fixed + rng.below(300)
+    };
+    let env = Strings {
+        seed: rng.next_u64(),
+        nul: *rng.pick(&[2, 9, 60, 900, 9000]),
+        reads: Cell::new(0),
+    };
+    (cap, env)
+}
+
 #[test]
 fn staged_records_are_the_records_of_two_reads() {
     let mut rng = Rng::new(7);
     let (mut staged_hits, mut cut_hits, mut fewer, mut scratch_cut) = (0usize, 0, 0, 0);
     for _ in 0..6000 {
-        let n = 1 + rng.below(7);
-        let args: Vec<String> = (0..n).map(|i| format!("a{i}={}", rng.pick(ARGS))).collect();
-        let cmd = format!("p:g/e vfs_read {}", args.join(" "));
+        let cmd = random_command(&mut rng, 7);
         let Ok(Command::Probe(def)) = parse(&cmd) else {
             panic!("{cmd}")
         };
         let layouts = Layouts::of(&def);
         let args = layouts.get();
         let fixed = def.size as usize;
-        let cap = if rng.chance(50) {
-            4000
-        } else {
-            HDR + fixed + rng.below(300)
-        };
-        let env = Strings {
-            seed: rng.next_u64(),
-            nul: *rng.pick(&[2, 9, 60, 900, 9000]),
-            reads: Cell::new(0),
-        };
+        let (cap, env) = random_hit(&mut rng, fixed);
         let passes = 1 + rng.below(3);
         let (dsize, want) = hit(&args, &env, || {}, fixed, cap, passes);
         let plain_reads = env.reads.replace(0);
@@ -461,9 +473,7 @@ fn the_fast_path_stores_what_the_interpreter_stores() {
     let mut rng = Rng::new(99);
     let mut fast_args = 0usize;
     for _ in 0..6000 {
-        let n = 1 + rng.below(6);
-        let args: Vec<String> = (0..n).map(|i| format!("a{i}={}", rng.pick(ARGS))).collect();
-        let cmd = format!("p:g/e vfs_read {}", args.join(" "));
+        let cmd = random_command(&mut rng, 6);
         let Ok(Command::Probe(def)) = parse(&cmd) else {
             panic!("{cmd}")
         };
@@ -472,16 +482,7 @@ fn the_fast_path_stores_what_the_interpreter_stores() {
         fast_args += args.iter().filter(|a| a.fast().is_some()).count();
         let slow: Vec<Slow<'_>> = layouts.get().into_iter().map(Slow).collect();
         let fixed = def.size as usize;
-        let cap = if rng.chance(50) {
-            4000
-        } else {
-            HDR + fixed + rng.below(300)
-        };
-        let env = Strings {
-            seed: rng.next_u64(),
-            nul: *rng.pick(&[2, 9, 60, 900, 9000]),
-            reads: Cell::new(0),
-        };
+        let (cap, env) = random_hit(&mut rng, fixed);
         let want = hit(&slow, &env, || {}, fixed, cap, 1);
         let got = hit(&args, &env, || {}, fixed, cap, 1);
         assert_eq!(got, want, "{cmd} cap {cap}");
