@@ -30,6 +30,10 @@ pub(crate) type ModSymFn =
 /// made only after its setter, under the function's own C contract.
 macro_rules! kcalls {
     ($($call:ident / $set:ident: fn($($arg:ident: $ty:ty),*) $(-> $ret:ty)?;)*) => {
+        // Without lock debugging (the kernels users run) `struct
+        // lockdep_map`, inside `struct module`, is empty, which rustc calls
+        // not FFI-safe; only its address crosses the boundary.
+        #[allow(improper_ctypes)]
         extern "C" {
             $(
                 pub(crate) fn $call($($arg: $ty),*) $(-> $ret)?;
