@@ -163,6 +163,9 @@ ifdef TEST_KERNEL
 	$(BENCH_RUN) --kdir $(KDIR_BENCH) --modtree $(BENCH_TREE)
 	$(BENCH_RUN) --kdir $(KDIR_BENCH) --modtree $(BENCH_TREE) $(BENCH_ICOUNT)
 	@echo "bench: the test kernel, with lock debugging ($(KDIR))"
+else
+	# rkp_bench and the other test modules, for the kernel given.
+	$(MAKE) --no-print-directory TESTS=y modules
 endif
 	$(BENCH_RUN) --kdir $(KDIR)
 	$(BENCH_RUN) --kdir $(KDIR) $(BENCH_ICOUNT)

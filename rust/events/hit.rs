@@ -263,9 +263,11 @@ fn record(
     }
     probe.nhit.fetch_add(1, Ordering::Relaxed);
     // Without perf (the flag is in the trace event, which lives as long as
-    // `tev`), only the trace instances listen: nothing to ask.
+    // `tev`), only the trace instances listen: nothing to ask. Acquire:
+    // `rkp_tev_wants` reads perf's list, published before the flag, without
+    // reading the flag again (a plain load on x86).
     // SAFETY: set with `tev`, checked above; an aligned `int`.
-    let wants = if unsafe { &*ev.perf_on }.load(Ordering::Relaxed) == 0 {
+    let wants = if unsafe { &*ev.perf_on }.load(Ordering::Acquire) == 0 {
         RKP_TEV_TRACE
     } else {
         // SAFETY: the event's trace event is registered while it has probes.
@@ -281,8 +283,12 @@ fn record(
     // of the record, which ran: the hit is done, with no argument fetched.
 }
 
-/// [`record`]'s records, once it is known who wants them.
-#[inline(always)]
+/// [`record`]'s records, once it is known who wants them. Out of line, so
+/// that a hit that builds none (its BPF programs read nothing of the
+/// record, or nobody listens) saves no registers for it: inline, the
+/// strings' staging had put `bpf-empty`'s handler at 38 instructions
+/// (insn-profile).
+#[inline(never)]
 fn build(
     probe: &Probe,
     ev: &Event,

@@ -459,14 +459,11 @@ const unsigned int rkp_tev_rec_size = sizeof(struct rkp_tev_rec);
  * Preemption is off: an RCU reader of the program array, as
  * trace_call_bpf() is.
  */
-static notrace bool rkp_tev_bpf_reads(struct trace_event_call *call)
+static notrace bool rkp_tev_bpf_reads(struct bpf_prog_array *array)
 {
-	struct bpf_prog_array *array = rcu_dereference_raw(call->prog_array);
 	struct bpf_prog_array_item *item;
 	struct bpf_prog *prog;
 
-	if (!array)
-		return true;
 	for (item = &array->items[0]; (prog = READ_ONCE(item->prog)); item++)
 		if (prog->aux->max_ctx_offset)
 			return true;
@@ -500,9 +497,9 @@ void rkp_tev_init(unsigned long addr)
  * What a hit of the event must build (RKP_TEV_*, rust/events/hit.rs): a
  * record in the trace instances that have the event (RKP_TEV_TRACE), and
  * one for perf and BPF (RKP_TEV_PERF), as the kernel's kprobe_dispatcher()
- * and a tracepoint's perf_trace_##call(). perf's list is read only while
- * perf_on is set (acquire, against the release store made once the list
- * exists), as the kernel's kprobe_dispatcher() tests TP_FLAG_PROFILE
+ * and a tracepoint's perf_trace_##call(). Called only once the hit saw
+ * perf_on set (an acquire load, against the release store made once the
+ * list exists), as the kernel's kprobe_dispatcher() tests TP_FLAG_PROFILE
  * first: perf_trace_event_unreg() frees call->perf_events past the grace
  * period that follows PERF_UNREGISTER (which clears perf_on) and sets it
  * to NULL only after the free. A hit runs with preemption (or interrupts)
@@ -532,20 +529,22 @@ notrace __no_stack_protector unsigned int rkp_tev_wants(void *ev, struct pt_regs
 #ifdef CONFIG_PERF_EVENTS
 	struct trace_event_call *call = &tev->call;
 	struct hlist_head __percpu *events;
+	struct bpf_prog_array *array;
 #endif
 
 	if (READ_ONCE(tev->links.next) != &tev->links)
 		wants |= RKP_TEV_TRACE;
 #ifdef CONFIG_PERF_EVENTS
-	if (!smp_load_acquire(&tev->perf_on))
-		return wants;
+	/* The caller saw perf_on set, with an acquire load (hit.rs). */
 	events = READ_ONCE(call->perf_events);
 	if (!events)
 		return wants;
-	if (!bpf_prog_array_valid(call))
+	/* bpf_prog_array_valid(), the array read once. */
+	array = rcu_dereference_raw(call->prog_array);
+	if (!array)
 		return hlist_empty(this_cpu_ptr(events)) ? wants : wants | RKP_TEV_PERF;
 #ifdef CONFIG_BPF_EVENTS
-	if (rkp_tev_have_bpf && size <= RKP_TEV_SMALL_RECORD && !rkp_tev_bpf_reads(call)) {
+	if (rkp_tev_have_bpf && size <= RKP_TEV_SMALL_RECORD && !rkp_tev_bpf_reads(array)) {
 		/* Not zeroed whole (CONFIG_INIT_STACK_ALL_ZERO): the loop does. */
 		u64 rec[RKP_TEV_SMALL_RECORD / sizeof(u64)] __uninitialized;
 		unsigned int i;
