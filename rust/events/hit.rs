@@ -328,7 +328,10 @@ fn build(
             wants,
         );
     } else {
-        emit(probe, ev, regs, Env::Plain(&env), hdr, 0, a0, a1, wants);
+        // A `symstr` still has dynamic data; without one, no argument is
+        // dynamic and this is a loop over the arguments' flags.
+        let dsize = data_size(&probe.args, &env).min(room);
+        emit(probe, ev, regs, Env::Plain(&env), hdr, dsize, a0, a1, wants);
     }
 }
 
