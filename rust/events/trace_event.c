@@ -450,7 +450,8 @@ const unsigned int rkp_tev_rec_size = sizeof(struct rkp_tev_rec);
 
 #ifdef CONFIG_BPF_EVENTS
 /*
- * Whether a BPF program attached to call reads the record: the verifier's
+ * Whether a BPF program of array (an event's, not empty) reads the
+ * record: the verifier's
  * max_ctx_offset, the end of its furthest direct access to the context,
  * which a tracepoint program's is (its first word, which the helpers read,
  * is the registers pointer that perf_trace_run_bpf_submit() stores, and no

@@ -695,12 +695,14 @@ pub enum Base {
 }
 
 impl Base {
+    /// The string's address: the base's value plus `offset`.
     #[inline(always)]
-    fn value<E: FetchEnv + ?Sized>(self, env: &E) -> u64 {
-        match self {
+    fn address<E: FetchEnv + ?Sized>(self, offset: i32, env: &E) -> u64 {
+        let v = match self {
             Base::Reg(r) => env.register(r),
             Base::Arg(n) => env.argument(n),
-        }
+        };
+        v.wrapping_add(offset as i64 as u64)
     }
 }
 
@@ -784,7 +786,7 @@ pub fn data_size<A: ArgSource, E: FetchEnv + ?Sized>(args: &[A], env: &E) -> usi
         }
         let len = match a.fast() {
             Some(Fast::String { base, offset, user }) => {
-                let addr = base.value(env).wrapping_add(offset as i64 as u64);
+                let addr = base.address(offset, env);
                 if user {
                     user_strlen(env, addr)
                 } else {
@@ -798,39 +800,6 @@ pub fn data_size<A: ArgSource, E: FetchEnv + ?Sized>(args: &[A], env: &E) -> usi
         }
     }
     total
-}
-
-/// [`store_string`] of a [`Fast::String`] argument, whose `__data_loc` at
-/// `at` [`store_args`] has just written (`len` bytes of room at `off`):
-/// the same stores, without reading the location back.
-fn fast_string<E: FetchEnv + ?Sized>(
-    env: &E,
-    user: bool,
-    addr: u64,
-    rec: &mut [u8],
-    at: usize,
-    off: usize,
-    len: usize,
-) -> i64 {
-    if len == 0 {
-        return ENOMEM;
-    }
-    let user = user || addr < env.task_size();
-    let Some(room) = off.checked_add(len).and_then(|end| rec.get_mut(off..end)) else {
-        return EINVAL;
-    };
-    let res = if user {
-        env.strncpy_user(addr, room)
-    } else {
-        env.strncpy_kernel(addr, room)
-    };
-    let ret = res.map_or_else(|e| -i64::from(e.0), |n| n as i64);
-    let stored = u32::try_from(ret.max(0)).unwrap_or(0);
-    match rec.get_mut(at..).and_then(|r| r.first_chunk_mut::<4>()) {
-        Some(loc) => *loc = make_data_loc(stored, off as u32).to_ne_bytes(),
-        None => return EINVAL,
-    }
-    ret
 }
 
 /// Whether every hit stores something in the fixed field of an argument
@@ -886,10 +855,8 @@ pub fn store_args<A: ArgSource, E: FetchEnv + ?Sized>(
         }
         let ret = match fast {
             Some(Fast::String { base, offset, user }) => {
-                let addr = base.value(env).wrapping_add(offset as i64 as u64);
-                let len = u32::try_from(maxlen).unwrap_or(u32::MAX).min(0xffff) as usize;
-                let off = data_loc_offset(dyndata as u32) as usize;
-                fast_string(env, user, addr, d.rec, at, off, len)
+                let kind = if user { StrKind::User } else { StrKind::Kernel };
+                store_string(env, kind, base.address(offset, env), &mut d, at)
             }
             _ => process(a.code(), env, Some(&mut d)),
         };
