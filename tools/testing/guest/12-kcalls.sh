@@ -12,9 +12,14 @@ check "insmod rkprobes.ko" insmod $MODDIR/rkprobes.ko
 check "insmod rkp_peek.ko" insmod $MODDIR/rkp_peek.ko
 
 # vmlinux symbol NAME's address (hex), or nothing.
-ksym() { awk -v n="$1" '$3 == n && NF == 3 { print $1; exit }' /proc/kallsyms; }
+# One read of /proc/kallsyms (rkprobes and rkp_peek loaded): the file is
+# generated anew on every read, a second or more under TCG, and the checks
+# below look up about a hundred symbols.
+KSYMS=/tmp/kcalls.kallsyms
+cat /proc/kallsyms > $KSYMS
+ksym() { awk -v n="$1" '$3 == n && NF == 3 { print $1; exit }' $KSYMS; }
 # rkprobes' symbol NAME's address (hex), or nothing.
-msym() { awk -v n="$1" '$3 == n && $4 == "[rkprobes]" { print $1; exit }' /proc/kallsyms; }
+msym() { awk -v n="$1" '$3 == n && $4 == "[rkprobes]" { print $1; exit }' $KSYMS; }
 # LEN bytes at hex ADDR, in hex.
 peek() {
 	echo "$1 $2" > /sys/module/rkp_peek/parameters/peek && cat /sys/module/rkp_peek/parameters/peek
@@ -55,9 +60,9 @@ esac
 
 # Every call of kcalls.c, from the module's own symbols: rkp_kc_NAME is
 # the call, rkp_kc_bind_NAME its setter, __SCT__rkp_sc_NAME the trampoline.
-names=$(awk '$4 == "[rkprobes]" && $3 ~ /^rkp_kc_bind_/ { sub(/^rkp_kc_bind_/, "", $3); print $3 }' /proc/kallsyms)
+names=$(awk '$4 == "[rkprobes]" && $3 ~ /^rkp_kc_bind_/ { sub(/^rkp_kc_bind_/, "", $3); print $3 }' $KSYMS)
 ncalls=$(echo $names | wc -w)
-ntramps=$(awk '$4 == "[rkprobes]" && $3 ~ /^__SCT__rkp_sc_/' /proc/kallsyms | wc -l)
+ntramps=$(awk '$4 == "[rkprobes]" && $3 ~ /^__SCT__rkp_sc_/' $KSYMS | wc -l)
 diag "kcalls.c has $ncalls calls"
 check "kcalls.c has its 25 calls" test $ncalls -eq 25
 expect_eq "each call has its trampoline" $ncalls $ntramps
@@ -96,7 +101,7 @@ fi
 # because their address is taken.
 if [ $ibt = 1 ]; then
 	callbacks=$(awk '$4 == "[rkprobes]" && ($3 == "rkp_ftrace_hit" ||
-		($3 ~ /notifier.*Notifier.*4call/ && $3 !~ /^__pfx/)) { print $1 "/" $3 }' /proc/kallsyms)
+		($3 ~ /notifier.*Notifier.*4call/ && $3 !~ /^__pfx/)) { print $1 "/" $3 }' $KSYMS)
 	check "rkp_ftrace_hit and the notifier callbacks found" \
 		test $(echo $callbacks | wc -w) -ge 4
 	for c in $callbacks; do
