@@ -186,11 +186,6 @@ impl Events {
                 layout_on_entry: on_entry,
                 fixed_size: def.size,
                 perf_on: core::ptr::null(),
-                head_size: def.size.saturating_add(if def.is_return {
-                    KRETPROBE_HEADER as u32
-                } else {
-                    KPROBE_HEADER as u32
-                }),
                 enabled: AtomicBool::new(false),
                 ever_enabled: AtomicBool::new(false),
             },
@@ -275,14 +270,19 @@ impl Events {
             });
         }
         // SAFETY: `tev` and `perf_on` are not structurally pinned; the
-        // offset is C's `offsetof()` of an aligned `int` in `*tev`.
+        // offset is C's `offsetof()` of an aligned `int` in `*tev`. A hit
+        // that sees `tev` set reads `perf_on` after its acquire load of
+        // `enabled` (`hit::record`): `perf_on` is written first, and the
+        // volatile stores keep that order (x86 keeps stores in order).
         unsafe {
             let e = ev.as_mut().get_unchecked_mut();
-            e.tev = tev;
-            e.perf_on = tev
-                .cast::<u8>()
-                .add(ffi::rkp_tev_perf_on_off as usize)
-                .cast::<core::sync::atomic::AtomicI32>();
+            core::ptr::write_volatile(
+                &mut e.perf_on,
+                tev.cast::<u8>()
+                    .add(ffi::rkp_tev_perf_on_off as usize)
+                    .cast::<core::sync::atomic::AtomicI32>(),
+            );
+            core::ptr::write_volatile(&mut e.tev, tev);
         }
         // An event's trace event calls into rkprobes (and an open tracefs
         // file of it keeps it): rkprobes stays loaded while events exist.

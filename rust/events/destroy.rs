@@ -226,8 +226,12 @@ impl Event {
         let e = unsafe { self.get_unchecked_mut() };
         // SAFETY: the caller's contract.
         unsafe { rkp_tev_free(e.tev) };
-        e.tev = core::ptr::null_mut();
-        e.perf_on = core::ptr::null();
+        // The reverse of `register_event`'s order: `tev` first.
+        // SAFETY: plain fields of `e`, which is valid.
+        unsafe {
+            core::ptr::write_volatile(&mut e.tev, core::ptr::null_mut());
+            core::ptr::write_volatile(&mut e.perf_on, core::ptr::null());
+        }
         // SAFETY: the reference `register_event` took with `tev`.
         unsafe { module::put_self() };
     }

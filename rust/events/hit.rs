@@ -271,7 +271,7 @@ fn record(
         RKP_TEV_TRACE
     } else {
         // SAFETY: the event's trace event is registered while it has probes.
-        unsafe { rkp_tev_wants(ev.tev, regs, ev.head_size) }
+        unsafe { rkp_tev_wants(ev.tev, regs) }
     };
     if wants != 0 {
         // The header's addresses read only now: fewer registers kept

@@ -145,8 +145,6 @@ struct Event {
     layout_on_entry: bool,
     /// Bytes of the fixed fields after the header.
     fixed_size: u32,
-    /// Bytes of the header and the fixed fields, for `rkp_tev_wants`.
-    head_size: u32,
     /// The trace event's `perf_on` (`rkp_tev_perf_on_off` into `tev`),
     /// set and cleared with `tev`: while it is 0 a hit records for the
     /// trace instances alone, without asking who else listens.
@@ -343,6 +341,8 @@ impl PinnedDrop for Events {
             // SAFETY: every event is destroyed: their probes are
             // unregistered and no hit runs.
             unsafe { scratch::free() };
+            // SAFETY: as above; `rkp_tev_init` ran in `new`.
+            unsafe { ffi::rkp_tev_exit() };
         }
     }
 }

@@ -465,8 +465,13 @@ static notrace bool rkp_tev_bpf_reads(struct bpf_prog_array *array)
 	struct bpf_prog_array_item *item;
 	struct bpf_prog *prog;
 
+	/*
+	 * The kernel's dummy program, which bpf_prog_array_delete_safe() puts
+	 * in place of a detached one when it cannot allocate a smaller array,
+	 * has no aux: it returns 1 and reads nothing.
+	 */
 	for (item = &array->items[0]; (prog = READ_ONCE(item->prog)); item++)
-		if (prog->aux->max_ctx_offset)
+		if (prog->aux && prog->aux->max_ctx_offset)
 			return true;
 	return false;
 }
@@ -479,18 +484,62 @@ static notrace bool rkp_tev_bpf_reads(struct bpf_prog_array *array)
 DEFINE_STATIC_CALL_NULL(rkp_tev_call_bpf, trace_call_bpf);
 static bool rkp_tev_have_bpf __read_mostly;
 
-/* The most bytes of a record rkp_tev_wants() builds on its stack. */
-#define RKP_TEV_SMALL_RECORD 64
+/*
+ * The contexts rkp_tev_wants() hands to BPF programs that read nothing of
+ * the record: per CPU, one per nesting level (task, softirq, irq, NMI, as
+ * perf's trace buffers), each PERF_MAX_TRACE_SIZE bytes, as large as the
+ * buffer the kernel gives a tracepoint program. The verifier checks a
+ * program's context reads against the event's fields only at attach, and a
+ * tail-call target or an freplace program is not checked against this
+ * event at all, so a program may read any byte of the PERF_MAX_TRACE_SIZE
+ * it was verified for. Zeroed at allocation; a hit writes only the first
+ * word (the registers pointer) and BPF cannot write its context
+ * (tp_prog_is_valid_access()), so the rest stays zero: no hit zeroes or
+ * leaks anything.
+ */
+#define RKP_TEV_BPF_NEST 4
+struct rkp_tev_bpf_ctx {
+	u64 rec[RKP_TEV_BPF_NEST][PERF_MAX_TRACE_SIZE / sizeof(u64)];
+};
+static_assert(sizeof(struct rkp_tev_bpf_ctx) <= PCPU_MIN_UNIT_SIZE);
+static struct rkp_tev_bpf_ctx __percpu *rkp_tev_bpf_ctx __read_mostly;
+/* The nesting level of each CPU's contexts in use. */
+static unsigned int __percpu *rkp_tev_bpf_nest __read_mostly;
 #endif
 
-/* Load time, before any event: trace_call_bpf()'s address, or 0. */
+/*
+ * Load time, before any event: trace_call_bpf()'s address, or 0. Without
+ * the contexts (an allocation failure), hits take the path that builds the
+ * record in perf's buffer, as a program that reads the record does.
+ */
 void rkp_tev_init(unsigned long addr)
 {
 #ifdef CONFIG_BPF_EVENTS
 	if (!addr)
 		return;
 	static_call_update(rkp_tev_call_bpf, (typeof(&trace_call_bpf))addr);
+	rkp_tev_bpf_ctx = alloc_percpu(struct rkp_tev_bpf_ctx);
+	rkp_tev_bpf_nest = alloc_percpu(unsigned int);
+	if (!rkp_tev_bpf_ctx || !rkp_tev_bpf_nest) {
+		free_percpu(rkp_tev_bpf_ctx);
+		free_percpu(rkp_tev_bpf_nest);
+		rkp_tev_bpf_ctx = NULL;
+		rkp_tev_bpf_nest = NULL;
+		return;
+	}
 	rkp_tev_have_bpf = true;
+#endif
+}
+
+/* Unload, once no event is left and no hit runs: undoes rkp_tev_init(). */
+void rkp_tev_exit(void)
+{
+#ifdef CONFIG_BPF_EVENTS
+	rkp_tev_have_bpf = false;
+	free_percpu(rkp_tev_bpf_ctx);
+	free_percpu(rkp_tev_bpf_nest);
+	rkp_tev_bpf_ctx = NULL;
+	rkp_tev_bpf_nest = NULL;
 #endif
 }
 
@@ -509,21 +558,16 @@ void rkp_tev_init(unsigned long addr)
  *
  * When the BPF programs read nothing of the record (a count of hits, a
  * latency), they run here, as the kernel's kprobe_perf_func() runs a
- * kprobe's, with no argument fetched and no perf buffer: on a record of
- * size bytes (the header and the fixed fields) of zeroes on this stack,
- * whose first word is the registers pointer that the helpers take from a
- * tracepoint program's context (perf_trace_run_bpf_submit() stores it
- * there too). The verifier keeps every direct access of theirs inside
- * that (tp_prog_is_valid_access(), and max_ctx_offset against the fields'
- * size at attach), so a program attached after the test below reads
+ * kprobe's, with no argument fetched and no perf buffer: on a context of
+ * zeroes (rkp_tev_bpf_ctx) whose first word is the registers pointer that
+ * the helpers take from a tracepoint program's context
+ * (perf_trace_run_bpf_submit() stores it there too), so a program attached
+ * after the test below, or one that reads past the event's fields, reads
  * zeroes. As in perf_trace_run_bpf_submit(), perf gets the record only
  * when they return non-zero and perf events listen on this CPU: then
- * RKP_TEV_PERF_RAN says that they ran. No stack protector: its canary
- * would cost more than the one array, written within its bounds only.
- * Probe-hit context.
+ * RKP_TEV_PERF_RAN says that they ran. Probe-hit context.
  */
-notrace __no_stack_protector unsigned int rkp_tev_wants(void *ev, struct pt_regs *regs,
-							 unsigned int size)
+notrace unsigned int rkp_tev_wants(void *ev, struct pt_regs *regs)
 {
 	struct rkp_tev *tev = ev;
 	unsigned int wants = 0;
@@ -545,18 +589,29 @@ notrace __no_stack_protector unsigned int rkp_tev_wants(void *ev, struct pt_regs
 	if (!array)
 		return hlist_empty(this_cpu_ptr(events)) ? wants : wants | RKP_TEV_PERF;
 #ifdef CONFIG_BPF_EVENTS
-	if (rkp_tev_have_bpf && size <= RKP_TEV_SMALL_RECORD && !rkp_tev_bpf_reads(array)) {
-		/* Not zeroed whole (CONFIG_INIT_STACK_ALL_ZERO): the loop does. */
-		u64 rec[RKP_TEV_SMALL_RECORD / sizeof(u64)] __uninitialized;
-		unsigned int i;
+	if (rkp_tev_have_bpf && !rkp_tev_bpf_reads(array)) {
+		unsigned int *nest = this_cpu_ptr(rkp_tev_bpf_nest);
+		unsigned int level = (*nest)++;
+		unsigned int ret;
+		u64 *rec;
 
-		/* Zeroes up to size: no verified program reads beyond. */
-		for (i = 1; i < DIV_ROUND_UP(size, sizeof(u64)); i++)
-			rec[i] = 0;
-		*(struct pt_regs **)rec = regs;
-		if (!static_call(rkp_tev_call_bpf)(call, rec) || hlist_empty(this_cpu_ptr(events)))
-			return wants;
-		return wants | RKP_TEV_PERF | RKP_TEV_PERF_RAN;
+		/*
+		 * A hit nested in this one (an NMI's) takes the next level; it
+		 * ends before this one goes on, so the count is this CPU's own.
+		 */
+		barrier();
+		if (likely(level < RKP_TEV_BPF_NEST)) {
+			rec = this_cpu_ptr(rkp_tev_bpf_ctx)->rec[level];
+			*(struct pt_regs **)rec = regs;
+			ret = static_call(rkp_tev_call_bpf)(call, rec);
+			barrier();
+			(*nest)--;
+			if (!ret || hlist_empty(this_cpu_ptr(events)))
+				return wants;
+			return wants | RKP_TEV_PERF | RKP_TEV_PERF_RAN;
+		}
+		barrier();
+		(*nest)--;
 	}
 #endif
 	wants |= RKP_TEV_PERF;

@@ -66,8 +66,9 @@ void rkp_tev_perf(void *ev, struct rkp_tev_rec *rec, void *ctx);
 #define RKP_TEV_PERF		2	/* one for perf and BPF */
 #define RKP_TEV_PERF_RAN	4	/* ... whose BPF programs ran */
 struct pt_regs;
-unsigned int rkp_tev_wants(void *ev, struct pt_regs *regs, unsigned int size);
+unsigned int rkp_tev_wants(void *ev, struct pt_regs *regs);
 void rkp_tev_init(unsigned long addr);
+void rkp_tev_exit(void);
 extern const unsigned int rkp_tev_wants_bits[3];
 extern const unsigned int rkp_tev_perf_on_off;
 

@@ -205,22 +205,21 @@ extern "C" {
     /// load.
     pub(crate) static rkp_tev_rec_size: c_uint;
 
-    /// What a hit of the event, whose header and fixed fields are `size`
-    /// bytes, must build, as `RKP_TEV_*` bits: records in the trace
-    /// instances, and one for perf and BPF. BPF programs that read nothing
-    /// of the record have run when it returns, on a record of zeroes; perf
-    /// then gets one only if they asked for it ([`RKP_TEV_PERF_RAN`]).
-    /// Probe-hit context.
-    pub(crate) fn rkp_tev_wants(
-        ev: *mut c_void,
-        regs: *mut bindings::pt_regs,
-        size: c_uint,
-    ) -> c_uint;
+    /// What a hit of the event must build, as `RKP_TEV_*` bits: records
+    /// in the trace instances, and one for perf and BPF. BPF programs that
+    /// read nothing of the record have run when it returns, on a context
+    /// of zeroes of the kernel's full size; perf then gets one only if they
+    /// asked for it ([`RKP_TEV_PERF_RAN`]). Probe-hit context.
+    pub(crate) fn rkp_tev_wants(ev: *mut c_void, regs: *mut bindings::pt_regs) -> c_uint;
 
     /// Gives the events' C side `trace_call_bpf()`'s confirmed address (0:
     /// none), which becomes a static call. Process context, at load,
     /// before any event.
     pub(crate) fn rkp_tev_init(addr: c_ulong);
+
+    /// Frees what [`rkp_tev_init`] allocated. Process context, at unload,
+    /// once no event is left and no hit runs.
+    pub(crate) fn rkp_tev_exit();
 
     /// glue.h's `RKP_TEV_TRACE`, `RKP_TEV_PERF` and `RKP_TEV_PERF_RAN`,
     /// checked at load against [`RKP_TEV_TRACE`] and its siblings.
