@@ -14,9 +14,15 @@ check "insmod rkp_peek.ko" insmod $MODDIR/rkp_peek.ko
 # vmlinux symbol NAME's address (hex), or nothing.
 # One read of /proc/kallsyms (rkprobes and rkp_peek loaded): the file is
 # generated anew on every read, a second or more under TCG, and the checks
-# below look up about a hundred symbols.
+# below look up about a hundred symbols: they search only rkprobes' own
+# symbols and the kernel's of the same names as its calls (KSYMS).
+cat /proc/kallsyms > /tmp/kcalls.all
 KSYMS=/tmp/kcalls.kallsyms
-cat /proc/kallsyms > $KSYMS
+awk '$4 == "[rkprobes]" && $3 ~ /^rkp_kc_bind_/ { sub(/^rkp_kc_bind_/, "", $3); print $3 }
+	END { print "kallsyms_lookup_name"; print "__x86_return_thunk"; print "trace_call_bpf" }' \
+	/tmp/kcalls.all > /tmp/kcalls.want
+awk 'NR == FNR { want[$1] = 1; next } $4 == "[rkprobes]" || (NF == 3 && $3 in want)' \
+	/tmp/kcalls.want /tmp/kcalls.all > $KSYMS
 ksym() { awk -v n="$1" '$3 == n && NF == 3 { print $1; exit }' $KSYMS; }
 # rkprobes' symbol NAME's address (hex), or nothing.
 msym() { awk -v n="$1" '$3 == n && $4 == "[rkprobes]" { print $1; exit }' $KSYMS; }
@@ -25,7 +31,7 @@ peek() {
 	echo "$1 $2" > /sys/module/rkp_peek/parameters/peek && cat /sys/module/rkp_peek/parameters/peek
 }
 # byte N (from 0) of hex string HEX.
-byte() { echo $1 | cut -c$(($2 * 2 + 1))-$(($2 * 2 + 2)); }
+byte() { echo "${1:$(($2 * 2)):2}"; }
 # The target of the jmp rel32 at hex ADDR plus OFF bytes, as a shell number;
 # nothing when no jmp rel32 is there.
 jmp_target() {

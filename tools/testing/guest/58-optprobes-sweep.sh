@@ -32,6 +32,7 @@ t0=$(date +%s)
 for fn in kernel_clone do_sys_openat2 vfs_read vfs_write; do
 	both=0 nat=0 rkp=0 differ=0
 	for off in $(seq 0 255); do
+		[ $((off % 64)) -ne 0 ] || echo "# $fn: at offset $off"
 		n=-
 		if [ $native = 1 ]; then
 			echo "p:rkp_nat $fn+$off" > $T/kprobe_events 2>/dev/null || continue
@@ -221,6 +222,7 @@ while :; do
 	echo 0 > $T/events/rkprobes/enable
 	echo > $KE
 	rounds=$((rounds + 1))
+	echo "# register round $rounds: $compared offsets compared"
 done
 exec 3>&-
 wait

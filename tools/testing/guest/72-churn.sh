@@ -69,7 +69,7 @@ while [ $i -lt $ROUNDS ]; do
 	echo 0 > $T/events/rkprobes/churn/enable || { bad=$((bad + 1)); echo "# round $i: disable failed"; }
 	echo '-:churn' >> $D/kprobe_events || { bad=$((bad + 1)); echo "# round $i: remove failed"; }
 	[ $bad -gt 10 ] && break
-	[ $((i % 100)) -eq 0 ] && echo "# $i rounds, $(( $(date +%s) - start ))s"
+	[ $((i % 20)) -eq 0 ] && echo "# $i rounds, $(( $(date +%s) - start ))s"
 done
 unload
 diag "$i rounds in $(( $(date +%s) - start ))s"

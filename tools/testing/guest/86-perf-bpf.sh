@@ -144,23 +144,21 @@ if has_host_tool bpftrace; then
 	typedef unsigned int u32; typedef int s32;
 	typedef unsigned long long u64; typedef long long s64;
 	EOT
-	bt() {
-		host_run bpftrace --include /tmp/ktypes.h "$@" > /tmp/bt.out 2>&1
-		sed 's/^/# bpftrace: /' /tmp/bt.out | tail -3
-	}
-	bt -e 'tracepoint:rkprobes:popen { @[comm] = count(); }' -c "/tmp/sysloop $N $NOFILE"
-	check "bpftrace counts the hits by comm" grep -q "^@\[sysloop\]: $N\$" /tmp/bt.out
-	bt -e 'tracepoint:rkprobes:popen /comm == "sysloop"/ { @[str(args->path), args->dfd] = count(); }' \
-		-c "/tmp/sysloop $N $NOFILE"
+	# One bpftrace session (each compiles its program, tens of seconds
+	# under TCG): three programs, two of them on one event, count the hits
+	# of sysloop's N opens, then hold the event while its removal is tried.
+	printf '#!/bin/sh\n/tmp/sysloop %s %s\ntouch /tmp/ready\nsleep 5\n' $N $NOFILE > /tmp/bt.sh
+	chmod +x /tmp/bt.sh
+	removal_refused_while BPF host_run bpftrace --include /tmp/ktypes.h -e '
+		tracepoint:rkprobes:popen { @c[comm] = count(); }
+		tracepoint:rkprobes:popen /comm == "sysloop"/ { @p[str(args->path), args->dfd] = count(); }
+		tracepoint:rkprobes:popenr /comm == "sysloop"/ { @r[args->ret] = count(); }' \
+		-c "/bin/sh /tmp/bt.sh"
+	sed 's/^/# bpftrace: /' /tmp/hold.out | grep -v '^# bpftrace: $' | tail -n 6
+	check "bpftrace counts the hits by comm" grep -q "^@c\[sysloop\]: $N\$" /tmp/hold.out
 	check "bpftrace reads the string and register fields" \
-		grep -q "^@\[$NOFILE, -100\]: $N\$" /tmp/bt.out
-	bt -e 'tracepoint:rkprobes:popenr /comm == "sysloop"/ { @[args->ret] = count(); }' \
-		-c "/tmp/sysloop $N $NOFILE"
-	check "bpftrace on the return probe reads \$retval" grep -q "^@\[-2\]: $N\$" /tmp/bt.out
-
-	# Removal while a BPF program holds the event.
-	removal_refused_while BPF host_run bpftrace --include /tmp/ktypes.h \
-		-e 'tracepoint:rkprobes:popen { @ = count(); }' -c "/bin/sh /tmp/hold.sh"
+		grep -q "^@p\[$NOFILE, -100\]: $N\$" /tmp/hold.out
+	check "bpftrace on the return probe reads \$retval" grep -q "^@r\[-2\]: $N\$" /tmp/hold.out
 else
 	skip "bpftrace" "the host's root or its bpftrace is not available"
 fi

@@ -260,6 +260,8 @@ sweep() {
 		[ -z "$last" ] || break
 		$undo
 		n=$((n + 1))
+		# Progress for the runner, which fails a silent guest.
+		[ $((n % 25)) -ne 0 ] || echo "# $name: at N=$n"
 	done
 	if [ -z "$last" ]; then
 		not_ok "$name: still injecting after $MAXN allocations"
