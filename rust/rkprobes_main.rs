@@ -68,10 +68,7 @@ impl kernel::Module for RkProbes {
         // SAFETY: the core is pinned in a box and dropped after `dir` (field
         // order of `RkProbes`), so it outlives the files.
         unsafe {
-            dir.create_file::<kprobe::blacklist::BlacklistFile>(
-                c_str!("blacklist"),
-                core.blacklist(),
-            )?;
+            dir.create_file::<kprobe::blacklist::BlacklistFile>(c_str!("blacklist"), &core)?;
             dir.create_file::<kprobe::ListFile>(c_str!("list"), &core)?;
             dir.create_rw_file::<kprobe::EnabledFile>(c_str!("enabled"), &core)?;
             dir.create_rw_file::<kprobe::OptimizationFile>(c_str!("optimization"), &core)?;

@@ -28,6 +28,7 @@
 #include <linux/static_call.h>
 #include <linux/types.h>
 
+struct cred;
 struct module;
 struct pt_regs;
 
@@ -73,7 +74,8 @@ typedef int (*rkp_kc_mod_fn)(void *data, const char *name, unsigned long addr);
 	  (struct pt_regs *regs, unsigned long *store, unsigned int size, \
 	   unsigned int skipnr),					\
 	  (regs, store, size, skipnr))					\
-	X(tracing_reset_all_online_cpus, void, (void), ())
+	X(tracing_reset_all_online_cpus, void, (void), ())		\
+	X(kallsyms_show_value, bool, (const struct cred *cred), (cred))
 
 /*
  * For each function: its type, the static call (its trampoline is a bare

@@ -80,4 +80,6 @@ kcalls! {
     rkp_kc_stack_trace_save_regs / rkp_kc_bind_stack_trace_save_regs:
         fn(regs: *mut bindings::pt_regs, store: *mut c_ulong, size: c_uint, skipnr: c_uint) -> c_uint;
     rkp_kc_tracing_reset_all_online_cpus / rkp_kc_bind_tracing_reset_all_online_cpus: fn();
+    rkp_kc_kallsyms_show_value / rkp_kc_bind_kallsyms_show_value:
+        fn(cred: *const bindings::cred) -> bool;
 }

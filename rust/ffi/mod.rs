@@ -28,8 +28,8 @@ pub(crate) use glue::*;
 
 /// Types of the generated bindings that rkprobes uses.
 pub(crate) use ::kernel::bindings::{
-    dentry, file, file_operations, inode, list_head, loff_t, module, mutex, notifier_block, path,
-    pt_regs, qstr, seq_file, task_struct, umode_t,
+    cred, dentry, file, file_operations, inode, list_head, loff_t, module, mutex, notifier_block,
+    path, pt_regs, qstr, seq_file, task_struct, umode_t,
 };
 
 /// Constants of the generated bindings that rkprobes uses.

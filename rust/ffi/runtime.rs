@@ -84,6 +84,8 @@ pub(crate) struct Runtime {
     stack_trace_save_regs: bool,
     /// `tracing_reset_all_online_cpus()`, when the kernel has tracing.
     tracing_reset_all_online_cpus: bool,
+    /// `kallsyms_show_value()`.
+    kallsyms_show_value: bool,
 }
 
 // SAFETY: the fields are flags and addresses of kernel data, valid for the
@@ -229,6 +231,12 @@ impl Runtime {
                 b,
                 "tracing_reset_all_online_cpus",
                 rkp_kc_bind_tracing_reset_all_online_cpus
+            ),
+            kallsyms_show_value: bind!(
+                ksyms,
+                b,
+                "kallsyms_show_value",
+                rkp_kc_bind_kallsyms_show_value
             ),
         })
     }
@@ -553,5 +561,18 @@ impl Runtime {
             // SAFETY: the caller's contract.
             unsafe { kc::rkp_kc_tracing_reset_all_online_cpus() };
         }
+    }
+
+    /// `kallsyms_show_value()`: whether a file opened with `cred` may show
+    /// kernel addresses (`kptr_restrict`, `CAP_SYSLOG`), as the kernel's
+    /// `kprobes/list` and `kprobes/blacklist` ask it. Without the function,
+    /// no. Process context.
+    ///
+    /// # Safety
+    ///
+    /// `cred` is a live `struct cred`, such as an open file's `f_cred`.
+    pub(crate) unsafe fn kallsyms_show_value(&self, cred: *const bindings::cred) -> bool {
+        // SAFETY: the caller's contract.
+        self.kallsyms_show_value && unsafe { kc::rkp_kc_kallsyms_show_value(cred) }
     }
 }

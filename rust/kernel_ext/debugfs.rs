@@ -70,6 +70,16 @@ impl SeqFile {
         // `show` again with a larger one, so the result needs no handling.
         unsafe { ffi::seq_write(self.m, b.as_ptr().cast(), b.len()) };
     }
+
+    /// The credentials the file was opened with (`file->f_cred`), for the
+    /// checks the kernel's files make on their opener's behalf; live while
+    /// the `show` callback runs.
+    pub(crate) fn opener_cred(&self) -> *const ffi::cred {
+        // SAFETY: `self.m` is live by the type invariant; `seq_open` set its
+        // `file`, an open file for the whole callback, whose `f_cred` is set
+        // at open and never changes.
+        unsafe { (*(*self.m).file).f_cred }
+    }
 }
 
 impl fmt::Write for SeqFile {

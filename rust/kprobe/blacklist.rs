@@ -428,15 +428,18 @@ impl NativeList {
 pub(crate) struct BlacklistFile;
 
 impl Show for BlacklistFile {
-    type Data = Blacklist;
+    type Data = super::Core;
 
     /// One line per range, as the kernel's `kprobes/blacklist`:
-    /// `0xSTART-0xEND<TAB>SYMBOL`. The file is root-only, so addresses are
-    /// always shown.
-    fn show(bl: &Blacklist, out: &mut SeqFile) -> Result {
+    /// `0xSTART-0xEND<TAB>SYMBOL`, the range 0-0 for an opener that may
+    /// not see kernel addresses (`kallsyms_show_value()`), as the kernel's.
+    fn show(core: &super::Core, out: &mut SeqFile) -> Result {
         let mut buf = SymbolBuf::new()?;
-        bl.for_each(|r| {
-            let _ = write!(out, "0x{:016x}-0x{:016x}\t", r.start, r.end);
+        // SAFETY: the open file's credentials, live during `show`.
+        let show_addr = unsafe { core.runtime().kallsyms_show_value(out.opener_cred()) };
+        core.blacklist().for_each(|r| {
+            let (start, end) = if show_addr { (r.start, r.end) } else { (0, 0) };
+            let _ = write!(out, "0x{start:016x}-0x{end:016x}\t");
             let _ = match buf.symbolise(r.start) {
                 Some(s) if s.offset == 0 => match s.module {
                     Some(m) => writeln!(out, "{} [{}]", s.name, m),

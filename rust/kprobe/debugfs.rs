@@ -138,8 +138,12 @@ impl Show for ListFile {
 
     /// The format of the kernel's `kprobes/list`: address, type,
     /// symbol+offset, module, flags.
+    /// The address is 0 for an opener that may not see kernel addresses
+    /// (`kallsyms_show_value()`), as in the kernel's list.
     fn show(core: &Core, out: &mut SeqFile) -> Result {
         let mut buf = SymbolBuf::new()?;
+        // SAFETY: the open file's credentials, live during `show`.
+        let show_addr = unsafe { core.runtime().kallsyms_show_value(out.opener_cred()) };
         let reg = core.reg.lock();
         for point in Iterator::chain(reg.points.iter(), reg.gone.iter()) {
             // SAFETY: registered points are live while the mutex is held.
@@ -152,7 +156,8 @@ impl Show for ListFile {
                 } else {
                     'k'
                 };
-                let _ = write!(out, "{:016x}  {}  ", p.addr, kind);
+                let addr = if show_addr { p.addr } else { 0 };
+                let _ = write!(out, "{addr:016x}  {kind}  ");
                 let _ = match buf.symbolise(p.addr) {
                     Some(s) => write!(
                         out,

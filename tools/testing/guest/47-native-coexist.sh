@@ -30,5 +30,19 @@ check "remove the kernel's event" sh -c "echo '-:rkp_native' >> $T/kprobe_events
 check "rkprobes takes vfs_read now" insmod $MODDIR/kprobe_example.ko symbol=vfs_read
 dd if=/proc/version of=/dev/null 2>/dev/null
 check "and it fires" sh -c 'dmesg | grep -q "<vfs_read> p->addr"'
+# Kernel addresses follow kptr_restrict, as in the kernel's kprobes files
+# (kallsyms_show_value()): with 2, not even root sees them.
+L=/sys/kernel/debug/rkprobes/list
+BL=/sys/kernel/debug/rkprobes/blacklist
+kr=$(cat /proc/sys/kernel/kptr_restrict)
+echo 2 > /proc/sys/kernel/kptr_restrict
+expect_eq "kptr_restrict=2: list shows address 0" 0000000000000000 "$(cut -d' ' -f1 $L | sort -u)"
+zeros=0x0000000000000000-0x0000000000000000
+expect_eq "kptr_restrict=2: the kernel's blacklist shows ranges 0-0" $zeros \
+	"$(cut -f1 /sys/kernel/debug/kprobes/blacklist | sort -u)"
+expect_eq "kptr_restrict=2: rkprobes' blacklist too" $zeros "$(cut -f1 $BL | sort -u)"
+echo "$kr" > /proc/sys/kernel/kptr_restrict
+check "kptr_restrict=$kr: list shows the address" sh -c "cut -d' ' -f1 $L | grep -qv '^0*\$'"
+check "kptr_restrict=$kr: blacklist shows the ranges" sh -c "cut -f1 $BL | grep -qv '^$zeros\$'"
 check "rmmod kprobe_example" rmmod kprobe_example
 check "rmmod rkprobes" rmmod rkprobes
