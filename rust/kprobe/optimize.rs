@@ -146,13 +146,19 @@ impl Core {
     /// optimizer's next pass to find. Writer.
     pub(super) fn try_queue(&self, reg: &mut Registry, p: &Point) {
         match self.queue(reg, p) {
-            Queue::Queued | Queue::Later => Self::todo(reg, p.addr),
+            Queue::Queued | Queue::Later => self.todo(reg, p.addr),
             Queue::No => {}
         }
     }
 
-    /// Leaves the point at `addr` for the optimizer's next pass. Writer.
-    fn todo(reg: &mut Registry, addr: usize) {
+    /// Leaves the point at `addr` for the optimizer's next pass. Nothing
+    /// while no pass can run: turning optimization on (the knob, arming
+    /// every probe) looks at every point, so the list stays as long as the
+    /// changes between two passes. Writer.
+    fn todo(&self, reg: &mut Registry, addr: usize) {
+        if !self.may_optimize(reg) {
+            return;
+        }
         if reg.opt_todo.push(addr, GFP_KERNEL).is_err() {
             reg.opt_todo_all = true;
         }
@@ -169,11 +175,11 @@ impl Core {
             if p.is_empty() {
                 for k in 1..arch::MAX_REGION {
                     if let Some(q) = p.addr.checked_sub(k).and_then(|a| self.table.lookup(a)) {
-                        Self::todo(reg, q.addr);
+                        self.todo(reg, q.addr);
                     }
                 }
             } else {
-                Self::todo(reg, p.addr);
+                self.todo(reg, p.addr);
             }
         }
         self.kick_optimizer(reg);
@@ -218,10 +224,12 @@ impl Core {
     /// Process context, may sleep; takes `Core::reg`.
     fn optimize_pass(&self) {
         let mut reg = self.reg.lock();
+        let todo = core::mem::take(&mut reg.opt_todo);
         if !self.may_optimize(&reg) {
+            // Turning optimization on again looks at every point.
+            reg.opt_todo_all = false;
             return;
         }
-        let todo = core::mem::take(&mut reg.opt_todo);
         let mut batch = Batch::new();
         if core::mem::take(&mut reg.opt_todo_all) {
             for point in reg.points.iter() {
@@ -241,7 +249,7 @@ impl Core {
             let p = unsafe { &*p };
             // Points that became optimizable since they were armed.
             if let Queue::Later = self.queue(&reg, p) {
-                Self::todo(&mut reg, p.addr);
+                self.todo(&mut reg, p.addr);
             }
             if p.opt_state() == OptState::Queued {
                 queued.add(p);
