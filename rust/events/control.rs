@@ -57,10 +57,11 @@ impl Events {
     pub(super) fn module_coming(&self, name: &[u8]) {
         let mut inner = self.inner.lock();
         for ev in inner.events.iter_mut() {
-            let enabled = {
-                let _em = self.event_mutex.lock();
-                ev.is_enabled()
-            };
+            // Held until the event's probes are registered and armed, as
+            // the kernel's trace_kprobe_module_callback() holds it: an
+            // enable or disable in between would otherwise be lost.
+            let _em = self.event_mutex.lock();
+            let enabled = ev.is_enabled();
             let ev_name = ev.name.as_char_ptr();
             // SAFETY: `probes` is not structurally pinned; the list itself
             // does not change here.
@@ -98,7 +99,6 @@ impl Events {
                 };
                 match r {
                     Ok(()) if enabled => {
-                        let _em = self.event_mutex.lock();
                         let _ = self.core().set_enabled(kp, true);
                     }
                     Ok(()) => {}

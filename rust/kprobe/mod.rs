@@ -88,6 +88,10 @@
 //!
 //! - 1 -> 2: events' `create`, `delete`, `module_coming` and `destroy*`, and
 //!   `rkp_tev_create()` and `rkp_tev_name_in_use()`, which take it themselves.
+//! - 1 -> 2 -> 3 -> 4 and 1 -> 2 -> 4: `module_coming` registers an
+//!   event's probes for a coming module under `event_mutex`, as the kernel's
+//!   trace_kprobe_module_callback() does (and 2 -> 5b: `register_many`
+//!   waits for the kernel's optimizer, as the kernel registers under it).
 //! - 1 -> 3 -> 4: an event's kretprobe is (un)registered with `inner` held;
 //!   `Kretprobes::register`/`unregister` call `Core::register_many`/
 //!   `unregister_many` with `pools` held. 1 -> 4: an event's kprobe.
