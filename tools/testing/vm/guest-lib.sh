@@ -107,3 +107,17 @@ host_run() {
 has_host_tool() {
 	[ -d /host/usr ] && host_run sh -c "command -v $1" > /dev/null 2>&1
 }
+
+# expect_kernel_report CMD...: runs CMD, which provokes a kernel report on
+# purpose (an oops a test recovers from); the runner counts the report lines
+# it logs as expected instead of failing the run. The window closes when CMD
+# returns, and the harness closes it after every test in any case.
+expect_kernel_report() {
+	echo "rkprobes-test: expected report begins" > /dev/kmsg
+	touch /tmp/.expecting-report
+	"$@"
+	_rc=$?
+	echo "rkprobes-test: expected report ends" > /dev/kmsg
+	rm -f /tmp/.expecting-report
+	return $_rc
+}

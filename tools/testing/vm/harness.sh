@@ -31,6 +31,10 @@ for t in $tests; do
 		echo $? >/tmp/.rc
 	} 2>&1 | sed 's/^/    /'
 	rc=$(cat /tmp/.rc)
+	if [ -e /tmp/.expecting-report ]; then
+		echo "rkprobes-test: expected report ends" > /dev/kmsg
+		rm -f /tmp/.expecting-report
+	fi
 	echo "# $name: $(($(uptime_s) - t0)) s"
 	if [ "$rc" = 0 ]; then
 		echo "ok $i $name"
