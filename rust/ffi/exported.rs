@@ -30,6 +30,8 @@ pub(crate) struct DieArgs {
 
 /// `enum die_val` of `arch/x86/include/asm/kdebug.h` (the values rkprobes uses).
 pub(crate) mod die_val {
+    /// An oops is being reported (`__die_body()`), the task about to die.
+    pub(crate) const DIE_OOPS: u64 = 1;
     /// Breakpoint (`int3`).
     pub(crate) const DIE_INT3: u64 = 2;
     /// A trap (#DE, #OF, #BR, #UD, #TS, #NP, #SS, #AC) about to be handled.

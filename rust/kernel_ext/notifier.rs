@@ -75,6 +75,8 @@ pub(crate) struct DieChain;
 /// The die events handlers see.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Die {
+    /// `DIE_OOPS`: an oops is being reported; the task will not go on.
+    Oops,
     /// `DIE_INT3`: a breakpoint.
     Int3,
     /// `DIE_GPF`: a general protection fault the exception table did not fix.
@@ -108,6 +110,7 @@ impl Chain for DieChain {
 
     unsafe fn event<'a>(val: c_ulong, data: *mut c_void) -> Option<DieEvent<'a>> {
         let die = match val as u64 {
+            die_val::DIE_OOPS => Die::Oops,
             die_val::DIE_INT3 => Die::Int3,
             die_val::DIE_GPF => Die::Gpf,
             die_val::DIE_TRAP => Die::Trap,

@@ -87,6 +87,10 @@ pub(crate) fn die_notify(core: &Core, event: DieEvent<'_>) -> Notify {
     let handled = match event.die {
         Die::Int3 => int3(core, regs),
         Die::Gpf | Die::Trap => fault(regs, event.trapnr),
+        Die::Oops => {
+            oops(regs);
+            false
+        }
     };
     if handled {
         Notify::Stop
@@ -311,6 +315,41 @@ fn emulate(insn: &ArchInsn, addr: usize, regs: &mut ffi::pt_regs) {
         }
     };
     regs.ip = ip as _;
+}
+
+/// An oops at this CPU's probe (`DIE_OOPS`): a fault in a copy that no
+/// die event reported first (a page fault the exception table did not fix
+/// goes straight to the oops), or in a handler. The task dies and never
+/// comes back to the copy or the handler, so the probe's frame is taken
+/// off this CPU's stack, as the kernel's `kprobe_fault_handler()` resets
+/// its control block; otherwise every later hit on this CPU would count as
+/// missed, and the point could be freed under the stale frame. A fault in
+/// the copy is reported at the probe address, with the flags the probe
+/// hid. The oops goes on. Exception context, may not sleep or lock.
+fn oops(regs: &mut ffi::pt_regs) {
+    let ctl = this_cpu();
+    let Some(frame) = ctl.top() else {
+        return;
+    };
+    match (frame.status(), frame.point()) {
+        // The copy runs with interrupts off: a fault in it is the copy's.
+        (Status::HitSs | Status::Reenter, Some(point)) => {
+            let Some((copy, end)) = step_range(point) else {
+                return;
+            };
+            let ip = regs.ip;
+            if ip < copy || ip >= end {
+                return;
+            }
+            regs.ip = point.addr as _;
+            regs.flags = (regs.flags as u64 | frame.saved_flags()) as _;
+        }
+        // A handler's, when raised at the level of the frame's push (not
+        // by an interrupt taken in the handler).
+        (Status::HitActive | Status::HitSsDone, Some(_)) if frame.pushed_at_this_level() => {}
+        _ => return,
+    }
+    ctl.pop();
 }
 
 /// A fault reported through the die chain (`DIE_GPF` after the exception
