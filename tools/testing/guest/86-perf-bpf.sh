@@ -163,6 +163,15 @@ else
 	skip "bpftrace" "the host's root or its bpftrace is not available"
 fi
 
+# A BPF program that reads nothing of the record runs without one, on a
+# context rkprobes provides; its tail call into a program that reads far
+# past the event's fields (allowed: a tail-call target is verified against
+# the largest tracepoint context, PERF_MAX_TRACE_SIZE) must read zeroes,
+# not the probe hit's stack (bpf-tail, raw bpf(2), no host tools).
+out=$(bpf-tail "$(cat $EV/popen/id)" $NOFILE 20 2>&1)
+diag "bpf-tail: $out"
+expect_eq "a tail-called program reads zeroes past the event's fields" "ran=1 word=0x0" "$out"
+
 # rkprobes cannot go while an event exists (each pins it), so the refused
 # removals above also kept it loaded.
 check "after the tools exit, the events can be removed" sh -c "echo > $KE"
