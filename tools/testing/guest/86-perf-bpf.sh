@@ -172,6 +172,32 @@ out=$(bpf-tail "$(cat $EV/popen/id)" $NOFILE 20 2>&1)
 diag "bpf-tail: $out"
 expect_eq "a tail-called program reads zeroes past the event's fields" "ran=1 word=0x0" "$out"
 
+# A program detached while its event's smaller program array cannot be
+# allocated: the kernel leaves its dummy program (no aux) in the array in
+# its place, and the hits that follow must cope. Every allocation of the
+# detach is failed in turn (fail-nth) until one detach injects nothing.
+FS=/sys/kernel/debug/failslab
+if [ -e /proc/self/fail-nth ] && [ -d $FS ]; then
+	gfp_wait=$(cat $FS/ignore-gfp-wait)
+	echo N > $FS/ignore-gfp-wait
+	n=1 injected=0 done=0
+	while [ $n -le 50 ]; do
+		out=$(bpf-tail "$(cat $EV/popen/id)" $NOFILE 5 -d $n 2>&1)
+		case $out in
+		"detached injected=1") injected=$((injected + 1)) ;;
+		"detached injected=0") done=1; break ;;
+		*) diag "N=$n: $out"; break ;;
+		esac
+		n=$((n + 1))
+	done
+	echo "$gfp_wait" > $FS/ignore-gfp-wait
+	diag "detach with its N-th allocation failed: $injected runs injected, done at N=$n"
+	check "detaching under every allocation failure, hits after each ($injected)" \
+		test $done = 1 -a $injected -ge 1
+else
+	skip "detaching under allocation failures" "kernel without fail-nth and failslab"
+fi
+
 # rkprobes cannot go while an event exists (each pins it), so the refused
 # removals above also kept it loaded.
 check "after the tools exit, the events can be removed" sh -c "echo > $KE"

@@ -10,6 +10,14 @@
  * program ran, W what it read. rkprobes hands a program that reads nothing
  * a context of zeroes of the full size (86-perf-bpf.sh). The programs are
  * assembled here with raw bpf(2) calls: no libbpf, no BTF. Static.
+ *
+ * bpf-tail ID PATH N -d NTH: attaches two programs that read nothing to the
+ * event, closes the second one's perf event with its NTH fault-injection
+ * point failed (/proc/thread-self/fail-nth), then opens PATH N times and
+ * prints "detached injected=0|1". When the detach cannot allocate the
+ * event's smaller program array, the kernel puts its dummy program, which
+ * has no aux, in place of the detached one (bpf_prog_array_delete_safe()),
+ * and the hits that follow must cope with it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -69,16 +77,99 @@ static int prog_load(const struct bpf_insn *insns, unsigned int n)
 	return fd;
 }
 
-int main(int argc, char **argv)
+/* A perf event of the trace event of id, this task, with prog attached. */
+static int attach(const char *id, int prog)
 {
 	struct perf_event_attr pa;
+	int ev;
+
+	memset(&pa, 0, sizeof(pa));
+	pa.type = PERF_TYPE_TRACEPOINT;
+	pa.size = sizeof(pa);
+	pa.config = strtoull(id, NULL, 0);
+	pa.sample_period = 1;
+	pa.wakeup_events = 1;
+	ev = syscall(__NR_perf_event_open, &pa, 0, -1, -1, 0);
+	if (ev < 0) {
+		perror("bpf-tail: perf_event_open");
+		return -1;
+	}
+	if (ioctl(ev, PERF_EVENT_IOC_SET_BPF, prog) || ioctl(ev, PERF_EVENT_IOC_ENABLE, 0)) {
+		perror("bpf-tail: attaching");
+		return -1;
+	}
+	return ev;
+}
+
+static void hits(const char *path, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		int fd = open(path, O_RDONLY);
+
+		if (fd >= 0)
+			close(fd);
+	}
+}
+
+/* The -d mode: the second program detached under an allocation failure. */
+static int detach_nth(const char *id, const char *path, int n, const char *nth)
+{
+	const struct bpf_insn nothing[] = {
+		INSN(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_0, 0, 0, 1),
+		INSN(BPF_JMP | BPF_EXIT, 0, 0, 0, 0),
+	};
+	const struct bpf_insn nothing2[] = {
+		INSN(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_0, 0, 0, 0),
+		INSN(BPF_JMP | BPF_EXIT, 0, 0, 0, 0),
+	};
+	int p1 = prog_load(nothing, 2), p2 = prog_load(nothing2, 2);
+	int e1, e2, fd;
+	char left[32];
+	ssize_t len;
+
+	if (p1 < 0 || p2 < 0)
+		return 1;
+	e1 = attach(id, p1);
+	e2 = attach(id, p2);
+	if (e1 < 0 || e2 < 0)
+		return 1;
+	hits(path, n);
+	fd = open("/proc/thread-self/fail-nth", O_RDWR);
+	if (fd < 0) {
+		perror("bpf-tail: /proc/thread-self/fail-nth");
+		return 1;
+	}
+	/* The second event is the last holder of its program's attachment. */
+	if (write(fd, nth, strlen(nth)) < 0) {
+		perror("bpf-tail: fail-nth");
+		return 1;
+	}
+	close(e2);
+	len = pread(fd, left, sizeof(left) - 1, 0);
+	if (write(fd, "0", 1) < 0 || len <= 0) {
+		perror("bpf-tail: fail-nth");
+		return 1;
+	}
+	left[len] = 0;
+	hits(path, n);
+	printf("detached injected=%d\n", atoi(left) == 0);
+	close(e1);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
 	union bpf_attr a;
 	uint64_t value[2] = { 0, 0 };
 	uint32_t key = 0;
-	int result, jmp, reader, caller, ev, i, n;
+	int result, jmp, reader, caller, ev, n;
 
+	if (argc == 6 && !strcmp(argv[4], "-d"))
+		return detach_nth(argv[1], argv[2], atoi(argv[3]), argv[5]);
 	if (argc != 4) {
-		fprintf(stderr, "usage: bpf-tail ID PATH N\n");
+		fprintf(stderr, "usage: bpf-tail ID PATH N [-d NTH]\n");
 		return 2;
 	}
 	n = atoi(argv[3]);
@@ -124,27 +215,10 @@ int main(int argc, char **argv)
 		perror("bpf-tail: BPF_MAP_UPDATE_ELEM");
 		return 1;
 	}
-	memset(&pa, 0, sizeof(pa));
-	pa.type = PERF_TYPE_TRACEPOINT;
-	pa.size = sizeof(pa);
-	pa.config = strtoull(argv[1], NULL, 0);
-	pa.sample_period = 1;
-	pa.wakeup_events = 1;
-	ev = syscall(__NR_perf_event_open, &pa, 0, -1, -1, 0);
-	if (ev < 0) {
-		perror("bpf-tail: perf_event_open");
+	ev = attach(argv[1], caller);
+	if (ev < 0)
 		return 1;
-	}
-	if (ioctl(ev, PERF_EVENT_IOC_SET_BPF, caller) || ioctl(ev, PERF_EVENT_IOC_ENABLE, 0)) {
-		perror("bpf-tail: attaching");
-		return 1;
-	}
-	for (i = 0; i < n; i++) {
-		int fd = open(argv[2], O_RDONLY);
-
-		if (fd >= 0)
-			close(fd);
-	}
+	hits(argv[2], n);
 	ioctl(ev, PERF_EVENT_IOC_DISABLE, 0);
 	memset(&a, 0, sizeof(a));
 	a.map_fd = result;
