@@ -319,13 +319,19 @@ fn emulate(insn: &ArchInsn, addr: usize, regs: &mut ffi::pt_regs) {
 
 /// An oops at this CPU's probe (`DIE_OOPS`): a fault in a copy that no
 /// die event reported first (a page fault the exception table did not fix
-/// goes straight to the oops), or in a handler. The task dies and never
-/// comes back to the copy or the handler, so the probe's frame is taken
-/// off this CPU's stack, as the kernel's `kprobe_fault_handler()` resets
-/// its control block; otherwise every later hit on this CPU would count as
-/// missed, and the point could be freed under the stale frame. A fault in
-/// the copy is reported at the probe address, with the flags the probe
-/// hid. The oops goes on. Exception context, may not sleep or lock.
+/// goes straight to the oops), or in a handler. The context dies and never
+/// comes back to the copy or the handler, so its frames are taken off this
+/// CPU's stack, as the kernel's `kprobe_fault_handler()` resets its
+/// control block; otherwise every later hit on this CPU would count as
+/// missed, and the point could be freed under the stale frame. A task's
+/// oops takes every frame: interrupts that pushed frames above the task
+/// have returned, and the frames under the top one (the handler of an
+/// optimized or ftrace hit that hit an int3 probe, a kretprobe's return
+/// handler) are the task's too. An oops in an interrupt is fatal anyway:
+/// its top frame only. The registers are put back as the probe hid them
+/// (`ip` at the probe address, its flags) for what reads them after the
+/// notification (a crash dump); the oops report, printed before it, shows
+/// the copy. The oops goes on. Exception context, may not sleep or lock.
 fn oops(regs: &mut ffi::pt_regs) {
     let ctl = this_cpu();
     let Some(frame) = ctl.top() else {
@@ -350,6 +356,11 @@ fn oops(regs: &mut ffi::pt_regs) {
         _ => return,
     }
     ctl.pop();
+    if cpu::irq_level() == 0 {
+        while ctl.top().is_some() {
+            ctl.pop();
+        }
+    }
 }
 
 /// A fault reported through the die chain (`DIE_GPF` after the exception
