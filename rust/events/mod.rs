@@ -260,10 +260,6 @@ impl Events {
             return Err(EINVAL);
         }
         let mut buf = SymbolBuf::new()?;
-        let call_bpf = ksyms.lookup(&mut buf, kernel::c_str!("trace_call_bpf"));
-        // SAFETY: load time, before any event; the address is the start of
-        // the function of that name (`Kallsyms::lookup` confirmed it), or 0.
-        unsafe { ffi::rkp_tev_init(call_bpf.unwrap_or(0) as c_ulong) };
         let event_mutex = ksyms
             .lookup(&mut buf, kernel::c_str!("event_mutex"))
             .ok_or(ENOENT)? as *mut ffi::mutex;
@@ -285,7 +281,17 @@ impl Events {
 
     /// Hooks the module notifier, once the interface is at its final
     /// address. Process context.
+    /// The C side's state is set up here, not in `new`: from now on the
+    /// interface's drop undoes it (`rkp_tev_exit`), whatever fails after.
     pub(crate) fn start(&self) -> Result {
+        let mut buf = SymbolBuf::new()?;
+        let call_bpf = self
+            .core()
+            .ksyms()
+            .lookup(&mut buf, kernel::c_str!("trace_call_bpf"));
+        // SAFETY: load time, before any event; the address is the start of
+        // the function of that name (`Kallsyms::lookup` confirmed it), or 0.
+        unsafe { ffi::rkp_tev_init(call_bpf.unwrap_or(0) as c_ulong) };
         // SAFETY: `module_nb` is pinned in `self`, which unregisters it
         // before it is freed.
         unsafe { self.module_nb.register(self) }
@@ -341,7 +347,8 @@ impl PinnedDrop for Events {
             // SAFETY: every event is destroyed: their probes are
             // unregistered and no hit runs.
             unsafe { scratch::free() };
-            // SAFETY: as above; `rkp_tev_init` ran in `new`.
+            // SAFETY: as above; what `rkp_tev_init` allocated in `start`
+            // (nothing if it did not run: `free_percpu(NULL)`).
             unsafe { ffi::rkp_tev_exit() };
         }
     }
