@@ -279,10 +279,10 @@ impl Events {
         }))
     }
 
-    /// Hooks the module notifier, once the interface is at its final
-    /// address. Process context.
-    /// The C side's state is set up here, not in `new`: from now on the
-    /// interface's drop undoes it (`rkp_tev_exit`), whatever fails after.
+    /// Sets up the C side's state (`rkp_tev_init`) and hooks the module
+    /// notifier, once the interface is at its final address: from here on
+    /// the interface's drop undoes both, whatever fails after. Process
+    /// context.
     pub(crate) fn start(&self) -> Result {
         let mut buf = SymbolBuf::new()?;
         let call_bpf = self
