@@ -60,7 +60,7 @@ impl kernel::Module for RkProbes {
         })?;
         let rt = ffi::runtime::Runtime::find(&ksyms)?;
         kernel_ext::cpu::check_percpu()?;
-        let blacklist = kprobe::blacklist::Blacklist::new(&ksyms)?;
+        let blacklist = kprobe::blacklist::Blacklist::new(&ksyms, &rt)?;
         let core = kprobe::Core::new(ksyms, rt, blacklist)?;
         let events = KBox::pin_init(events::Events::new(&core, core.ksyms())?, GFP_KERNEL)?;
         events.start()?;
@@ -69,6 +69,7 @@ impl kernel::Module for RkProbes {
         // order of `RkProbes`), so it outlives the files.
         unsafe {
             dir.create_file::<kprobe::blacklist::BlacklistFile>(c_str!("blacklist"), &core)?;
+            dir.create_file::<kprobe::blacklist::Int3PathFile>(c_str!("int3_path"), &core)?;
             dir.create_file::<kprobe::ListFile>(c_str!("list"), &core)?;
             dir.create_rw_file::<kprobe::EnabledFile>(c_str!("enabled"), &core)?;
             dir.create_rw_file::<kprobe::OptimizationFile>(c_str!("optimization"), &core)?;

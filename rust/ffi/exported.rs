@@ -20,7 +20,7 @@ pub(crate) struct DieArgs {
     pub(crate) regs: *mut bindings::pt_regs,
     /// Name of the event ("int3", "debug", ...).
     pub(crate) str_: *const c_char,
-    /// Event-specific error code (unused by rkprobes).
+    /// Event-specific error code; for `DIE_DEBUG`, the address of DR6's value.
     pub(crate) err: c_long,
     /// Trap number.
     pub(crate) trapnr: c_int,
@@ -34,6 +34,8 @@ pub(crate) mod die_val {
     pub(crate) const DIE_OOPS: u64 = 1;
     /// Breakpoint (`int3`).
     pub(crate) const DIE_INT3: u64 = 2;
+    /// Debug exception (#DB); the event's `err` points to the DR6 value.
+    pub(crate) const DIE_DEBUG: u64 = 3;
     /// A trap (#DE, #OF, #BR, #UD, #TS, #NP, #SS, #AC) about to be handled.
     pub(crate) const DIE_TRAP: u64 = 8;
     /// General protection fault that the exception table did not fix.

@@ -9,6 +9,7 @@
 #include <linux/irq_work.h>
 #include <linux/kallsyms.h>
 #include <linux/module.h>
+#include <linux/objtool.h>
 #include <linux/rculist.h>
 #include <linux/preempt.h>
 #include <linux/sched.h>
@@ -51,6 +52,25 @@ notrace unsigned int rkp_irq_level(void)
 int rkp_locked_down_kprobes(void)
 {
 	return security_locked_down(LOCKDOWN_KPROBES);
+}
+
+/*
+ * The int3 rkprobes traps on once at load to trace the kernel's int3 path
+ * (rust/arch/x86/trap_path.rs), as the kernel's int3_selftest() traps on
+ * its own. noinline: the label must be defined once.
+ */
+extern void rkp_trap_path_site(void);
+
+noinline notrace void rkp_trap_path_int3(void)
+{
+	asm volatile("rkp_trap_path_site:\n\t"
+		     ANNOTATE_NOENDBR
+		     "int3\n\t" ::: "memory");
+}
+
+notrace unsigned long rkp_trap_path_site_addr(void)
+{
+	return (unsigned long)&rkp_trap_path_site;
 }
 
 notrace void rkp_preempt_disable(void)

@@ -9,6 +9,8 @@
 unsigned int rkp_smp_processor_id(void);
 unsigned int rkp_irq_level(void);
 int rkp_locked_down_kprobes(void);
+void rkp_trap_path_int3(void);
+unsigned long rkp_trap_path_site_addr(void);
 void rkp_preempt_disable(void);
 void rkp_preempt_enable(void);
 /* The size of each CPU's probe state, in words (rust/arch/x86/ctl.rs). */

@@ -83,6 +83,13 @@ extern "C" {
     /// while lockdown forbids new probes. Process context.
     pub(crate) fn rkp_locked_down_kprobes() -> c_int;
 
+    /// Executes the int3 at [`rkp_trap_path_site_addr`]; returns when a
+    /// die notifier has taken it (`rust/arch/x86/trap_path.rs`).
+    pub(crate) fn rkp_trap_path_int3();
+
+    /// The address of the int3 of [`rkp_trap_path_int3`].
+    pub(crate) fn rkp_trap_path_site_addr() -> c_ulong;
+
     /// `preempt_disable()`.
     pub(crate) fn rkp_preempt_disable();
 

@@ -6,9 +6,9 @@
  * Such a function cannot be called through a pointer. A kernel built with
  * CONFIG_X86_KERNEL_IBT seals at boot every function whose address it
  * never takes (apply_seal_endbr() turns its ENDBR into a NOP, whether or
- * not the CPU enforces IBT), and nearly all of these are sealed: 21 of the
- * 25 below in the 6.12 test kernel, kallsyms_lookup_name, execmem_alloc
- * and text_poke_sync among them (and trace_call_bpf, which
+ * not the CPU enforces IBT), and nearly all of these are sealed: 21 of
+ * the first 25 below in the 6.12 test kernel, kallsyms_lookup_name,
+ * execmem_alloc and text_poke_sync among them (and trace_call_bpf, which
  * events/trace_event.c calls the same way). On a CPU that enforces IBT (and
  * with eIBRS, which every such CPU has, the retpoline thunks become plain
  * indirect jumps) an indirect call to one of them raises #CP: the kernel
@@ -75,7 +75,12 @@ typedef int (*rkp_kc_mod_fn)(void *data, const char *name, unsigned long addr);
 	   unsigned int skipnr),					\
 	  (regs, store, size, skipnr))					\
 	X(tracing_reset_all_online_cpus, void, (void), ())		\
-	X(kallsyms_show_value, bool, (const struct cred *cred), (cred))
+	X(kallsyms_show_value, bool, (const struct cred *cred), (cred))	\
+	X(notify_die, int,						\
+	  (int val, const char *str, struct pt_regs *regs, long err,	\
+	   int trap, int sig),						\
+	  (val, str, regs, err, trap, sig))				\
+	X(kprobe_int3_handler, int, (struct pt_regs *regs), (regs))
 
 /*
  * For each function: its type, the static call (its trampoline is a bare

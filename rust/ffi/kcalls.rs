@@ -16,7 +16,7 @@
 
 use kernel::{
     bindings,
-    ffi::{c_char, c_int, c_uint, c_ulong, c_void},
+    ffi::{c_char, c_int, c_long, c_uint, c_ulong, c_void},
 };
 
 /// `kallsyms_on_each_match_symbol()`'s callback.
@@ -82,4 +82,8 @@ kcalls! {
     rkp_kc_tracing_reset_all_online_cpus / rkp_kc_bind_tracing_reset_all_online_cpus: fn();
     rkp_kc_kallsyms_show_value / rkp_kc_bind_kallsyms_show_value:
         fn(cred: *const bindings::cred) -> bool;
+    rkp_kc_notify_die / rkp_kc_bind_notify_die:
+        fn(val: c_int, s: *const c_char, regs: *mut bindings::pt_regs, err: c_long, trap: c_int, sig: c_int) -> c_int;
+    rkp_kc_kprobe_int3_handler / rkp_kc_bind_kprobe_int3_handler:
+        fn(regs: *mut bindings::pt_regs) -> c_int;
 }

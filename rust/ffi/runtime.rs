@@ -21,6 +21,7 @@ use super::kallsyms::{Kallsyms, SymbolBuf};
 use super::kcalls as kc;
 
 mod sites;
+mod traps;
 use kernel::{
     bindings, c_str,
     ffi::{c_char, c_int, c_uint, c_ulong, c_void},
@@ -86,6 +87,8 @@ pub(crate) struct Runtime {
     tracing_reset_all_online_cpus: bool,
     /// `kallsyms_show_value()`.
     kallsyms_show_value: bool,
+    /// `kprobe_int3_handler()`, when the kernel has kprobes.
+    kprobe_int3_handler: bool,
 }
 
 // SAFETY: the fields are flags and addresses of kernel data, valid for the
@@ -138,6 +141,7 @@ impl Runtime {
         bind_required!(ksyms, b, "execmem_free", rkp_kc_bind_execmem_free);
         bind_required!(ksyms, b, "set_memory_rox", rkp_kc_bind_set_memory_rox);
         bind_required!(ksyms, b, "core_kernel_text", rkp_kc_bind_core_kernel_text);
+        bind_required!(ksyms, b, "notify_die", rkp_kc_bind_notify_die);
         bind_required!(
             ksyms,
             b,
@@ -237,6 +241,12 @@ impl Runtime {
                 b,
                 "kallsyms_show_value",
                 rkp_kc_bind_kallsyms_show_value
+            ),
+            kprobe_int3_handler: bind!(
+                ksyms,
+                b,
+                "kprobe_int3_handler",
+                rkp_kc_bind_kprobe_int3_handler
             ),
         })
     }

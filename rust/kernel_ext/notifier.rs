@@ -79,6 +79,9 @@ pub(crate) enum Die {
     Oops,
     /// `DIE_INT3`: a breakpoint.
     Int3,
+    /// `DIE_DEBUG`: a debug exception (#DB), with the address of DR6's
+    /// value (which the handler may change).
+    Debug(*mut c_ulong),
     /// `DIE_GPF`: a general protection fault the exception table did not fix.
     Gpf,
     /// `DIE_TRAP`: #DE, #OF, #BR, #UD, #TS, #NP, #SS or #AC.
@@ -112,6 +115,11 @@ impl Chain for DieChain {
         let die = match val as u64 {
             die_val::DIE_OOPS => Die::Oops,
             die_val::DIE_INT3 => Die::Int3,
+            die_val::DIE_DEBUG => {
+                // SAFETY: `die_args` (the caller's contract), read below too.
+                let err = unsafe { data.cast::<DieArgs>().as_ref() }?.err;
+                Die::Debug(err as *mut c_ulong)
+            }
             die_val::DIE_GPF => Die::Gpf,
             die_val::DIE_TRAP => Die::Trap,
             _ => return None,

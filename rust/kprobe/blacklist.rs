@@ -11,6 +11,14 @@
 //! live, under the kernel's `kprobe_mutex`, and adds its own module's text:
 //! everything rkprobes runs during a hit lives there.
 //!
+//! To that rkprobes adds the functions of the kernel's int3 path that run
+//! before its die notifier (and after it, until the trap returns): a
+//! module's int3 handler runs only after `notify_die()`, RCU, lockdep and
+//! the notifiers ahead of it, and a probe on any of those would trap again
+//! before rkprobes could see the recursion. The kernel's list does not
+//! name them (its kprobes run before all that); rkprobes traces the path
+//! at load (`arch::trace_int3_path`) and refuses every function it ran.
+//!
 //! A kernel built without `CONFIG_KPROBES` has no such list, and its
 //! `NOKPROBE_SYMBOL()` annotations are compiled out. rkprobes then builds the
 //! equivalent at load: the same text areas (`.kprobes.text`, `.noinstr.text`,
@@ -32,6 +40,7 @@ use crate::{
     ffi::{
         self,
         kallsyms::{Kallsyms, SymbolBuf},
+        runtime::Runtime,
     },
     kernel_ext::{
         debugfs::{SeqFile, Show},
@@ -103,8 +112,12 @@ pub(crate) struct Range {
 /// Everything rkprobes refuses to probe.
 pub(crate) struct Blacklist {
     native: Option<NativeList>,
-    /// Without a native list: the ranges rkprobes found itself.
+    /// The ranges rkprobes found itself: without a native list the kernel's
+    /// areas and annotated functions, then its hit paths' callees and the
+    /// int3 path.
     synth: KVec<Range>,
+    /// Where the int3 path's functions start in `synth` (they end it).
+    int3_path: usize,
     own_text: Range,
 }
 
@@ -178,6 +191,45 @@ fn functions(ksyms: &Kallsyms, names: &[&str], out: &mut KVec<Range>) -> Result 
     Ok(())
 }
 
+/// Adds to `out` the functions of the kernel's int3 path
+/// (`arch::trace_int3_path`) outside `own`: how many functions, and how
+/// many distinct instructions of theirs ran. Process context, may sleep;
+/// before rkprobes' die notifier is registered.
+fn int3_path(rt: &Runtime, own: Range, out: &mut KVec<Range>) -> Result<(usize, usize)> {
+    let ips = crate::arch::trace_int3_path(rt)?;
+    let mut buf = SymbolBuf::new()?;
+    let (mut functions, mut insns) = (0, 0);
+    let mut last_end = 0;
+    // Sorted: the instructions of one function are consecutive.
+    for &ip in ips.iter() {
+        if own.start <= ip && ip < own.end {
+            continue;
+        }
+        insns += 1;
+        if ip < last_end {
+            continue;
+        }
+        let range = match buf.symbolise(ip) {
+            Some(s) if s.size > 0 && s.offset < s.size => {
+                let start = ip - s.offset as usize;
+                Range {
+                    start,
+                    end: start.saturating_add(s.size as usize),
+                }
+            }
+            // No symbol: the instruction alone.
+            _ => Range {
+                start: ip,
+                end: ip.saturating_add(1),
+            },
+        };
+        last_end = range.end;
+        out.push(range, GFP_KERNEL)?;
+        functions += 1;
+    }
+    Ok((functions, insns))
+}
+
 /// The blacklist of a kernel without kprobes: the areas and the annotated
 /// functions the running kernel has. Process context, may sleep.
 fn synthesize(ksyms: &Kallsyms) -> Result<KVec<Range>> {
@@ -218,8 +270,9 @@ unsafe impl Send for Blacklist {}
 unsafe impl Sync for Blacklist {}
 
 impl Blacklist {
-    /// Builds the blacklist. Process context, may sleep.
-    pub(crate) fn new(ksyms: &Kallsyms) -> Result<Self> {
+    /// Builds the blacklist. Process context, may sleep; before rkprobes'
+    /// die notifier is registered.
+    pub(crate) fn new(ksyms: &Kallsyms, rt: &Runtime) -> Result<Self> {
         let mut buf = SymbolBuf::new()?;
         let head = ksyms.lookup(&mut buf, c_str!("kprobe_blacklist"));
         let mutex = ksyms.lookup(&mut buf, c_str!("kprobe_mutex"));
@@ -249,9 +302,13 @@ impl Blacklist {
             start: text.start,
             end: text.end,
         };
+        let int3_path_start = synth.len();
+        let (nfn, ninsn) = int3_path(rt, own_text, &mut synth)?;
+        pr_info!("int3 path: {nfn} functions ({ninsn} instructions) traced and refused\n");
         Ok(Self {
             native,
             synth,
+            int3_path: int3_path_start,
             own_text,
         })
     }
@@ -424,6 +481,20 @@ impl NativeList {
     }
 }
 
+/// Writes `r` as a line of the kernel's `kprobes/blacklist`:
+/// `0xSTART-0xEND<TAB>SYMBOL`, the range 0-0 unless `show_addr`.
+fn write_range(out: &mut SeqFile, buf: &mut SymbolBuf, r: Range, show_addr: bool) {
+    let (start, end) = if show_addr { (r.start, r.end) } else { (0, 0) };
+    let _ = write!(out, "0x{start:016x}-0x{end:016x}\t");
+    let _ = match buf.symbolise(r.start) {
+        Some(s) if s.offset == 0 => match s.module {
+            Some(m) => writeln!(out, "{} [{}]", s.name, m),
+            None => writeln!(out, "{}", s.name),
+        },
+        _ => writeln!(out, "0x{:x}", r.start),
+    };
+}
+
 /// `/sys/kernel/debug/rkprobes/blacklist`.
 pub(crate) struct BlacklistFile;
 
@@ -438,16 +509,28 @@ impl Show for BlacklistFile {
         // SAFETY: the open file's credentials, live during `show`.
         let show_addr = unsafe { core.runtime().kallsyms_show_value(out.opener_cred()) };
         core.blacklist().for_each(|r| {
-            let (start, end) = if show_addr { (r.start, r.end) } else { (0, 0) };
-            let _ = write!(out, "0x{start:016x}-0x{end:016x}\t");
-            let _ = match buf.symbolise(r.start) {
-                Some(s) if s.offset == 0 => match s.module {
-                    Some(m) => writeln!(out, "{} [{}]", s.name, m),
-                    None => writeln!(out, "{}", s.name),
-                },
-                _ => writeln!(out, "0x{:x}", r.start),
-            };
+            write_range(out, &mut buf, r, show_addr);
             Ok(())
         })
+    }
+}
+
+/// `/sys/kernel/debug/rkprobes/int3_path`: the functions of the kernel's
+/// int3 path that rkprobes traced at load and refuses (they are in
+/// `blacklist` too), in its format.
+pub(crate) struct Int3PathFile;
+
+impl Show for Int3PathFile {
+    type Data = super::Core;
+
+    fn show(core: &super::Core, out: &mut SeqFile) -> Result {
+        let mut buf = SymbolBuf::new()?;
+        // SAFETY: the open file's credentials, live during `show`.
+        let show_addr = unsafe { core.runtime().kallsyms_show_value(out.opener_cred()) };
+        let bl = core.blacklist();
+        for &r in bl.synth.get(bl.int3_path..).unwrap_or(&[]) {
+            write_range(out, &mut buf, r, show_addr);
+        }
+        Ok(())
     }
 }

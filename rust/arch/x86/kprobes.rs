@@ -91,6 +91,8 @@ pub(crate) fn die_notify(core: &Core, event: DieEvent<'_>) -> Notify {
             oops(regs);
             false
         }
+        // rkprobes single-steps nothing with the trap flag.
+        Die::Debug(_) => false,
     };
     if handled {
         Notify::Stop

@@ -14,6 +14,7 @@ mod kprobes;
 mod opt;
 mod regs;
 mod rethook;
+mod trap_path;
 
 pub(crate) use ctl::{init_ctl, run_busy};
 #[cfg(CONFIG_DYNAMIC_FTRACE_WITH_REGS)]
@@ -29,3 +30,4 @@ pub(crate) use regs::{regs_get_kernel_argument, NR_REG_ARGUMENTS};
 pub(crate) use rethook::{
     rethook_fixup_return, rethook_hijack, rethook_prepare, rethook_stub, RETHOOK_STUB_SIZE,
 };
+pub(crate) use trap_path::trace_int3_path;

@@ -4,6 +4,7 @@
 
 BL=/sys/kernel/debug/rkprobes/blacklist
 NATIVE=/sys/kernel/debug/kprobes/blacklist
+I3=/sys/kernel/debug/rkprobes/int3_path
 
 check "insmod rkprobes.ko" insmod $MODDIR/rkprobes.ko
 check "blacklist file exists" test -f $BL
@@ -28,14 +29,64 @@ if [ -f $NATIVE ]; then
 		fi
 	done
 	grep -vxF -f $NATIVE $BL > /tmp/extra
-	# Its own text, and the callees of its optimized callback that the
-	# kernel does not list (preempt_schedule_notrace).
-	expect_eq "rkprobes adds exactly its own text and its hit path's callees" "1 0" \
-		"$(grep -c '\[rkprobes\]$' /tmp/extra) $(grep -v '\[rkprobes\]$' /tmp/extra | grep -cv '	preempt_schedule\(_notrace\)\?\(_thunk\)\?$')"
+	# Its own text, the callees of its optimized callback that the kernel
+	# does not list (preempt_schedule_notrace), and the int3 path.
+	expect_eq "rkprobes adds exactly its own text, its hit path's callees and the int3 path" "1 0" \
+		"$(grep -c '\[rkprobes\]$' /tmp/extra) $(grep -v '\[rkprobes\]$' /tmp/extra | grep -vxF -f $I3 | grep -cv '	preempt_schedule\(_notrace\)\?\(_thunk\)\?$')"
 else
 	skip "native comparison" "kernel without CONFIG_KPROBES"
 fi
 check "rkprobes' own text is listed" grep -q '\[rkprobes\]$' $BL
+
+# The kernel's int3 path up to rkprobes' die notifier and back, traced at
+# load (arch/x86/trap_path.rs): a probe there would trap again before
+# rkprobes could see the recursion, so every function of it is refused.
+dmesg | grep 'int3 path:' | sed 's/^/# /'
+check "int3_path lists functions" grep -q . $I3
+check "every int3_path function is in the blacklist" sh -c "grep -vxF -f $BL $I3 | wc -l | grep -qx 0"
+# What the 6.12 die chain runs for every int3, when this kernel has it: the
+# out-of-line RCU read side (PREEMPT_RCU), lockdep's hooks, and the
+# hw_breakpoint notifier, which runs ahead of rkprobes'.
+for sym in __rcu_read_lock __rcu_read_unlock hw_breakpoint_exceptions_notify; do
+	if grep -q " [tT] $sym\$" /proc/kallsyms; then
+		check "$sym is on the int3 path" grep -q "	$sym\$" $I3
+	fi
+done
+if [ -e /proc/lockdep ]; then
+	for sym in lock_acquire lock_release; do
+		check "$sym is on the int3 path (lockdep)" grep -q "	$sym\$" $I3
+	done
+fi
+# Differential: the kernel's kprobes accept the same functions (their
+# handler runs before the chain) and count hits; rkprobes refuses them.
+if [ -f $NATIVE ] && [ -w /sys/kernel/tracing/kprobe_events ]; then
+	KE=/sys/kernel/tracing/kprobe_events
+	grep -vxF -f $NATIVE $I3 | cut -f2 | grep -v ' \[' > /tmp/i3.own
+	i=0
+	: > /tmp/i3.acc
+	while read -r sym; do
+		echo "p:i3/p$i $sym" >> $KE 2>/dev/null && echo "$sym" >> /tmp/i3.acc && i=$((i + 1))
+	done < /tmp/i3.own
+	diag "the kernel's kprobes accept $i of the $(wc -l < /tmp/i3.own) int3-path functions outside its blacklist: $(paste -sd' ' /tmp/i3.acc)"
+	check "the kernel's kprobes accept some of them" test "$i" -gt 0
+	echo 1 > /sys/kernel/tracing/events/i3/enable
+	cat /proc/kallsyms > /dev/null
+	echo 0 > /sys/kernel/tracing/events/i3/enable
+	hits=$(awk '$1 ~ /^p[0-9]+$/ { n += $2 } END { print n + 0 }' /sys/kernel/tracing/kprobe_profile)
+	diag "hits of the kernel's probes there: $hits"
+	check "the kernel's probes there count hits ($hits)" test "$hits" -gt 0
+	j=0
+	while [ $j -lt $i ]; do
+		echo "-:i3/p$j" >> $KE
+		j=$((j + 1))
+	done
+	refused=0
+	while read -r sym; do
+		echo "p:i3/r $sym" >> /sys/kernel/debug/rkprobes/kprobe_events 2>/dev/null ||
+			refused=$((refused + 1))
+	done < /tmp/i3.own
+	expect_eq "rkprobes refuses all of them" "$(wc -l < /tmp/i3.own)" "$refused"
+fi
 # The int3 path and the die chain, with or without the kernel's kprobes (its
 # list or the one rkprobes builds from the kernel's annotations); do_int3 is
 # inlined into the noinstr exc_int3 in some configurations.
