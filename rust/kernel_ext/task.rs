@@ -97,9 +97,11 @@ pub(crate) unsafe fn put_raw(task: *mut c_void) {
 ///
 /// # Safety
 ///
-/// `task` is referenced (from [`get_current_raw`], not yet put).
+/// `task`'s memory is live: it is referenced, or was when the caller's
+/// RCU read-side section began (a task's memory outlives a grace period
+/// after its death: its own reference is put by an RCU callback).
 pub(crate) unsafe fn is_dead(task: *mut c_void) -> bool {
-    // SAFETY: the caller's contract keeps the task alive.
+    // SAFETY: the caller's contract keeps the task's memory.
     unsafe { ffi::rkp_task_is_dead(task) != 0 }
 }
 

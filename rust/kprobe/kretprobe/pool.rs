@@ -17,7 +17,7 @@ use crate::{
     abi::{RkpKretprobe, RkpKretprobeInstance},
     arch,
     ffi::runtime::Runtime,
-    kernel_ext::{execmem::ExecPages, module, reclaim, task},
+    kernel_ext::{execmem::ExecPages, module, reclaim, sync::PreemptGuard, task},
 };
 use core::{
     cell::Cell,
@@ -313,23 +313,32 @@ impl Pool {
         for i in 0..self.max as u32 {
             // SAFETY: `i < max`.
             let slot = unsafe { self.task(i) };
+            // The task may return through its frame right after the load,
+            // putting the instance's reference ([`Pool::release`]), and
+            // exit. Preemption off is an RCU read-side section: a task that
+            // was alive at the load keeps its memory until the section
+            // ends, since its last reference but ours is put by an RCU
+            // callback queued when it dies (`put_task_struct_rcu_user()`).
+            let guard = PreemptGuard::new();
             let t = slot.load(Ordering::Acquire);
-            // SAFETY: a non-null task is referenced by the instance.
+            // SAFETY: a task loaded from the slot was referenced then, and
+            // is kept by the RCU section since (above).
             if t.is_null() || !unsafe { task::is_dead(t) } {
                 continue;
             }
             // A dead task never returns through its frames, so nobody else
             // releases this instance; the exchange only guards against a
             // second reclaim.
-            if slot
+            let taken = slot
                 .compare_exchange(
                     t,
                     core::ptr::null_mut(),
                     Ordering::AcqRel,
                     Ordering::Relaxed,
                 )
-                .is_ok()
-            {
+                .is_ok();
+            drop(guard);
+            if taken {
                 // SAFETY: process context; the instance's reference, put
                 // once (exchanged out).
                 unsafe { task::put_raw(t) };
