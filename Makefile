@@ -53,6 +53,14 @@ KTESTS = RKP_TESTS=$(TESTS)
 # kernel) needs its modules built with the same toolchain.
 KLLVM = $(if $(filter y,$(shell sed -n 's/^CONFIG_CC_IS_CLANG=//p' $(KDIR)/.config 2>/dev/null)),LLVM=1)
 
+# A kCFI kernel: rust/ffi/abi.rs gives the C ABI's structs their C names for
+# the type ids (cfi_encoding), a feature the kernel's list of allowed ones
+# lacks; it is added to that list, which every crate of the build enables.
+KRUST_FEATURES = $(shell sed -n 's/^rust_allowed_features := //p' \
+	$(firstword $(wildcard $(KDIR)/source/scripts/Makefile.build $(KDIR)/scripts/Makefile.build)))
+comma := ,
+KCFI = $(if $(filter y,$(shell sed -n 's/^CONFIG_CFI_CLANG=//p' $(KDIR)/.config 2>/dev/null)),rust_allowed_features=$(KRUST_FEATURES)$(comma)cfi_encoding)
+
 .PHONY: all modules setup kernel demo check host-test clippy fmt fmt-check \
 	guest-test runner-selftest bench profile insn-long clean kernel-nokprobes kernel-debug kernel-bench layers \
 	check-all probe-events-long
@@ -89,7 +97,7 @@ NEED_KERNELS_ALL := $(NEED_KERNELS) kernel-debug
 endif
 
 modules: $(NEED_KERNEL)
-	$(MAKE) -C $(KDIR) M=$(CURDIR) $(KRUST) $(KLLVM) $(KTESTS) modules
+	$(MAKE) -C $(KDIR) M=$(CURDIR) $(KRUST) $(KLLVM) $(KCFI) $(KTESTS) modules
 
 clean:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) $(KLLVM) RKP_TESTS=y clean
@@ -114,7 +122,7 @@ host-test: setup $(NEED_KERNEL)
 	cd tools && RKPROBES_VMLINUX=$(KDIR)/vmlinux cargo test --release
 
 clippy: $(NEED_KERNEL)
-	$(MAKE) -C $(KDIR) M=$(CURDIR) $(KRUST) $(KLLVM) $(KTESTS) CLIPPY=1 KRUSTFLAGS=-Dwarnings modules
+	$(MAKE) -C $(KDIR) M=$(CURDIR) $(KRUST) $(KLLVM) $(KCFI) $(KTESTS) CLIPPY=1 KRUSTFLAGS=-Dwarnings modules
 	cd tools && cargo clippy --release --all-targets -- -D warnings
 
 fmt:

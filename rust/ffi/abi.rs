@@ -5,6 +5,14 @@
 //! This file is compiled into rkprobes and into every Rust client module
 //! (through `rust/client/`), so that both sides of the C ABI share one
 //! definition. It depends only on `kernel::bindings` and `kernel::ffi`.
+//!
+//! Under kCFI (`CONFIG_CFI_CLANG`) an indirect call checks the callee's type
+//! id, a hash of its type's mangled name. rustc names a `#[repr(C)]` struct
+//! by its Rust name and clang by the C one, so a C client's handler would
+//! fail every call rkprobes makes; `cfi_encoding` gives each struct its C
+//! name (`tools/host/tests/kcfi.rs` compares the ids of both compilers).
+//! The feature is enabled for every crate of the build on such a kernel
+//! (the top-level Makefile).
 
 use kernel::{
     bindings,
@@ -21,6 +29,7 @@ pub type FaultHandler =
 
 /// `struct rkp_kprobe`.
 #[repr(C)]
+#[cfg_attr(CONFIG_CFI_CLANG, cfi_encoding = "10rkp_kprobe")]
 pub struct RkpKprobe {
     /// Probed address (input, or output of a symbol lookup).
     pub addr: *mut c_void,
@@ -50,6 +59,7 @@ pub type KretprobeHandler =
 
 /// `struct rkp_kretprobe`.
 #[repr(C)]
+#[cfg_attr(CONFIG_CFI_CLANG, cfi_encoding = "13rkp_kretprobe")]
 pub struct RkpKretprobe {
     /// The entry probe; its handlers are rkprobes'.
     pub kp: RkpKprobe,
@@ -69,6 +79,7 @@ pub struct RkpKretprobe {
 
 /// `struct rkp_kretprobe_instance`, followed by `data_size` bytes of data.
 #[repr(C)]
+#[cfg_attr(CONFIG_CFI_CLANG, cfi_encoding = "22rkp_kretprobe_instance")]
 pub struct RkpKretprobeInstance {
     /// The kretprobe.
     pub rp: *mut RkpKretprobe,
