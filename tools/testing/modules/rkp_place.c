@@ -28,12 +28,16 @@
 
 #include <rkprobes.h>
 
-static char *ats = "";
-module_param(ats, charp, 0);
-static char *rets = "";
-module_param(rets, charp, 0);
+/* Longer than a charp parameter may be (1024 bytes). */
+static char ats[4096];
+module_param_string(ats, ats, sizeof(ats), 0);
+static char rets[4096];
+module_param_string(rets, rets, sizeof(rets), 0);
 static int post = 1;
 module_param(post, int, 0);
+/* 0: each offset as given, without looking for a boundary below it. */
+static int snap = 1;
+module_param(snap, int, 0);
 
 /* Bytes an offset may move back: the longest x86 instruction, less one. */
 #define MAX_BACK 14
@@ -174,7 +178,7 @@ static int place_init(void)
 
 		kerr[i] = -EILSEQ;
 		snap[i] = start[i] + off[i];
-		for (back = 0; back <= MAX_BACK && back <= off[i]; back++) {
+		for (back = 0; snap && back <= MAX_BACK && back <= off[i]; back++) {
 			unsigned long a = start[i] + off[i] - back;
 			int ret;
 
