@@ -112,21 +112,17 @@ impl Chain for DieChain {
     }
 
     unsafe fn event<'a>(val: c_ulong, data: *mut c_void) -> Option<DieEvent<'a>> {
+        // SAFETY: the die chain passes `struct die_args` with every event
+        // (the caller's contract).
+        let args = unsafe { data.cast::<DieArgs>().as_ref() }?;
         let die = match val as u64 {
             die_val::DIE_OOPS => Die::Oops,
             die_val::DIE_INT3 => Die::Int3,
-            die_val::DIE_DEBUG => {
-                // SAFETY: `die_args` (the caller's contract), read below too.
-                let err = unsafe { data.cast::<DieArgs>().as_ref() }?.err;
-                Die::Debug(err as *mut c_ulong)
-            }
+            die_val::DIE_DEBUG => Die::Debug(args.err as *mut c_ulong),
             die_val::DIE_GPF => Die::Gpf,
             die_val::DIE_TRAP => Die::Trap,
             _ => return None,
         };
-        // SAFETY: the die chain passes `struct die_args` for these events
-        // (the caller's contract).
-        let args = unsafe { data.cast::<DieArgs>().as_ref() }?;
         // SAFETY: the exception's saved registers, the callback's to change
         // until it returns.
         let regs = unsafe { args.regs.as_mut() }?;
