@@ -15,8 +15,9 @@
  *
  * Each answer is a line "rkp_place: p START+OFF SNAPPED KERNEL RKPROBES" or
  * "rkp_place: r START KERNEL RKPROBES", the answers errnos (0: accepted,
- * 1: the kernel has no kprobes); at unload "rkp_place: unloaded: H hits,
- * P post-handler calls, M missed, R returns".
+ * 1: the kernel has no kprobes). At unload: "rkp_place: h ADDR HITS" for
+ * each probe, "rkp_place: rh ADDR RETURNS" for each return probe, then
+ * "rkp_place: unloaded: H hits, P post-handler calls, M missed, R returns".
  */
 #include <linux/atomic.h>
 #include <linux/errno.h>
@@ -49,10 +50,15 @@ static struct rkp_kretprobe *rprobes;
 static struct rkp_kretprobe **rlive;
 static int nrlive;
 static atomic_long_t hits, posts, returns;
+/* Each probe's hits and each return probe's returns, by index. */
+static atomic_long_t *phits, *rhits;
+static int nprobes, nrprobes;
 
 static int place_pre(struct rkp_kprobe *p, struct pt_regs *regs)
 {
 	atomic_long_inc(&hits);
+	if (p >= probes && p < probes + nprobes)
+		atomic_long_inc(&phits[p - probes]);
 	return 0;
 }
 
@@ -63,7 +69,11 @@ static void place_post(struct rkp_kprobe *p, struct pt_regs *regs, unsigned long
 
 static int place_ret(struct rkp_kretprobe_instance *ri, struct pt_regs *regs)
 {
+	struct rkp_kretprobe *rp = ri->rp;
+
 	atomic_long_inc(&returns);
+	if (rp >= rprobes && rp < rprobes + nrprobes)
+		atomic_long_inc(&rhits[rp - rprobes]);
 	return 0;
 }
 
@@ -133,6 +143,8 @@ static int place_init(void)
 	live = kcalloc(n, sizeof(*live), GFP_KERNEL);
 	rprobes = kcalloc(nr, sizeof(*rprobes), GFP_KERNEL);
 	rlive = kcalloc(nr, sizeof(*rlive), GFP_KERNEL);
+	phits = kcalloc(n, sizeof(*phits), GFP_KERNEL);
+	rhits = kcalloc(nr, sizeof(*rhits), GFP_KERNEL);
 	start = kcalloc(n, sizeof(*start), GFP_KERNEL);
 	snap = kcalloc(n, sizeof(*snap), GFP_KERNEL);
 	kerr = kcalloc(n, sizeof(*kerr), GFP_KERNEL);
@@ -143,8 +155,8 @@ static int place_init(void)
 	kps = kcalloc(n, sizeof(*kps), GFP_KERNEL);
 	krps = kcalloc(nr, sizeof(*krps), GFP_KERNEL);
 #endif
-	if (!probes || !live || !rprobes || !rlive || !start || !snap || !kerr || !off ||
-	    !ret_at || !kret || (IS_ENABLED(CONFIG_KPROBES) && (!kps || !krps)))
+	if (!probes || !live || !rprobes || !rlive || !phits || !rhits || !start || !snap ||
+	    !kerr || !off || !ret_at || !kret || (IS_ENABLED(CONFIG_KPROBES) && (!kps || !krps)))
 		goto nomem;
 
 	/* Parse "START+OFF" tokens. */
@@ -171,6 +183,8 @@ static int place_init(void)
 		i++;
 	}
 	nr = i;
+	nprobes = n;
+	nrprobes = nr;
 
 	/* The kernel's answers, all its probes registered at once. */
 	for (i = 0; i < n; i++) {
@@ -285,6 +299,8 @@ out:
 	kfree(live);
 	kfree(rprobes);
 	kfree(rlive);
+	kfree(phits);
+	kfree(rhits);
 done:
 	kfree(kps);
 	kfree(krps);
@@ -308,6 +324,12 @@ static void place_exit(void)
 		rkp_unregister_kprobes(live, nlive);
 	if (nrlive)
 		rkp_unregister_kretprobes(rlive, nrlive);
+	for (i = 0; i < nlive; i++)
+		pr_info("rkp_place: h %lx %ld\n", (unsigned long)live[i]->addr,
+			atomic_long_read(&phits[live[i] - probes]));
+	for (i = 0; i < nrlive; i++)
+		pr_info("rkp_place: rh %lx %ld\n", (unsigned long)rlive[i]->kp.addr,
+			atomic_long_read(&rhits[rlive[i] - rprobes]));
 	pr_info("rkp_place: unloaded: %ld hits, %ld post-handler calls, %lu missed, %ld returns\n",
 		atomic_long_read(&hits), atomic_long_read(&posts), missed,
 		atomic_long_read(&returns));
@@ -315,6 +337,8 @@ static void place_exit(void)
 	kfree(live);
 	kfree(rprobes);
 	kfree(rlive);
+	kfree(phits);
+	kfree(rhits);
 }
 
 module_init(place_init);
