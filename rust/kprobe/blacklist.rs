@@ -19,6 +19,9 @@
 //! name them (its kprobes run before all that); rkprobes traces the path
 //! at load (`arch::trace_int3_path`) and refuses every function it ran.
 //!
+//! Text the kernel copies and runs the copy of (ftrace's trampolines, kexec's
+//! control page) is refused too: a probe's int3 would be copied along.
+//!
 //! A kernel built without `CONFIG_KPROBES` has no such list, and its
 //! `NOKPROBE_SYMBOL()` annotations are compiled out. rkprobes then builds the
 //! equivalent at load: the same text areas (`.kprobes.text`, `.noinstr.text`,
@@ -113,8 +116,8 @@ pub(crate) struct Range {
 pub(crate) struct Blacklist {
     native: Option<NativeList>,
     /// The ranges rkprobes found itself: without a native list the kernel's
-    /// areas and annotated functions, then its hit paths' callees and the
-    /// int3 path.
+    /// areas and annotated functions, then its hit paths' callees, the text
+    /// the kernel copies, and the int3 path.
     synth: KVec<Range>,
     /// Where the int3 path's functions start in `synth` (they end it).
     int3_path: usize,
@@ -149,6 +152,62 @@ const AREAS: &[(&CStr, &CStr, bool)] = &[
 
 /// An area larger than this is not one of the text areas above.
 const MAX_AREA: usize = 64 << 20;
+
+/// Where a piece of [`COPIED_TEXT`] ends.
+enum CopyEnd {
+    /// At this symbol.
+    Marker(&'static CStr),
+    /// This many bytes after the start.
+    Bytes(usize),
+}
+
+/// Text the kernel copies at run time and runs the copy of, blacklisted on
+/// every kernel: an int3 (or an optimized probe's jump) planted there is
+/// copied along, into code where no probe is registered, and the copy traps
+/// or jumps into a detour that is not its own. ftrace builds every dynamic
+/// trampoline from `ftrace_caller` or `ftrace_regs_caller` up to its `_end`
+/// label (`create_trampoline()`); kexec copies `KEXEC_CONTROL_CODE_MAX_SIZE`
+/// bytes from `relocate_kernel` to its control page. The kernel's own
+/// kprobes accept probes in all three (62-random-placement met one in
+/// `ftrace_regs_caller`: the next trampoline oopsed on the copied int3).
+const COPIED_TEXT: &[(&CStr, CopyEnd)] = &[
+    (
+        c_str!("ftrace_caller"),
+        CopyEnd::Marker(c_str!("ftrace_caller_end")),
+    ),
+    (
+        c_str!("ftrace_regs_caller"),
+        CopyEnd::Marker(c_str!("ftrace_regs_caller_end")),
+    ),
+    (c_str!("relocate_kernel"), CopyEnd::Bytes(2048)),
+];
+
+/// The ranges of [`COPIED_TEXT`] the running kernel has. Process context,
+/// may sleep.
+fn copied_text(ksyms: &Kallsyms, out: &mut KVec<Range>) -> Result {
+    let mut buf = SymbolBuf::new()?;
+    for (name, end) in COPIED_TEXT {
+        let Some(start) = ksyms.lookup_marker(&mut buf, name) else {
+            continue;
+        };
+        let end = match end {
+            CopyEnd::Marker(m) => ksyms.lookup_marker(&mut buf, m),
+            CopyEnd::Bytes(n) => start.checked_add(*n),
+        };
+        match end {
+            Some(end) if start < end && end - start <= MAX_COPIED => {
+                out.push(Range { start, end }, GFP_KERNEL)?;
+            }
+            // Without its end the extent is unknown: the whole function,
+            // as far as kallsyms knows it, at least.
+            _ => functions(ksyms, &[name.to_str().unwrap_or("")], out)?,
+        }
+    }
+    Ok(())
+}
+
+/// A piece of [`COPIED_TEXT`] larger than this is not what it names.
+const MAX_COPIED: usize = 4096;
 
 /// Functions that rkprobes' own hit paths call, blacklisted on every kernel:
 /// the optimized callback's `preempt_enable_notrace()` calls
@@ -297,6 +356,7 @@ impl Blacklist {
             KVec::new()
         };
         functions(ksyms, HIT_PATH_CALLEES, &mut synth)?;
+        copied_text(ksyms, &mut synth)?;
         let text = this_module_text().ok_or(EINVAL)?;
         let own_text = Range {
             start: text.start,

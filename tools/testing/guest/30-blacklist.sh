@@ -30,9 +30,12 @@ if [ -f $NATIVE ]; then
 	done
 	grep -vxF -f $NATIVE $BL > /tmp/extra
 	# Its own text, the callees of its optimized callback that the kernel
-	# does not list (preempt_schedule_notrace), and the int3 path.
-	expect_eq "rkprobes adds exactly its own text, its hit path's callees and the int3 path" "1 0" \
-		"$(grep -c '\[rkprobes\]$' /tmp/extra) $(grep -v '\[rkprobes\]$' /tmp/extra | grep -vxF -f $I3 | grep -cv '	preempt_schedule\(_notrace\)\?\(_thunk\)\?$')"
+	# does not list (preempt_schedule_notrace), the text the kernel copies
+	# (ftrace's trampoline templates, kexec's relocate_kernel), and the
+	# int3 path.
+	expect_eq "rkprobes adds exactly its own text, its hit path's callees, copied text and the int3 path" "1 0" \
+		"$(grep -c '\[rkprobes\]$' /tmp/extra) $(grep -v '\[rkprobes\]$' /tmp/extra | grep -vxF -f $I3 |
+			grep -cv -e '	preempt_schedule\(_notrace\)\?\(_thunk\)\?$' -e '	ftrace\(_regs\)\?_caller$' -e '	relocate_\(kernel\|range\)$')"
 else
 	skip "native comparison" "kernel without CONFIG_KPROBES"
 fi
@@ -98,6 +101,28 @@ for sym in do_int3 notify_die notifier_call_chain atomic_notifier_call_chain \
 		check "$sym blacklisted" grep -q "	$sym\$" $BL
 	fi
 done
+
+# Text the kernel copies and runs the copy of: ftrace builds its dynamic
+# trampolines from ftrace_caller and ftrace_regs_caller (up to their _end
+# labels), so an int3 there would reach every new trampoline as a trap no
+# probe owns. The kernel's kprobes accept these; rkprobes refuses them.
+for sym in ftrace_caller ftrace_regs_caller; do
+	if grep -q " [tT] ${sym}_end\$" /proc/kallsyms; then
+		check "$sym (ftrace's trampoline template) blacklisted" grep -q "	$sym\$" $BL
+		s=$(grep " [tT] $sym\$" /proc/kallsyms | cut -d' ' -f1)
+		e=$(grep " [tT] ${sym}_end\$" /proc/kallsyms | cut -d' ' -f1)
+		check "$sym blacklisted up to ${sym}_end" grep -q "^0x$s-0x$e	$sym\$" $BL
+	else
+		skip "$sym blacklisted" "no ${sym}_end in this kernel"
+	fi
+done
+# A probe inside the template (ftrace_regs_caller_jmp, an instruction of
+# ftrace_regs_caller) is refused.
+if a=$(grep " [tT] ftrace_regs_caller_jmp\$" /proc/kallsyms | cut -d' ' -f1) && [ -n "$a" ]; then
+	dmesg -c > /dev/null
+	insmod $MODDIR/rkp_sweep.ko ats=0x$a 2>/dev/null && rmmod rkp_sweep
+	check "a probe inside ftrace_regs_caller refused" sh -c "dmesg | grep -q 'rkp_sweep: at 0x$a: -22'"
+fi
 
 # A suffixed copy (.cold, .part.N, .isra.N, .constprop.N) of a blacklisted
 # function is refused too, as the kernel's within_kprobe_blacklist() does.
