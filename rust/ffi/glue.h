@@ -86,6 +86,14 @@ struct ftrace_regs;
 void rkp_ftrace_hit(unsigned long ip, unsigned long parent_ip,
 		    struct ftrace_ops *op, struct ftrace_regs *fregs);
 
+/* Implemented in Rust (rust/kprobe/mod.rs): the page fault hook's callback. */
+struct pt_regs;
+void rkp_page_fault(struct pt_regs *regs);
+
+/* rust/ffi/glue.c, for rust/kprobe/mod.rs. */
+int rkp_page_fault_hook(void);
+void rkp_page_fault_unhook(void);
+
 /* rust/ffi/glue.c, for rust/arch/x86/ftrace.rs. */
 int rkp_ftrace_filter_ip(unsigned long ip, int remove, int reset);
 int rkp_ftrace_register(void *core);

@@ -278,6 +278,15 @@ extern "C" {
     /// `free_percpu()` of what `rkp_tev_scratch_alloc` gave. Process
     /// context.
     pub(crate) fn rkp_tev_scratch_free(p: *mut c_void);
+
+    /// Registers `rkp_page_fault` on the `page_fault_kernel` tracepoint,
+    /// once: 0, or the tracepoint's errno (`EOPNOTSUPP` without it).
+    /// Process context; the caller serialises calls.
+    pub(crate) fn rkp_page_fault_hook() -> c_int;
+
+    /// Unregisters what `rkp_page_fault_hook` registered, if it did, and
+    /// waits until no CPU runs it. Process context, at unload.
+    pub(crate) fn rkp_page_fault_unhook();
 }
 
 #[cfg(CONFIG_DYNAMIC_FTRACE_WITH_REGS)]

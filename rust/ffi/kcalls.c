@@ -80,7 +80,11 @@ typedef int (*rkp_kc_mod_fn)(void *data, const char *name, unsigned long addr);
 	  (int val, const char *str, struct pt_regs *regs, long err,	\
 	   int trap, int sig),						\
 	  (val, str, regs, err, trap, sig))				\
-	X(kprobe_int3_handler, int, (struct pt_regs *regs), (regs))
+	X(kprobe_int3_handler, int, (struct pt_regs *regs), (regs))	\
+	X(fixup_exception, int,						\
+	  (struct pt_regs *regs, int trapnr, unsigned long error_code,	\
+	   unsigned long fault_addr),					\
+	  (regs, trapnr, error_code, fault_addr))
 
 /*
  * For each function: its type, the static call (its trampoline is a bare

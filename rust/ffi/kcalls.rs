@@ -86,4 +86,6 @@ kcalls! {
         fn(val: c_int, s: *const c_char, regs: *mut bindings::pt_regs, err: c_long, trap: c_int, sig: c_int) -> c_int;
     rkp_kc_kprobe_int3_handler / rkp_kc_bind_kprobe_int3_handler:
         fn(regs: *mut bindings::pt_regs) -> c_int;
+    rkp_kc_fixup_exception / rkp_kc_bind_fixup_exception:
+        fn(regs: *mut bindings::pt_regs, trapnr: c_int, error_code: c_ulong, fault_addr: c_ulong) -> c_int;
 }

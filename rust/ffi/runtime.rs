@@ -154,6 +154,7 @@ impl Runtime {
             "search_exception_tables",
             rkp_kc_bind_search_exception_tables
         );
+        bind_required!(ksyms, b, "fixup_exception", rkp_kc_bind_fixup_exception);
         bind_required!(
             ksyms,
             b,

@@ -82,8 +82,9 @@ pub(crate) enum Die {
     /// `DIE_DEBUG`: a debug exception (#DB), with the address of DR6's
     /// value (which the handler may change).
     Debug(*mut c_ulong),
-    /// `DIE_GPF`: a general protection fault the exception table did not fix.
-    Gpf,
+    /// `DIE_GPF`: a general protection fault the exception table did not
+    /// fix, with its error code.
+    Gpf(c_ulong),
     /// `DIE_TRAP`: #DE, #OF, #BR, #UD, #TS, #NP, #SS or #AC.
     Trap,
 }
@@ -119,7 +120,7 @@ impl Chain for DieChain {
             die_val::DIE_OOPS => Die::Oops,
             die_val::DIE_INT3 => Die::Int3,
             die_val::DIE_DEBUG => Die::Debug(args.err as *mut c_ulong),
-            die_val::DIE_GPF => Die::Gpf,
+            die_val::DIE_GPF => Die::Gpf(args.err as c_ulong),
             die_val::DIE_TRAP => Die::Trap,
             _ => return None,
         };

@@ -314,6 +314,23 @@ pub(crate) unsafe extern "C" fn rkp_ftrace_hit(
     unsafe { arch::ftrace_hit(core, ip, regs) };
 }
 
+/// rkprobes' probe on the `page_fault_kernel` tracepoint (`ffi/glue.c`),
+/// registered by [`Core::hook_page_faults`]: a page fault, before the
+/// kernel handles it, with the preemption the tracepoint disabled. The
+/// architecture takes a faulting copy out of the way (`arch::page_fault`).
+///
+/// # Safety
+///
+/// Called only by that probe, with the fault's registers, valid and
+/// writable (the exception's own).
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rkp_page_fault(regs: *mut ffi::pt_regs) {
+    // SAFETY: the caller's contract.
+    if let Some(regs) = unsafe { regs.as_mut() } {
+        arch::page_fault(regs);
+    }
+}
+
 /// `offsetof(struct ftrace_ops, private)` in 6.12: after `func`, `next` and
 /// `flags`, in every configuration.
 #[cfg(CONFIG_DYNAMIC_FTRACE_WITH_REGS)]
@@ -432,6 +449,16 @@ impl Core {
     pub(crate) fn lookup(&self, addr: usize) -> Option<&Point> {
         self.table.lookup(addr)
     }
+
+    /// Makes sure that rkprobes sees page faults before the kernel handles
+    /// them ([`rkp_page_fault`]), as a probe on an instruction with an
+    /// exception-table entry needs: the hook is registered the first time,
+    /// and stays until unload. Writer (the registration mutex serialises
+    /// the calls).
+    pub(crate) fn hook_page_faults(&self) -> Result {
+        // SAFETY: process context; calls are serialised (above).
+        kernel::error::to_result(unsafe { ffi::rkp_page_fault_hook() })
+    }
 }
 
 #[pinned_drop]
@@ -465,6 +492,10 @@ impl PinnedDrop for Core {
         // Zombie kretprobe pools hold rkprobes loaded, so none is left with
         // frames out unless a probe of rkprobes' own was just removed.
         self.kretprobes.drain(&self.rt);
+        // No copy runs any more: returns when no CPU runs the page fault
+        // hook.
+        // SAFETY: process context, at unload.
+        unsafe { ffi::rkp_page_fault_unhook() };
         // Every probe is disarmed: returns when no CPU runs the handler.
         self.die_nb.unregister();
     }

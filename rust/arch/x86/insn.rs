@@ -200,13 +200,19 @@ pub(crate) fn prepare(core: &Core, addr: usize, func: usize, ftrace: bool) -> Re
     if TextGuard::lock(rt).alternatives_reserved(addr) {
         return Err(EINVAL);
     }
+    // An instruction whose faults the exception table fixes up (a user
+    // access, `rdmsr_safe()`): a fault in its copy must be handled at the
+    // original, which page faults need a hook for (the kernel's kprobes
+    // have `kprobe_page_fault()`).
     // SAFETY: `search_exception_tables` only reads the sorted tables.
-    if !unsafe { rt.search_exception_tables(addr as _) }.is_null() {
-        return Err(eopnotsupp());
+    let in_extable = !unsafe { rt.search_exception_tables(addr as _) }.is_null();
+    if op == Op::Step && in_extable {
+        core.hook_page_faults()?;
     }
     let len = insn.length();
-    // Boosting needs Tasks RCU to know when no task is preempted in a slot.
-    let boostable = op == Op::Step && rt.has_synchronize_rcu_tasks() && insn.can_boost(false);
+    // Boosting needs Tasks RCU to know when no task is preempted in a slot;
+    // a boosted copy, whose faults nothing would see, needs no fixup.
+    let boostable = op == Op::Step && rt.has_synchronize_rcu_tasks() && insn.can_boost(in_extable);
     let slot = if op == Op::Step {
         Some(alloc_slot(core.slots(), &insn, addr, boostable)?)
     } else {

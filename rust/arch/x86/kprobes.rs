@@ -48,7 +48,7 @@ use crate::{
         insn::IfModifier,
     },
 };
-use kernel::ffi::c_int;
+use kernel::ffi::{c_int, c_ulong};
 
 /// Priority of rkprobes' die notifier: ahead of debuggers.
 pub(crate) const DIE_NOTIFIER_PRIORITY: c_int = 0x7fff_fff0;
@@ -86,7 +86,8 @@ pub(crate) fn die_notify(core: &Core, event: DieEvent<'_>) -> Notify {
     }
     let handled = match event.die {
         Die::Int3 => int3(core, regs),
-        Die::Gpf | Die::Trap => fault(regs, event.trapnr),
+        Die::Gpf(err) => fault(core, regs, event.trapnr, Some(err)),
+        Die::Trap => fault(core, regs, event.trapnr, None),
         Die::Oops => {
             oops(regs);
             false
@@ -366,18 +367,24 @@ fn oops(regs: &mut ffi::pt_regs) {
 }
 
 /// A fault reported through the die chain (`DIE_GPF` after the exception
-/// table found no fixup, `DIE_TRAP` for #DE, #OF, #BR, #UD, #TS, #NP, #SS,
-/// #AC) while this CPU handles a probe. It is the probe's only when raised by
-/// one of its handlers, at the handler's NMI level, or by its copy: then the
-/// fault handlers see it first, and a fault in the copy has `ip` put back at
-/// the probe address, so that the kernel reports (or fixes) it where the
-/// instruction really is, as the kernel's `kprobe_fault_handler()` does.
+/// table found no fixup, with its error code; `DIE_TRAP` for #DE, #OF,
+/// #BR, #UD, #TS, #NP, #SS, #AC, before the table is searched) while this
+/// CPU handles a probe. It is the probe's only when raised by one of its
+/// handlers, at the handler's NMI level, or by its copy: then the fault
+/// handlers see it first, and a fault in the copy is put back where the
+/// instruction really is ([`leave_copy`]), as the kernel's
+/// `kprobe_fault_handler()` does, so that the kernel reports or fixes it
+/// there. A #GP has been looked up in the exception table already, at the
+/// copy's address, which has no entry: it is looked up again at the
+/// original's, which may have one (`rdmsr_safe()`, a non-canonical address
+/// read by `copy_from_kernel_nofault()`), and fixed up as it would have
+/// been without the probe; the kernel's own kprobes oops there.
 /// Exception context, where a #GP may have turned interrupts on again
 /// (`exc_general_protection()`): as the kernel's
 /// `kprobe_exceptions_notify()`, a preemptible context is not inside a
 /// probe (handlers and copies run with preemption or interrupts off), and
 /// could not use this CPU's block anyway.
-fn fault(regs: &mut ffi::pt_regs, trapnr: c_int) -> bool {
+fn fault(core: &Core, regs: &mut ffi::pt_regs, trapnr: c_int, gp: Option<c_ulong>) -> bool {
     if cpu::preemptible() {
         return false;
     }
@@ -397,11 +404,7 @@ fn fault(regs: &mut ffi::pt_regs, trapnr: c_int) -> bool {
             frame.pushed_at_this_level() && point.run_fault_handlers(regs, trapnr)
         }
         status @ (Status::HitSs | Status::Reenter) => {
-            let Some((copy, end)) = step_range(point) else {
-                return false;
-            };
-            let ip = regs.ip;
-            if ip < copy || ip >= end {
+            if !in_copy(point, regs) {
                 // Interrupts are off while the copy runs: nothing else runs
                 // at this level but the copy.
                 return false;
@@ -409,11 +412,57 @@ fn fault(regs: &mut ffi::pt_regs, trapnr: c_int) -> bool {
             if status == Status::HitSs && point.run_fault_handlers(regs, trapnr) {
                 return true;
             }
-            regs.ip = point.addr as _;
-            regs.flags = (regs.flags as u64 | frame.saved_flags()) as _;
-            ctl.pop();
-            false
+            leave_copy(point, regs, ctl, frame);
+            // SAFETY: `regs` are this exception's, and `ip` is a kernel
+            // address now (the probe's).
+            gp.is_some_and(|err| unsafe {
+                core.runtime()
+                    .fixup_exception(core::ptr::from_mut(regs), trapnr, err)
+            })
         }
         Status::Busy => false,
+    }
+}
+
+/// Whether `regs.ip` lies in the copy of `point` that runs with a
+/// trailing int3.
+fn in_copy(point: &Point, regs: &ffi::pt_regs) -> bool {
+    let ip = regs.ip;
+    step_range(point).is_some_and(|(copy, end)| (copy..end).contains(&ip))
+}
+
+/// Takes the copy of `point`, the innermost frame's, out of a fault: `ip`
+/// back at the probe address, the interrupt flag as the probed code had
+/// it, the frame popped (the kernel's `kprobe_fault_handler()`). The
+/// kernel then handles the fault at the original instruction, where its
+/// exception-table entry is; a fault it resolves returns to the int3, and
+/// the probe hits again. Exception context.
+fn leave_copy(point: &Point, regs: &mut ffi::pt_regs, ctl: &Ctl, frame: &Frame) {
+    regs.ip = point.addr as _;
+    regs.flags = (regs.flags as u64 | frame.saved_flags()) as _;
+    ctl.pop();
+}
+
+/// A page fault, from the `page_fault_kernel` tracepoint (`ffi/glue.c`),
+/// before the kernel handles it: the kernel's `kprobe_page_fault()`. When
+/// it is this CPU's copy that faulted, the copy is left ([`leave_copy`]),
+/// so that the fault is handled, and fixed up if it must be, at the
+/// original instruction, with the probed code's interrupt flag (the copy
+/// runs with interrupts off, under which a fault on a user address could
+/// not sleep). Only instructions with an exception-table entry need it;
+/// the hook is registered for them. Exception context, may not sleep or
+/// lock.
+pub(crate) fn page_fault(regs: &mut ffi::pt_regs) {
+    let ctl = this_cpu();
+    if ctl.depth() == 0 {
+        return;
+    }
+    let Some(frame) = ctl.top() else {
+        return;
+    };
+    if let (Status::HitSs | Status::Reenter, Some(point)) = (frame.status(), frame.point()) {
+        if in_copy(point, regs) {
+            leave_copy(point, regs, ctl, frame);
+        }
     }
 }

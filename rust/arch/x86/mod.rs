@@ -21,7 +21,7 @@ pub(crate) use ctl::{init_ctl, run_busy};
 pub(crate) use ftrace::ftrace_hit;
 pub(crate) use ftrace::{ftrace_arm, ftrace_disarm, FTRACE_PROBES};
 pub(crate) use insn::{adjust_addr, arm, disarm, prepare, release, text_unchanged, ArchInsn};
-pub(crate) use kprobes::{die_notify, DIE_NOTIFIER_PRIORITY};
+pub(crate) use kprobes::{die_notify, page_fault, DIE_NOTIFIER_PRIORITY};
 pub(crate) use opt::{
     can_optimize_here, optimize, prepare_optimized, region_unchanged, release_optimized,
     unoptimize_finish, unoptimize_start, OptInsn, OptRefusal, MAX_REGION,

@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The kernel's int3 entry, called by rkprobes once at load to trace its
-//! path (`rust/arch/x86/trap_path.rs`).
+//! The kernel's exception handling: its int3 entry, called by rkprobes once
+//! at load to trace its path (`rust/arch/x86/trap_path.rs`), and its
+//! exception-table fixup, for a #GP in a probed instruction's copy.
 
 use super::{kc, Runtime};
-use kernel::{bindings, c_str, ffi::c_int};
+use kernel::{
+    bindings, c_str,
+    ffi::{c_int, c_ulong},
+};
 
 /// `X86_TRAP_BP` (`arch/x86/include/asm/trapnr.h`): the breakpoint vector.
 const X86_TRAP_BP: c_int = 3;
@@ -50,5 +54,24 @@ impl Runtime {
             // SAFETY: the caller's contract.
             unsafe { kc::rkp_kc_kprobe_int3_handler(regs) != 0 }
         })
+    }
+
+    /// `fixup_exception(regs, trapnr, error_code, 0)`: whether the
+    /// exception table has an entry for `regs->ip`, whose handler then
+    /// changed the registers (the kernel's fixup of a kernel-mode fault).
+    ///
+    /// # Safety
+    ///
+    /// Exception context: `regs` are the valid, writable registers of the
+    /// kernel-mode exception `trapnr` being handled on this CPU, which the
+    /// kernel handles as fixed when this returns true.
+    pub(crate) unsafe fn fixup_exception(
+        &self,
+        regs: *mut bindings::pt_regs,
+        trapnr: c_int,
+        error_code: c_ulong,
+    ) -> bool {
+        // SAFETY: the caller's contract; the static call is set (required).
+        unsafe { kc::rkp_kc_fixup_exception(regs, trapnr, error_code, 0) != 0 }
     }
 }
