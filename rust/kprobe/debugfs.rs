@@ -2,7 +2,7 @@
 
 //! The core's debugfs files, `/sys/kernel/debug/rkprobes/enabled`, `list`
 //! and `optimization` (the kernel's `kprobes/enabled`, `kprobes/list` and
-//! the `debug.kprobes-optimization` sysctl).
+//! the `debug.kprobes-optimization` sysctl), `optimizer` and `text_sites`.
 //!
 //! Context: process context (`seq_file` show and write), may sleep; each
 //! takes `Core::reg`.
@@ -58,6 +58,29 @@ impl Show for OptimizationFile {
 impl Store for OptimizationFile {
     fn store(core: &Core, input: &[u8]) -> Result {
         core.set_optimization(kstrtobool(input)?);
+        Ok(())
+    }
+}
+
+/// `/sys/kernel/debug/rkprobes/optimizer`: the jump optimizer's state, a
+/// `NAME VALUE` line each: the points `optimized` and `queued` (their
+/// detours in use, the jumps not written yet), and the addresses `pending`
+/// for its next pass (`all` when that pass looks at every point). Nothing
+/// is pending while no pass can run (optimization off, every probe
+/// disarmed).
+pub(crate) struct OptimizerFile;
+
+impl Show for OptimizerFile {
+    type Data = Core;
+
+    fn show(core: &Core, out: &mut SeqFile) -> Result {
+        let (optimized, queued, pending, all) = core.optimizer_state();
+        let _ = writeln!(out, "optimized {optimized}\nqueued {queued}");
+        let _ = if all {
+            writeln!(out, "pending all")
+        } else {
+            writeln!(out, "pending {pending}")
+        };
         Ok(())
     }
 }

@@ -15,7 +15,8 @@
 //! - `register`: registration, unregistration, enabling and arming;
 //! - `gone`: the module notifier, which kills the points of unloaded code;
 //! - `optimize`: the jump optimizer (the kernel's `kprobe_optimizer()`);
-//! - `debugfs`: the `enabled`, `list` and `optimization` files;
+//! - `debugfs`: the `enabled`, `list`, `optimization`, `optimizer` and
+//!   `text_sites` files;
 //! - `table` (the lock-free address-to-point table), `slots` (out-of-line
 //!   instruction slots), `blacklist`, `kretprobe` (return probes) and `abi`
 //!   (the exported C ABI).
@@ -150,7 +151,7 @@ mod optimize;
 mod point;
 mod register;
 
-pub(crate) use debugfs::{EnabledFile, ListFile, OptimizationFile, TextSitesFile};
+pub(crate) use debugfs::{EnabledFile, ListFile, OptimizationFile, OptimizerFile, TextSitesFile};
 pub(crate) use point::Point;
 
 use crate::{

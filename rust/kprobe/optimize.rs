@@ -385,6 +385,23 @@ impl Core {
         self.reg.lock().optimize
     }
 
+    /// How many points are optimized and queued, how many addresses are
+    /// left for the optimizer's next pass, and whether that pass looks at
+    /// every point (the list lost one). Process context; takes `Core::reg`.
+    pub(crate) fn optimizer_state(&self) -> (usize, usize, usize, bool) {
+        let reg = self.reg.lock();
+        let (mut optimized, mut queued) = (0, 0);
+        for p in reg.points.iter() {
+            // SAFETY: registered points are live while the mutex is held.
+            match unsafe { &*p }.opt_state() {
+                OptState::Optimized => optimized += 1,
+                OptState::Queued => queued += 1,
+                OptState::None => {}
+            }
+        }
+        (optimized, queued, reg.opt_todo.len(), reg.opt_todo_all)
+    }
+
     /// Stops the optimizer for good: it is cancelled (or waited for) and
     /// never queued again. Process context, without `Core::reg`.
     pub(super) fn stop_optimizer(&self) {

@@ -174,6 +174,10 @@ done
 check "pairs tried ($tried)" test "$tried" -eq "$PAIRS"
 check "rkprobes accepted some ($rk_ok)" test "$rk_ok" -gt 0
 check "accepted probes fire with a client's pre-handlers ($pre) and post-handlers ($posts)" test "$pre" -gt 0 -a "$posts" -gt 0
+# A hit runs its post-handler once the instruction ran; one whose copy
+# faulted and was fixed up at the probe address runs none (an instruction
+# with an exception-table entry), as with the kernel's kprobes.
+check "no more post-handler calls than hits ($((pre - posts)) hits without one)" test "$posts" -le "$pre"
 # Every address the client placed takes an event too.
 expect_eq "every address chosen also takes an event" "$evtried" "$ev"
 check "return probes fire ($returns)" test "$returns" -gt 0

@@ -117,9 +117,15 @@ static int native_ret_at(struct kretprobe *rp, unsigned long addr)
 }
 #else
 /* rkprobes' probe at addr, registered and removed: its errno. */
+/* A pre-handler that counts nothing: the counts are the placed probes'. */
+static int try_pre(struct rkp_kprobe *p, struct pt_regs *regs)
+{
+	return 0;
+}
+
 static int rk_try(unsigned long addr)
 {
-	struct rkp_kprobe p = { .addr = (void *)addr, .pre_handler = place_pre };
+	struct rkp_kprobe p = { .addr = (void *)addr, .pre_handler = try_pre };
 	int ret = rkp_register_kprobe(&p);
 
 	if (!ret)
