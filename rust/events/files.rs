@@ -49,8 +49,26 @@ impl StoreLarge for KprobeEventsFile {
     }
 }
 
-/// `/sys/kernel/debug/rkprobes/error_log`.
+/// `/sys/kernel/debug/rkprobes/error_log`: the errors of the last
+/// `kprobe_events` writes; opening it for writing with `O_TRUNC`
+/// (`echo > error_log`) empties it, and what is written is ignored, as
+/// with the kernel's `tracing/error_log`.
 pub(crate) struct ErrorLogFile;
+
+impl StoreLarge for ErrorLogFile {
+    const MAX_WRITE: usize = 4096;
+    // Read-only by its mode, so that it stays readable under lockdown.
+    const MODE: u16 = 0o400;
+
+    fn store(_events: &Events, input: &[u8]) -> Result<usize> {
+        Ok(input.len())
+    }
+
+    fn truncate(events: &Events) -> Result {
+        drop(core::mem::take(&mut events.inner.lock().errors));
+        Ok(())
+    }
+}
 
 impl Show for ErrorLogFile {
     type Data = Events;

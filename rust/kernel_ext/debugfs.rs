@@ -43,6 +43,11 @@ pub(crate) trait StoreLarge: Show {
     /// Largest write accepted, in bytes; longer ones fail with `EINVAL`.
     const MAX_WRITE: usize = 1 << 20;
 
+    /// The file's mode. A file without write bits still opens for writing
+    /// for root (`CAP_DAC_OVERRIDE`), and, unlike a writable one, still
+    /// opens for reading under lockdown (`debugfs_locked_down()`).
+    const MODE: u16 = 0o600;
+
     /// Handles one `write()`; returns the bytes consumed. Process context,
     /// may sleep.
     fn store(data: &Self::Data, input: &[u8]) -> Result<usize>;
@@ -137,7 +142,7 @@ impl Dir {
         unsafe { self.create(name, 0o600, data, &ShowFops::<T>::RW_FOPS.0) }
     }
 
-    /// Creates a control file `name` (mode 0600) of kind `T`.
+    /// Creates a control file `name` (mode `T::MODE`) of kind `T`.
     ///
     /// # Safety
     ///
@@ -148,7 +153,7 @@ impl Dir {
         data: &T::Data,
     ) -> Result {
         // SAFETY: the caller's contract.
-        unsafe { self.create(name, 0o600, data, &ShowFops::<T>::CONTROL_FOPS.0) }
+        unsafe { self.create(name, T::MODE, data, &ShowFops::<T>::CONTROL_FOPS.0) }
     }
 
     /// # Safety

@@ -137,6 +137,17 @@ expect_fail "errors: no such symbol" sh -c "echo 'p:myevent rkp_no_such_function
 check "errors: logged" grep -q 'trace_kprobe: error: Invalid probed address or symbol' $EL
 expect_fail "errors: bad maxactive" sh -c "echo 'r5000 $FORK' >> $KE"
 check "errors: nothing was created" sh -c "[ -z \"\$(cat $KE)\" ]"
+# Opening error_log with O_TRUNC empties it, and writes are ignored, as
+# with the kernel's tracing/error_log (ftracetest clears it this way).
+check "errors: the log has entries" grep -q . $EL
+check "errors: echo > error_log" sh -c "echo > $EL"
+check "errors: the log is empty" sh -c "! grep -q . $EL"
+check "errors: a write without O_TRUNC is ignored" sh -c "echo x >> $EL && ! grep -q . $EL"
+if [ -w $T/error_log ]; then
+	echo 'p:rkp_el_native rkp_no_such_function' >> $T/kprobe_events 2>/dev/null
+	check "errors: the kernel's log has entries" grep -q . $T/error_log
+	check "errors: the kernel's log clears the same way" sh -c "echo > $T/error_log && ! grep -q . $T/error_log"
+fi
 
 # kprobe_non_uniq_symbol.tc: a symbol several functions have is refused.
 dup=$(awk '$2 ~ /^[tT]$/ && $4 == "" { print $3 }' /proc/kallsyms | sort | uniq -d | grep -v '\.' | head -n1)
