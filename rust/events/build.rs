@@ -73,7 +73,7 @@ impl Events {
                             ksyms: self.core().ksyms(),
                         };
                         let base = env
-                            .lookup(sym)
+                            .lookup_data(sym)
                             .map_err(|_| nomem)?
                             .ok_or(ParseError::registration(Errno::ENOENT))?;
                         pending_symbol = Some((base as u64).wrapping_add(off as u64));

@@ -49,9 +49,13 @@ impl KernelEnv<'_> {
         Ok(unsafe { rt.find_module(cname.as_char_ptr()) }.is_some_and(|m| !m.is_null()))
     }
 
-    /// Looks `name` (`SYM` or `MOD:SYM`) up; `ENOMEM` without memory to.
-    pub(super) fn lookup(&self, name: &[u8]) -> Result<Option<usize>> {
-        self.lookup_parts(None, name)
+    /// Looks up `name` (`SYM` or `MOD:SYM`) for an `@SYM` fetch argument:
+    /// any symbol at its address, as the kernel's; `ENOMEM` without memory
+    /// to.
+    pub(super) fn lookup_data(&self, name: &[u8]) -> Result<Option<usize>> {
+        let cname = cstring(&[name]).ok_or(ENOMEM)?;
+        let mut buf = SymbolBuf::new()?;
+        Ok(self.ksyms.lookup_alias(&mut buf, &cname))
     }
 
     /// Looks `MOD:SYM` up, or `SYM` without a module.

@@ -117,6 +117,19 @@ impl Kallsyms {
         buf.is_symbol_start(addr, sym).then_some(addr)
     }
 
+    /// The address of the kernel symbol `name`, which may share it with
+    /// the symbol `sprint_symbol()` names there (`_sdata` and the first
+    /// object of `.data`): as the kernel's `@SYM` fetch arguments take any
+    /// symbol `kallsyms_lookup_name()` finds. Confirmed only to be where a
+    /// symbol starts. Process context, may sleep.
+    pub(crate) fn lookup_alias(&self, buf: &mut SymbolBuf, name: &CStr) -> Option<usize> {
+        let addr = self.lookup_name(name);
+        if addr == 0 {
+            return None;
+        }
+        matches!(buf.symbolise(addr), Some(s) if s.offset == 0).then_some(addr)
+    }
+
     /// `kallsyms_lookup_name(name)`, unconfirmed.
     fn lookup_name(&self, name: &CStr) -> usize {
         // SAFETY: by the type invariant the static call is set to

@@ -180,6 +180,19 @@ check "module: disable again" sh -c "echo 0 > $EV/modev/enable"
 check "module: delete" sh -c "echo '-:modev' >> $KE"
 check "module: rmmod lkdtm" rmmod lkdtm
 
+# @SYM takes any symbol at an address, as the kernel's: _sdata shares its
+# address with the first object of .data, which sprint_symbol() names
+# (kprobe_args_symbol.tc's argument).
+if grep -q ' _sdata$' /proc/kallsyms; then
+	check "@_sdata: accepted" sh -c "echo 'p:rkprobes/sdata vfs_read v=@_sdata' >> $KE"
+	check "@_sdata: listed" grep -q 'sdata vfs_read v=@_sdata' $KE
+	if [ -w $T/kprobe_events ]; then
+		check "@_sdata: the kernel's accepts it too" \
+			sh -c "echo 'p:kernel_sdata vfs_read v=@_sdata' >> $T/kprobe_events && echo '-:kernel_sdata' >> $T/kprobe_events"
+	fi
+	check "@_sdata: delete" sh -c "echo '-:rkprobes/sdata' >> $KE"
+fi
+
 # A name another event has is taken, as in the kernel.
 if [ -d $T/events/sched/sched_switch ]; then
 	expect_fail "names: sched/sched_switch is taken" sh -c "echo 'p:sched/sched_switch $FORK' >> $KE"
