@@ -110,16 +110,49 @@ struct rkp_kretprobe {
 #define RKP_KRETPROBE_MAXACTIVE_MAX	4096
 #define RKP_KRETPROBE_MAX_DATA_SIZE	4096
 
-int rkp_register_kprobe(struct rkp_kprobe *p);
+/*
+ * The version of this ABI. It changes with any change a client built
+ * against the previous header could misread: a structure's size or layout,
+ * a field's or flag's meaning, a function's contract. Adding a function or
+ * a flag that the old meaning leaves at zero does not change it. A client
+ * passes the version it was built with at registration (the inline
+ * functions below); rkprobes refuses any other with -ENOEXEC and says why
+ * in the kernel log.
+ */
+#define RKP_ABI_VERSION 1
+
+int rkp_register_kprobe_abi(struct rkp_kprobe *p, unsigned int abi);
+int rkp_register_kprobes_abi(struct rkp_kprobe **kps, int num, unsigned int abi);
+int rkp_register_kretprobe_abi(struct rkp_kretprobe *rp, unsigned int abi);
+int rkp_register_kretprobes_abi(struct rkp_kretprobe **rps, int num,
+				unsigned int abi);
+
+static inline int rkp_register_kprobe(struct rkp_kprobe *p)
+{
+	return rkp_register_kprobe_abi(p, RKP_ABI_VERSION);
+}
+
+static inline int rkp_register_kprobes(struct rkp_kprobe **kps, int num)
+{
+	return rkp_register_kprobes_abi(kps, num, RKP_ABI_VERSION);
+}
+
 void rkp_unregister_kprobe(struct rkp_kprobe *p);
-int rkp_register_kprobes(struct rkp_kprobe **kps, int num);
 void rkp_unregister_kprobes(struct rkp_kprobe **kps, int num);
 int rkp_enable_kprobe(struct rkp_kprobe *p);
 int rkp_disable_kprobe(struct rkp_kprobe *p);
 
-int rkp_register_kretprobe(struct rkp_kretprobe *rp);
+static inline int rkp_register_kretprobe(struct rkp_kretprobe *rp)
+{
+	return rkp_register_kretprobe_abi(rp, RKP_ABI_VERSION);
+}
+
+static inline int rkp_register_kretprobes(struct rkp_kretprobe **rps, int num)
+{
+	return rkp_register_kretprobes_abi(rps, num, RKP_ABI_VERSION);
+}
+
 void rkp_unregister_kretprobe(struct rkp_kretprobe *rp);
-int rkp_register_kretprobes(struct rkp_kretprobe **rps, int num);
 void rkp_unregister_kretprobes(struct rkp_kretprobe **rps, int num);
 
 static inline int rkp_enable_kretprobe(struct rkp_kretprobe *rp)

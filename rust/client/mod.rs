@@ -27,26 +27,76 @@ use kernel::{bindings, ffi::c_ulong, prelude::*, str::CStr};
 /// on the Rust side; the safe types below wrap it. Direct calls are for code
 /// that tests the ABI itself (raw structures, double registration).
 pub mod raw {
-    use super::abi::{RkpKprobe, RkpKretprobe};
-    use kernel::ffi::{c_int, c_ulong};
+    use super::abi::{RkpKprobe, RkpKretprobe, RKP_ABI_VERSION};
+    use kernel::ffi::{c_int, c_uint, c_ulong};
+
+    /// `rkp_register_kprobe()`: registers and arms (unless
+    /// `RKP_FLAG_DISABLED`).
+    ///
+    /// # Safety
+    ///
+    /// As `rkp_register_kprobe()` of `include/rkprobes.h`.
+    pub unsafe extern "C" fn rkp_register_kprobe(p: *mut RkpKprobe) -> c_int {
+        // SAFETY: the caller's contract.
+        unsafe { rkp_register_kprobe_abi(p, RKP_ABI_VERSION) }
+    }
+
+    /// `rkp_register_kprobes()`: all or none.
+    ///
+    /// # Safety
+    ///
+    /// As `rkp_register_kprobes()` of `include/rkprobes.h`.
+    pub unsafe extern "C" fn rkp_register_kprobes(kps: *mut *mut RkpKprobe, num: c_int) -> c_int {
+        // SAFETY: the caller's contract.
+        unsafe { rkp_register_kprobes_abi(kps, num, RKP_ABI_VERSION) }
+    }
+
+    /// `rkp_register_kretprobe()`.
+    ///
+    /// # Safety
+    ///
+    /// As `rkp_register_kretprobe()` of `include/rkprobes.h`.
+    pub unsafe extern "C" fn rkp_register_kretprobe(rp: *mut RkpKretprobe) -> c_int {
+        // SAFETY: the caller's contract.
+        unsafe { rkp_register_kretprobe_abi(rp, RKP_ABI_VERSION) }
+    }
+
+    /// `rkp_register_kretprobes()`: all or none.
+    ///
+    /// # Safety
+    ///
+    /// As `rkp_register_kretprobes()` of `include/rkprobes.h`.
+    pub unsafe extern "C" fn rkp_register_kretprobes(
+        rps: *mut *mut RkpKretprobe,
+        num: c_int,
+    ) -> c_int {
+        // SAFETY: the caller's contract.
+        unsafe { rkp_register_kretprobes_abi(rps, num, RKP_ABI_VERSION) }
+    }
 
     extern "C" {
-        /// `rkp_register_kprobe()`: registers and arms (unless `RKP_FLAG_DISABLED`).
-        pub fn rkp_register_kprobe(p: *mut RkpKprobe) -> c_int;
+        /// `rkp_register_kprobe_abi()`: registration by a client of ABI
+        /// version `abi`; any but [`RKP_ABI_VERSION`] is refused (`ENOEXEC`).
+        pub fn rkp_register_kprobe_abi(p: *mut RkpKprobe, abi: c_uint) -> c_int;
+        /// `rkp_register_kprobes_abi()`.
+        pub fn rkp_register_kprobes_abi(kps: *mut *mut RkpKprobe, num: c_int, abi: c_uint)
+            -> c_int;
+        /// `rkp_register_kretprobe_abi()`.
+        pub fn rkp_register_kretprobe_abi(rp: *mut RkpKretprobe, abi: c_uint) -> c_int;
+        /// `rkp_register_kretprobes_abi()`.
+        pub fn rkp_register_kretprobes_abi(
+            rps: *mut *mut RkpKretprobe,
+            num: c_int,
+            abi: c_uint,
+        ) -> c_int;
         /// `rkp_unregister_kprobe()`: never fails; the probe may be freed after it.
         pub fn rkp_unregister_kprobe(p: *mut RkpKprobe);
         /// `rkp_enable_kprobe()`.
         pub fn rkp_enable_kprobe(p: *mut RkpKprobe) -> c_int;
         /// `rkp_disable_kprobe()`.
         pub fn rkp_disable_kprobe(p: *mut RkpKprobe) -> c_int;
-        /// `rkp_register_kprobes()`: all or none.
-        pub fn rkp_register_kprobes(kps: *mut *mut RkpKprobe, num: c_int) -> c_int;
         /// `rkp_unregister_kprobes()`: one grace period for all.
         pub fn rkp_unregister_kprobes(kps: *mut *mut RkpKprobe, num: c_int);
-        /// `rkp_register_kretprobe()`.
-        pub fn rkp_register_kretprobe(rp: *mut RkpKretprobe) -> c_int;
-        /// `rkp_register_kretprobes()`: all or none.
-        pub fn rkp_register_kretprobes(rps: *mut *mut RkpKretprobe, num: c_int) -> c_int;
         /// `rkp_unregister_kretprobes()`.
         pub fn rkp_unregister_kretprobes(rps: *mut *mut RkpKretprobe, num: c_int);
         /// `rkp_unregister_kretprobe()`: never fails.

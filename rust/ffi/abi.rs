@@ -150,6 +150,10 @@ impl RkpKretprobe {
     }
 }
 
+/// `RKP_ABI_VERSION`: the version of the C ABI that this file mirrors, which
+/// a client passes at registration.
+pub const RKP_ABI_VERSION: u32 = 1;
+
 /// `RKP_KRETPROBE_MAXACTIVE_MAX`.
 pub const KRETPROBE_MAXACTIVE_MAX: usize = 4096;
 /// `RKP_KRETPROBE_MAX_DATA_SIZE`, the kernel's `KRETPROBE_MAX_DATA_SIZE`.

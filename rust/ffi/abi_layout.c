@@ -19,6 +19,7 @@ void rkp_abi_layout(void);
 
 void rkp_abi_layout(void)
 {
+	DEFINE(ABI_VERSION, RKP_ABI_VERSION);
 	DEFINE(KPROBE_SIZE, sizeof(struct rkp_kprobe));
 	RKP_OFFSET(KPROBE_ADDR, rkp_kprobe, addr);
 	RKP_OFFSET(KPROBE_SYMBOL_NAME, rkp_kprobe, symbol_name);

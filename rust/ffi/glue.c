@@ -284,15 +284,15 @@ void rkp_optimizer_cancel(void)
  */
 #include "../../include/rkprobes.h"
 
-EXPORT_SYMBOL_GPL(rkp_register_kprobe);
+EXPORT_SYMBOL_GPL(rkp_register_kprobe_abi);
 EXPORT_SYMBOL_GPL(rkp_unregister_kprobe);
-EXPORT_SYMBOL_GPL(rkp_register_kprobes);
+EXPORT_SYMBOL_GPL(rkp_register_kprobes_abi);
 EXPORT_SYMBOL_GPL(rkp_unregister_kprobes);
 EXPORT_SYMBOL_GPL(rkp_enable_kprobe);
 EXPORT_SYMBOL_GPL(rkp_disable_kprobe);
-EXPORT_SYMBOL_GPL(rkp_register_kretprobe);
+EXPORT_SYMBOL_GPL(rkp_register_kretprobe_abi);
 EXPORT_SYMBOL_GPL(rkp_unregister_kretprobe);
-EXPORT_SYMBOL_GPL(rkp_register_kretprobes);
+EXPORT_SYMBOL_GPL(rkp_register_kretprobes_abi);
 EXPORT_SYMBOL_GPL(rkp_unregister_kretprobes);
 EXPORT_SYMBOL_GPL(rkp_kretprobe_find_ret_addr);
 EXPORT_SYMBOL_GPL(rkp_stack_trace_save);

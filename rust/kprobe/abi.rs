@@ -62,14 +62,31 @@ fn to_c(r: Result) -> c_int {
     from_result(|| r.map(|()| 0))
 }
 
-/// `int rkp_register_kprobe(struct rkp_kprobe *p)`. Process context.
+/// Whether a client built against ABI version `abi` may register: only
+/// with this one, which `include/rkprobes.h` states; otherwise `ENOEXEC`,
+/// as for a module built for another kernel, and a line in the log.
+fn check_abi(abi: c_uint) -> Result {
+    if abi == crate::abi::RKP_ABI_VERSION {
+        return Ok(());
+    }
+    pr_err!(
+        "a client built against rkprobes ABI version {} registers a probe; this rkprobes has version {}: rebuild the client against its include/rkprobes.h\n",
+        abi,
+        crate::abi::RKP_ABI_VERSION
+    );
+    Err(ENOEXEC)
+}
+
+/// `int rkp_register_kprobe_abi(struct rkp_kprobe *p, unsigned int abi)`,
+/// which `rkp_register_kprobe()` calls with the client's
+/// `RKP_ABI_VERSION`. Process context.
 ///
 /// # Safety
 ///
 /// `p` is a valid `struct rkp_kprobe` that stays allocated until unregistered.
 #[no_mangle]
-pub(crate) unsafe extern "C" fn rkp_register_kprobe(p: *mut RkpKprobe) -> c_int {
-    to_c(Core::get().and_then(|c| c.register_many(&[p])))
+pub(crate) unsafe extern "C" fn rkp_register_kprobe_abi(p: *mut RkpKprobe, abi: c_uint) -> c_int {
+    to_c(check_abi(abi).and_then(|()| Core::get()?.register_many(&[p])))
 }
 
 /// `void rkp_unregister_kprobe(struct rkp_kprobe *p)`. Process context; returns
@@ -99,19 +116,23 @@ unsafe fn probes<'a>(kps: *mut *mut RkpKprobe, num: c_int) -> Result<&'a [*mut R
     Ok(unsafe { core::slice::from_raw_parts(kps, n) })
 }
 
-/// `int rkp_register_kprobes(struct rkp_kprobe **kps, int num)`: all or
-/// nothing. Process context.
+/// `int rkp_register_kprobes_abi(struct rkp_kprobe **kps, int num,
+/// unsigned int abi)`, behind `rkp_register_kprobes()`: all or nothing.
+/// Process context.
 ///
 /// # Safety
 ///
 /// `kps` points to `num` valid probes that stay allocated until unregistered.
 #[no_mangle]
-pub(crate) unsafe extern "C" fn rkp_register_kprobes(
+pub(crate) unsafe extern "C" fn rkp_register_kprobes_abi(
     kps: *mut *mut RkpKprobe,
     num: c_int,
+    abi: c_uint,
 ) -> c_int {
-    // SAFETY: the caller's contract.
-    to_c(unsafe { probes(kps, num) }.and_then(|ps| Core::get()?.register_many(ps)))
+    to_c(check_abi(abi).and_then(|()| {
+        // SAFETY: the caller's contract.
+        unsafe { probes(kps, num) }.and_then(|ps| Core::get()?.register_many(ps))
+    }))
 }
 
 /// `void rkp_unregister_kprobes(struct rkp_kprobe **kps, int num)`. Process
@@ -165,15 +186,22 @@ unsafe fn kretprobes<'a>(
     Ok(unsafe { core::slice::from_raw_parts(rps, n) })
 }
 
-/// `int rkp_register_kretprobe(struct rkp_kretprobe *rp)`. Process context.
+/// `int rkp_register_kretprobe_abi(struct rkp_kretprobe *rp, unsigned int
+/// abi)`, behind `rkp_register_kretprobe()`. Process context.
 ///
 /// # Safety
 ///
 /// `rp` is a valid `struct rkp_kretprobe` that stays allocated until
 /// unregistered.
 #[no_mangle]
-pub(crate) unsafe extern "C" fn rkp_register_kretprobe(rp: *mut RkpKretprobe) -> c_int {
-    to_c(Core::get().and_then(|c| c.kretprobes().register(c, &[rp])))
+pub(crate) unsafe extern "C" fn rkp_register_kretprobe_abi(
+    rp: *mut RkpKretprobe,
+    abi: c_uint,
+) -> c_int {
+    to_c(check_abi(abi).and_then(|()| {
+        let c = Core::get()?;
+        c.kretprobes().register(c, &[rp])
+    }))
 }
 
 /// `void rkp_unregister_kretprobe(struct rkp_kretprobe *rp)`. Process
@@ -190,22 +218,26 @@ pub(crate) unsafe extern "C" fn rkp_unregister_kretprobe(rp: *mut RkpKretprobe) 
     }
 }
 
-/// `int rkp_register_kretprobes(struct rkp_kretprobe **rps, int num)`: all or
-/// nothing. Process context.
+/// `int rkp_register_kretprobes_abi(struct rkp_kretprobe **rps, int num,
+/// unsigned int abi)`, behind `rkp_register_kretprobes()`: all or nothing.
+/// Process context.
 ///
 /// # Safety
 ///
 /// `rps` points to `num` valid kretprobes that stay allocated until
 /// unregistered.
 #[no_mangle]
-pub(crate) unsafe extern "C" fn rkp_register_kretprobes(
+pub(crate) unsafe extern "C" fn rkp_register_kretprobes_abi(
     rps: *mut *mut RkpKretprobe,
     num: c_int,
+    abi: c_uint,
 ) -> c_int {
-    // SAFETY: the caller's contract.
-    to_c(unsafe { kretprobes(rps, num) }.and_then(|rs| {
-        let c = Core::get()?;
-        c.kretprobes().register(c, rs)
+    to_c(check_abi(abi).and_then(|()| {
+        // SAFETY: the caller's contract.
+        unsafe { kretprobes(rps, num) }.and_then(|rs| {
+            let c = Core::get()?;
+            c.kretprobes().register(c, rs)
+        })
     }))
 }
 
@@ -272,6 +304,7 @@ mod layout_checks {
     use core::mem::{align_of, offset_of, size_of};
     use kernel::static_assert;
 
+    static_assert!(crate::abi::RKP_ABI_VERSION as usize == c::ABI_VERSION);
     static_assert!(size_of::<RkpKprobe>() == c::KPROBE_SIZE);
     static_assert!(offset_of!(RkpKprobe, addr) == c::KPROBE_ADDR);
     static_assert!(offset_of!(RkpKprobe, symbol_name) == c::KPROBE_SYMBOL_NAME);

@@ -14,7 +14,8 @@
  *   registers such a probe and unregisters it at once; the write fails with
  *   the registration's error. An unsigned module cannot be loaded once
  *   lockdown is raised, so the lockdown test loads this one before and asks
- *   it for a probe after.
+ *   it for a probe after. With `abi=N` it registers them as a client built
+ *   against ABI version N would.
  * - A jump-label site and an inline static call site of its own, in
  *   rkp_evtest_sites(), called on every write to `call`: rkprobes' answer
  *   for a module's sites (kernel_ext/sites.rs) is compared with the
@@ -100,6 +101,15 @@ static int rkp_evtest_ret(struct rkp_kretprobe_instance *ri, struct pt_regs *reg
 	return 0;
 }
 
+/*
+ * The ABI version the probes below register with: this header's by
+ * default; another one stands for a client built against another
+ * include/rkprobes.h, which rkprobes must refuse (50-kprobe-semantics.sh).
+ */
+static uint abi = RKP_ABI_VERSION;
+module_param(abi, uint, 0);
+MODULE_PARM_DESC(abi, "ABI version passed at registration");
+
 /* Parameter writes are serialised by the kernel's param lock. */
 static struct rkp_kprobe kp;
 static struct rkp_kretprobe rp;
@@ -126,14 +136,14 @@ static int rkp_evtest_register(const char *val, const struct kernel_param *param
 		memset(&rp, 0, sizeof(rp));
 		rp.kp.symbol_name = sym;
 		rp.handler = rkp_evtest_ret;
-		ret = rkp_register_kretprobe(&rp);
+		ret = rkp_register_kretprobe_abi(&rp, abi);
 		if (!ret)
 			rkp_unregister_kretprobe(&rp);
 	} else {
 		memset(&kp, 0, sizeof(kp));
 		kp.symbol_name = sym;
 		kp.pre_handler = rkp_evtest_pre;
-		ret = rkp_register_kprobe(&kp);
+		ret = rkp_register_kprobe_abi(&kp, abi);
 		if (!ret)
 			rkp_unregister_kprobe(&kp);
 	}

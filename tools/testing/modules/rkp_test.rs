@@ -372,7 +372,11 @@ fn run(t: &mut Ktap) -> Result {
         EINVAL.to_errno(),
         "noinstr exc_int3: EINVAL",
     );
-    let mut p = counter(Target::Symbol(c_str!("rkp_register_kprobe"), 0), 0, false)?;
+    let mut p = counter(
+        Target::Symbol(c_str!("rkp_register_kprobe_abi"), 0),
+        0,
+        false,
+    )?;
     t.check_eq(
         errno_of(p.as_mut().register()),
         EINVAL.to_errno(),
