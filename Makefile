@@ -3,6 +3,8 @@
 # rkprobes: user-facing entry points. Kbuild reads ./Kbuild, not this file.
 #
 #   make            build the modules (against the cached test kernel by default)
+#   make help       every target
+#   make install    modules, header, Module.symvers, documentation (PREFIX, DESTDIR)
 #   make demo       set everything up, boot the guest, show rkprobes working
 #   make check      host tests, clippy, rustfmt, guest tests on both test kernels
 #   make check-all  make check plus the reliability stage on the debug kernel
@@ -62,6 +64,7 @@ comma := ,
 KCFI = $(if $(filter y,$(shell sed -n 's/^CONFIG_CFI_CLANG=//p' $(KDIR)/.config 2>/dev/null)),rust_allowed_features=$(KRUST_FEATURES)$(comma)cfi_encoding)
 
 .PHONY: all modules setup kernel demo check host-test clippy fmt fmt-check \
+	install modules_install uninstall help \
 	guest-test runner-selftest bench profile insn-long clean kernel-nokprobes kernel-debug kernel-bench layers \
 	check-all probe-events-long
 
@@ -98,6 +101,58 @@ endif
 
 modules: $(NEED_KERNEL)
 	$(MAKE) -C $(KDIR) M=$(CURDIR) $(KRUST) $(KLLVM) $(KCFI) $(KTESTS) modules
+
+# Installation: the modules through the kernel's modules_install (into
+# $(INSTALL_MOD_PATH)/lib/modules/<release>/updates, then depmod), the C
+# header and Module.symvers that client modules build against, and the
+# documentation. DESTDIR stages it all under another root (a package).
+PREFIX ?= /usr/local
+DESTDIR ?=
+VERSION := $(shell sed -n 's/^\#define RKPROBES_VERSION "\(.*\)"/\1/p' include/rkprobes.h)
+INCLUDEDIR := $(DESTDIR)$(PREFIX)/include
+DATADIR := $(DESTDIR)$(PREFIX)/share/rkprobes
+DOCDIR := $(DESTDIR)$(PREFIX)/share/doc/rkprobes
+
+install: modules modules_install
+	install -d $(INCLUDEDIR) $(DATADIR) $(DOCDIR)
+	install -m 0644 include/rkprobes.h $(INCLUDEDIR)/rkprobes.h
+	install -m 0644 Module.symvers $(DATADIR)/Module.symvers
+	install -m 0644 README.md COPYING CHANGELOG.md $(DOCDIR)/
+	install -m 0644 Documentation/*.rst $(DOCDIR)/
+
+modules_install: modules
+	$(MAKE) -C $(KDIR) M=$(CURDIR) $(KRUST) $(KLLVM) $(KCFI) $(KTESTS) \
+		INSTALL_MOD_PATH=$(DESTDIR) INSTALL_MOD_DIR=updates \
+		$(if $(DESTDIR),DEPMOD=true) modules_install
+
+# Removes the modules this tree built (modules.order), wherever
+# modules_install put them, then what install copied.
+uninstall:
+	rel=$$($(MAKE) -s -C $(KDIR) kernelrelease) && \
+	sed 's|^$(CURDIR)/||; s|\.o$$|.ko|' modules.order | \
+		while read -r m; do rm -f $(DESTDIR)/lib/modules/$$rel/updates/$$m; done && \
+	{ [ -n "$(DESTDIR)" ] || depmod $$rel; }
+	rm -f $(INCLUDEDIR)/rkprobes.h $(DATADIR)/Module.symvers
+	rm -rf $(DOCDIR)
+	-rmdir $(DATADIR) 2>/dev/null
+
+help:
+	@echo 'rkprobes $(VERSION): dynamic kernel probes in Rust (README.md)'
+	@echo
+	@echo 'Building and installing (KDIR=/lib/modules/$$(uname -r)/build for your kernel):'
+	@echo '  make                 build rkprobes.ko and the samples'
+	@echo '  make install         modules (modules_install, updates/), include/rkprobes.h,'
+	@echo '                       Module.symvers and the documentation under PREFIX'
+	@echo '                       ($(PREFIX)); DESTDIR= stages it for a package'
+	@echo '  make uninstall       remove what install put there'
+	@echo '  make clean'
+	@echo
+	@echo 'Testing (against the cached test kernels unless KDIR is given):'
+	@echo '  make check           host tests, clippy, rustfmt, guest tests on both test kernels'
+	@echo '  make check-all       make check and the debug kernel (the README test command)'
+	@echo '  make demo            boot a guest and show rkprobes working'
+	@echo '  make bench           benchmarks beside the kernel'"'"'s kprobes'
+	@echo '  make clippy | fmt | fmt-check | layers | host-test | guest-test'
 
 clean:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) $(KLLVM) RKP_TESTS=y clean

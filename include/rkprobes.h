@@ -110,6 +110,9 @@ struct rkp_kretprobe {
 #define RKP_KRETPROBE_MAXACTIVE_MAX	4096
 #define RKP_KRETPROBE_MAX_DATA_SIZE	4096
 
+/* The release of rkprobes this header comes with (modinfo's version). */
+#define RKPROBES_VERSION "0.9.0"
+
 /*
  * The version of this ABI. It changes with any change a client built
  * against the previous header could misread: a structure's size or layout,

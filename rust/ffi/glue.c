@@ -284,6 +284,8 @@ void rkp_optimizer_cancel(void)
  */
 #include "../../include/rkprobes.h"
 
+MODULE_VERSION(RKPROBES_VERSION);
+
 EXPORT_SYMBOL_GPL(rkp_register_kprobe_abi);
 EXPORT_SYMBOL_GPL(rkp_unregister_kprobe);
 EXPORT_SYMBOL_GPL(rkp_register_kprobes_abi);
