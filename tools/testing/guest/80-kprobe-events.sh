@@ -193,6 +193,37 @@ if grep -q ' _sdata$' /proc/kallsyms; then
 	check "@_sdata: delete" sh -c "echo '-:rkprobes/sdata' >> $KE"
 fi
 
+# A module that comes while its events are being enabled: the coming
+# module's probes are registered and armed under event_mutex, as in the
+# kernel, so once it is loaded every probe of an enabled event is armed.
+# 30 events on lkdtm make its coming long; the group is enabled once, at
+# a point of the load that varies by round. An enable between reading an
+# event's state and arming its probe was lost (issue 27, defect 6): that
+# event's probe stayed disabled.
+check "module race: insmod lkdtm" insmod $MODDIR/lkdtm.ko
+funcs=$(awk '$4 == "[lkdtm]" && $2 ~ /^[tT]$/ && $3 !~ /^__pfx_|init|exit|\./ { print $3 }' /proc/kallsyms | head -n 30)
+check "module race: rmmod lkdtm" rmmod lkdtm
+n=0
+for f in $funcs; do
+	echo "p:rkprace/r$n lkdtm:$f" >> $KE && n=$((n + 1))
+done
+expect_eq "module race: 30 events wait for lkdtm" 30 "$n"
+lost=0
+rounds=${MODRACE_ROUNDS:-20}
+for i in $(seq 1 $rounds); do
+	echo 0 > $T/events/rkprace/enable
+	insmod $MODDIR/lkdtm.ko &
+	sleep "$(awk -v s=$i 'BEGIN { srand(s); printf "0.%03d", int(rand() * 400) }')"
+	echo 1 > $T/events/rkprace/enable
+	wait
+	lost=$((lost + $(grep 'lkdtm' /sys/kernel/debug/rkprobes/list | grep -c DISABLED)))
+	rmmod lkdtm
+done
+expect_eq "module race: every probe of the enabled events armed after $rounds loads" 0 "$lost"
+echo 0 > $T/events/rkprace/enable
+for j in $(seq 0 $((n - 1))); do echo "-:rkprace/r$j" >> $KE; done
+check "module race: deleted" sh -c "! grep -q rkprace $KE"
+
 # A name another event has is taken, as in the kernel.
 if [ -d $T/events/sched/sched_switch ]; then
 	expect_fail "names: sched/sched_switch is taken" sh -c "echo 'p:sched/sched_switch $FORK' >> $KE"
