@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
-# rkprobes' events under Debian's own perf and bpftrace, run from the host's
+# rkprobes' events under Debian's own perf, trace-cmd and bpftrace, run from the host's
 # root (shared read-only over virtio-9p, guest-lib.sh's host_run): perf list,
 # exact counts from perf stat, perf record/script records equal to the ftrace
 # trace's, BPF programs attached as to a tracepoint, and removal refused
@@ -132,6 +132,28 @@ if has_host_tool perf; then
 		grep -q " popen: .*path=\"$NOFILE\"" $T/trace
 else
 	skip "perf" "the host's root or its perf is not available"
+fi
+
+# trace-cmd, the front end most people use for ftrace: record and report
+# the entry and return events of N opens, with the string and the return
+# value the ftrace trace shows, then reset.
+# The command trace-cmd runs waits until trace-cmd has enabled both events
+# (trace-cmd starts it before that).
+if has_host_tool trace-cmd; then
+	printf '#!/bin/sh\nE=/sys/kernel/tracing/events/rkprobes\ni=0\nwhile [ $i -lt 600 ] && ! { grep -qx 1 $E/popen/enable && grep -qx 1 $E/popenr/enable; }; do sleep 0.1; i=$((i + 1)); done\nexec /tmp/sysloop "$@"\n' > /tmp/tc-run.sh
+	chmod +x /tmp/tc-run.sh
+	host_run trace-cmd record -q -o /tmp/tc.dat -e rkprobes:popen -e rkprobes:popenr \
+		/tmp/tc-run.sh $N $NOFILE > /tmp/tc.rec 2>&1
+	host_run trace-cmd report -i /tmp/tc.dat > /tmp/tc.rep 2>&1
+	grep -m 2 'sysloop-' /tmp/tc.rep | sed 's/^/# trace-cmd: /'
+	expect_eq "trace-cmd record/report: every entry, with its string and registers" $N \
+		"$(grep 'sysloop-.* popen: ' /tmp/tc.rep | grep -c "dfd=-100 path=\"$NOFILE\" flags=0x")"
+	expect_eq "trace-cmd record/report: every return, with \$retval" $N \
+		"$(grep -c 'sysloop-.* popenr: .*ret=-2$' /tmp/tc.rep)"
+	check "trace-cmd reset" host_run trace-cmd reset
+	check "after reset the events are disabled" sh -c "grep -qx 0 $EV/popen/enable && grep -qx 0 $EV/popenr/enable"
+else
+	skip "trace-cmd" "the host's root or its trace-cmd is not available"
 fi
 
 if has_host_tool bpftrace; then
