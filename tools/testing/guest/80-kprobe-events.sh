@@ -143,7 +143,7 @@ check "errors: the log has entries" grep -q . $EL
 check "errors: echo > error_log" sh -c "echo > $EL"
 check "errors: the log is empty" sh -c "! grep -q . $EL"
 check "errors: a write without O_TRUNC is ignored" sh -c "echo x >> $EL && ! grep -q . $EL"
-if [ -w $T/error_log ]; then
+if [ -w $T/kprobe_events ]; then
 	echo 'p:rkp_el_native rkp_no_such_function' >> $T/kprobe_events 2>/dev/null
 	check "errors: the kernel's log has entries" grep -q . $T/error_log
 	check "errors: the kernel's log clears the same way" sh -c "echo > $T/error_log && ! grep -q . $T/error_log"
