@@ -29,6 +29,7 @@
 #include <linux/mman.h>
 #include <linux/module.h>
 #include <linux/objtool.h>
+#include <linux/string.h>
 #include <linux/vmalloc.h>
 #include <asm/asm.h>
 #include <asm/smap.h>
@@ -100,10 +101,26 @@ struct read_case {
 	bool native;
 };
 
+/*
+ * Makes the reads (all, or those the kernel's kprobes survive) and prints
+ * their results and the probes' counts. The "umapped" case reads a fresh
+ * anonymous page of the calling task, mapped here and not touched before.
+ */
 static void run(const char *who, struct read_case *cases, int n, bool all)
 {
+	unsigned long user;
 	int i;
 
+	user = vm_mmap(NULL, 0, PAGE_SIZE, PROT_READ | PROT_WRITE,
+		       MAP_ANONYMOUS | MAP_PRIVATE, 0);
+	if (IS_ERR_VALUE(user)) {
+		pr_info("rkp_extable: %s no user page: %ld\n", who, (long)user);
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		if (!strcmp(cases[i].name, "umapped"))
+			cases[i].addr = user;
+	}
 	for (i = 0; i < n; i++) {
 		unsigned long v = 0;
 		int err;
@@ -116,6 +133,7 @@ static void run(const char *who, struct read_case *cases, int n, bool all)
 	pr_info("rkp_extable: %s hits %d post %d\n", who, atomic_read(&pre), atomic_read(&post));
 	atomic_set(&pre, 0);
 	atomic_set(&post, 0);
+	vm_munmap(user, PAGE_SIZE);
 }
 
 #ifdef CONFIG_KPROBES
@@ -146,7 +164,6 @@ static int __init extable_init(void)
 		{ "ubad", extable_uread, 8, true },
 	};
 	void *area = vmalloc(PAGE_SIZE);
-	unsigned long user;
 	int i, ret;
 
 	if (!area)
@@ -160,14 +177,7 @@ static int __init extable_init(void)
 	ret = rkp_register_kprobes(rpp, 2);
 	pr_info("rkp_extable: rk register %d\n", ret);
 	if (!ret) {
-		/* Not touched before the probed load reads it. */
-		user = vm_mmap(NULL, 0, PAGE_SIZE, PROT_READ | PROT_WRITE,
-			       MAP_ANONYMOUS | MAP_PRIVATE, 0);
-		cases[3].addr = user;
-		if (!IS_ERR_VALUE(user)) {
-			run("rk", cases, ARRAY_SIZE(cases), true);
-			vm_munmap(user, PAGE_SIZE);
-		}
+		run("rk", cases, ARRAY_SIZE(cases), true);
 		rkp_unregister_kprobes(rpp, 2);
 	}
 #ifdef CONFIG_KPROBES
@@ -195,14 +205,10 @@ static int __init extable_init(void)
 		 */
 		migrate_disable();
 		if (!kret) {
-			user = vm_mmap(NULL, 0, PAGE_SIZE, PROT_READ | PROT_WRITE,
-				       MAP_ANONYMOUS | MAP_PRIVATE, 0);
-			cases[3].addr = user;
-			if (!IS_ERR_VALUE(user)) {
-				run("kp", cases, ARRAY_SIZE(cases), false);
-				vm_munmap(user, PAGE_SIZE);
-			}
-			cases[0].read(cases[0].addr, &user);
+			unsigned long v;
+
+			run("kp", cases, ARRAY_SIZE(cases), false);
+			cases[0].read(cases[0].addr, &v);
 			unregister_kprobes(kpp, 2);
 		}
 		migrate_enable();
