@@ -14,6 +14,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs, rust_2018_idioms)]
 
+pub mod buildid;
 pub mod debuginfo;
 pub mod event;
 pub mod fetcharg;

@@ -81,6 +81,10 @@ struct Cli {
     /// Write to the kernel's tracing/kprobe_events instead of rkprobes'.
     #[arg(long = "tracefs")]
     tracefs: bool,
+    /// Use the vmlinux or module file even when its build-id is not the
+    /// running kernel's (or the loaded module's).
+    #[arg(long = "ignore-build-id")]
+    ignore_build_id: bool,
     /// How many probe points one specification may give.
     #[arg(long = "max-probes", default_value_t = finder::MAX_PROBES)]
     max_probes: usize,
@@ -116,6 +120,35 @@ fn features(cli: &Cli) -> Features {
         perf_quirks: cli.perf_quirks,
         ..f
     }
+}
+
+/// Refuses a vmlinux (or a module's file, `module` its name) whose
+/// build-id is not the running kernel's (or the loaded module's), as perf
+/// does. The running kernel's notes are read from `RKPROBE_KERNEL_NOTES`
+/// when set (another machine's `/sys/kernel/notes`, or a test's), else from
+/// `/sys/kernel/notes`; a module that is not loaded, or a side without a
+/// build-id, is not checked.
+fn check_build_id(bytes: &[u8], path: &Path, module: Option<&str>) -> Result<(), String> {
+    let (notes, whose) = match module {
+        Some(m) => (
+            PathBuf::from(format!("/sys/module/{m}/notes/.note.gnu.build-id")),
+            format!("the loaded module {m}"),
+        ),
+        None => (
+            std::env::var_os("RKPROBE_KERNEL_NOTES")
+                .map_or_else(|| PathBuf::from("/sys/kernel/notes"), PathBuf::from),
+            "the running kernel".to_string(),
+        ),
+    };
+    let running = std::fs::read(&notes)
+        .ok()
+        .and_then(|n| rkprobe::buildid::from_notes(&n));
+    rkprobe::buildid::check(
+        rkprobe::buildid::of_file(bytes).as_deref(),
+        running.as_deref(),
+        &path.display().to_string(),
+        &whose,
+    )
 }
 
 /// perf's search for the running kernel's vmlinux.
@@ -239,6 +272,9 @@ fn run(cli: Cli) -> Result<(), String> {
             "{}: not a module (a relocatable .ko)",
             path.display()
         ));
+    }
+    if !cli.ignore_build_id {
+        check_build_id(&bytes, &path, sections.module.as_deref())?;
     }
     let di = Debuginfo::new(&sections).map_err(|e| format!("{}: {e}", path.display()))?;
     let features = features(&cli);

@@ -26,6 +26,18 @@ check "the running kernel's DWARF is in the guest" test -e /usr/lib/debug/boot/v
 check "insmod rkprobes.ko" insmod $MODDIR/rkprobes.ko
 echo > $T/trace
 
+# The DWARF file must be the running kernel's build: a build-id that is
+# not the running kernel's (RKPROBE_KERNEL_NOTES stands in for
+# /sys/kernel/notes with a GNU build-id note of 20 bytes 0x01) is refused,
+# unless --ignore-build-id.
+printf '\004\000\000\000\024\000\000\000\003\000\000\000GNU\000' > /tmp/other.notes
+for i in $(seq 1 20); do printf '\001' >> /tmp/other.notes; done
+RKPROBE_KERNEL_NOTES=/tmp/other.notes rkprobe --vars vfs_read > /tmp/bid 2>&1
+sed -n 1p /tmp/bid | cut -c 1-160 | sed 's/^/# /'
+check "a DWARF file of another build is refused" grep -q "build-id [0-9a-f]* is not the running kernel's (0101" /tmp/bid
+check "--ignore-build-id reads it anyway" sh -c \
+	"RKPROBE_KERNEL_NOTES=/tmp/other.notes rkprobe --ignore-build-id --vars vfs_read | grep -q 'Available variables at vfs_read'"
+
 # --vars: what can be fetched at vfs_read's entry, with DWARF types.
 rkprobe --vars vfs_read > /tmp/vars 2>&1
 sed 's/^/# /' /tmp/vars
