@@ -343,11 +343,7 @@ fn oops(regs: &mut ffi::pt_regs) {
     match (frame.status(), frame.point()) {
         // The copy runs with interrupts off: a fault in it is the copy's.
         (Status::HitSs | Status::Reenter, Some(point)) => {
-            let Some((copy, end)) = step_range(point) else {
-                return;
-            };
-            let ip = regs.ip;
-            if ip < copy || ip >= end {
+            if !in_copy(point, regs) {
                 return;
             }
             regs.ip = point.addr as _;
