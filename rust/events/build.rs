@@ -21,11 +21,13 @@ use crate::{
     ffi::{self, rkp_tev_create, RkpField},
     kernel_ext::module,
     pure::probe_events::{
+        bytes::Fmt,
         exec::{self, always_stores},
         fetch::FetchInsn,
         parse::split_symbol_offset,
-        print::{write_print_fmt, Fmt},
-        ByteWrite, Errno, ParseError, ProbeDef, ProbeLocation, FETCH_INSN_MAX,
+        print::write_print_fmt,
+        ByteWrite, Errno, EventLayout, ParseError, ProbeDef, ProbeLocation, ProbeSpec,
+        FETCH_INSN_MAX,
     },
 };
 use core::{
@@ -41,13 +43,10 @@ impl Events {
     /// Builds a probe from a parsed command: its programs resolved.
     pub(super) fn new_probe(
         &self,
-        line: &[u8],
         def: &ProbeDef<'_>,
-        on_entry: bool,
     ) -> core::result::Result<Pin<KBox<Probe>>, ParseError> {
         let nomem = ParseError::silent(Errno::ENOMEM);
-        let mut cmd = KVec::new();
-        cmd.extend_from_slice(line, GFP_KERNEL).map_err(|_| nomem)?;
+        let spec = ProbeSpec::new(def, KVec::new(), KVec::new()).map_err(|e| e.to_parse_error())?;
         let mut args = KVec::with_capacity(def.nr_args, GFP_KERNEL).map_err(|_| nomem)?;
         let mut data: KVec<KVec<u8>> = KVec::new();
         for a in def.args() {
@@ -144,8 +143,7 @@ impl Events {
                 kp,
                 rp,
                 is_return: def.is_return,
-                cmd,
-                on_entry,
+                spec,
                 symbol,
                 module,
                 zero_fixed: args.iter().any(|a| !always_stores(&a.code, a.dynamic)),
@@ -164,27 +162,20 @@ impl Events {
     pub(super) fn new_event(
         &self,
         def: &ProbeDef<'_>,
-        line: &[u8],
-        on_entry: bool,
     ) -> core::result::Result<Pin<KBox<Event>>, ParseError> {
         let nomem = ParseError::silent(Errno::ENOMEM);
-        let mut layout_cmd = KVec::new();
-        layout_cmd
-            .extend_from_slice(line, GFP_KERNEL)
-            .map_err(|_| nomem)?;
+        let layout =
+            EventLayout::new(def, KVec::new(), KVec::new()).map_err(|e| e.to_parse_error())?;
         let group = cstring(&[def.group]).ok_or(nomem)?;
         let name = cstring(&[def.event.as_bytes()]).ok_or(nomem)?;
         KBox::pin(
             Event {
                 group,
                 name,
-                is_return: def.is_return,
+                layout,
                 tev: core::ptr::null_mut(),
                 // Room for the first probe, taken before it is registered.
                 probes: KVec::with_capacity(1, GFP_KERNEL).map_err(|_| nomem)?,
-                layout_cmd,
-                layout_on_entry: on_entry,
-                fixed_size: def.size,
                 perf_on: core::ptr::null(),
                 enabled: AtomicBool::new(false),
                 ever_enabled: AtomicBool::new(false),
@@ -201,21 +192,20 @@ impl Events {
         ev: &mut Pin<KBox<Event>>,
     ) -> core::result::Result<(), ParseError> {
         let nomem = ParseError::silent(Errno::ENOMEM);
-        let def = ev.layout().ok_or(nomem)?;
-        let hdr = if def.is_return {
+        let layout = ev.layout.get();
+        let hdr = if layout.is_return {
             KRETPROBE_HEADER
         } else {
             KPROBE_HEADER
         };
         let mut print_fmt = KVec::new();
-        write_print_fmt(&mut VecWriter(&mut print_fmt), &def).map_err(|_| nomem)?;
+        write_print_fmt(&mut VecWriter(&mut print_fmt), &layout).map_err(|_| nomem)?;
         print_fmt.push(0, GFP_KERNEL).map_err(|_| nomem)?;
         // Field types and names, NUL-terminated, kept until the C side has
         // copied them.
         let mut texts: KVec<KVec<u8>> = KVec::new();
         let mut fields: KVec<RkpField> = KVec::new();
-        for a in def.args() {
-            let a = a.map_err(|_| nomem)?;
+        for a in layout.fields() {
             let base = a.ty.base;
             let ty: &str = base.format_type();
             let mut t = KVec::new();
@@ -226,8 +216,7 @@ impl Events {
             }
             t.push(0, GFP_KERNEL).map_err(|_| nomem)?;
             let mut n = KVec::new();
-            n.extend_from_slice(a.name.as_bytes(), GFP_KERNEL)
-                .map_err(|_| nomem)?;
+            n.extend_from_slice(a.name, GFP_KERNEL).map_err(|_| nomem)?;
             n.push(0, GFP_KERNEL).map_err(|_| nomem)?;
             fields
                 .push(
@@ -255,7 +244,7 @@ impl Events {
                 ev.group.as_char_ptr(),
                 ev.name.as_char_ptr(),
                 print_fmt.as_ptr().cast(),
-                c_int::from(def.is_return),
+                c_int::from(layout.is_return),
                 fields.as_ptr(),
                 fields.len() as c_int,
                 owner,

@@ -20,8 +20,7 @@ use crate::{
     kernel_ext::{security, vec},
     kprobe::abi::RkpKprobe,
     pure::probe_events::{
-        parse_command, write_error_log, Command, DeleteCmd, Errno, FuncEntry, ParseError, ProbeDef,
-        ProbeEnv, ProbeLocation, WriteLines,
+        parse_command, write_error_log, Command, DeleteCmd, Errno, ParseError, ProbeDef, WriteLines,
     },
 };
 use kernel::{prelude::*, time::Ktime};
@@ -140,7 +139,7 @@ impl Events {
                 Ok(Command::Empty) => Ok(()),
                 Ok(Command::Probe(def)) => {
                     self.flush_deleted(&mut inner, &mut pending)?;
-                    self.create(&mut inner, &env, line, &def)
+                    self.create(&mut inner, &env, &def)
                 }
                 Ok(Command::Delete(d)) => self.delete(&mut inner, &env, &d, &mut pending),
                 Err(e) => Err(e),
@@ -194,7 +193,6 @@ impl Events {
         &self,
         inner: &mut Inner,
         env: &KernelEnv<'_>,
-        line: &[u8],
         def: &ProbeDef<'_>,
     ) -> core::result::Result<(), ParseError> {
         let nomem = ParseError::silent(Errno::ENOMEM);
@@ -203,20 +201,14 @@ impl Events {
         });
         if let Some(i) = existing {
             let ev = inner.events.get(i).ok_or(nomem)?;
-            if ev.is_return != def.is_return {
+            if ev.is_return() != def.is_return {
                 return Err(ParseError::diff_probe_type());
             }
-            if let Some(first) = ev.probes.first().and_then(|p| p.def()) {
-                if let Some(n) = first.compare_arg_types(def) {
-                    return Err(ParseError::diff_arg_type(n));
-                }
-                if ev
-                    .probes
-                    .iter()
-                    .any(|p| p.def().is_some_and(|d| d.same_probe(def)))
-                {
-                    return Err(ParseError::same_probe());
-                }
+            if let Some(n) = ev.layout.get().compare_arg_types(def) {
+                return Err(ParseError::diff_arg_type(n));
+            }
+            if ev.probes.iter().any(|p| p.spec.get().same_probe(def)) {
+                return Err(ParseError::same_probe());
             }
         }
         // Where the kernel's `__register_trace_kprobe()` asks: after the
@@ -229,12 +221,6 @@ impl Events {
             }
             return Err(ParseError::registration(Errno(-e.to_errno())));
         }
-        let on_entry = match def.location {
-            ProbeLocation::Symbol { symbol, offset } => {
-                env.func_entry(symbol, u64::from(offset)) == FuncEntry::Entry
-            }
-            ProbeLocation::Address(_) => false,
-        };
         // Room first: nothing registered may be lost to a failed push.
         inner.events.reserve(1, GFP_KERNEL).map_err(|_| nomem)?;
         if let Some(i) = existing {
@@ -247,7 +233,7 @@ impl Events {
                 .reserve(1, GFP_KERNEL)
                 .map_err(|_| nomem)?;
         }
-        let mut probe = self.new_probe(line, def, on_entry)?;
+        let mut probe = self.new_probe(def)?;
         // The event a new probe joins, or a new one.
         let (ev_ptr, new_event) = match existing {
             Some(i) => {
@@ -255,7 +241,7 @@ impl Events {
                 (core::ptr::from_ref::<Event>(ev), None)
             }
             None => {
-                let ev = self.new_event(def, line, on_entry)?;
+                let ev = self.new_event(def)?;
                 (core::ptr::from_ref::<Event>(&ev), Some(ev))
             }
         };
@@ -341,27 +327,19 @@ impl Events {
         d: &DeleteCmd<'_>,
         gone: &mut KVec<Pin<KBox<Event>>>,
     ) -> core::result::Result<(), ParseError> {
-        // By name first: `matches` would say the same of every probe of an
-        // event of another name, but only after its command was parsed
-        // again (`def`), which made deleting n events one by one O(n^2)
-        // parses.
-        let matching = |e: &Pin<KBox<Event>>| {
-            d.group.map_or(true, |g| g == e.group.as_bytes())
-                && (d.event.is_empty() || d.event == e.name.as_bytes())
-                && e.probes
-                    .iter()
-                    .any(|p| p.def().is_some_and(|def| d.matches(&def, env)))
+        let deletes = |e: &Event, p: &super::Probe| {
+            d.matches(
+                (e.group.as_bytes(), e.name.as_bytes()),
+                &e.layout.get(),
+                &p.spec.get(),
+                env,
+            )
         };
+        let matching = |e: &Pin<KBox<Event>>| e.probes.iter().any(|p| deletes(e, p));
         // Some probes of a multiprobe event go at once, not in the batch:
         // the removals of earlier lines must be done first, so that if one
         // of them fails, this line has changed nothing.
-        let partial = |e: &Pin<KBox<Event>>| {
-            matching(e)
-                && !e
-                    .probes
-                    .iter()
-                    .all(|p| p.def().is_some_and(|def| d.matches(&def, env)))
-        };
+        let partial = |e: &Pin<KBox<Event>>| matching(e) && !e.probes.iter().all(|p| deletes(e, p));
         if !gone.is_empty() && inner.events.iter().any(partial) {
             self.flush_deleted(inner, gone)
                 .map_err(|e| ParseError::silent(Errno(-e.to_errno())))?;
@@ -390,10 +368,7 @@ impl Events {
                 i += 1;
                 continue;
             }
-            let all = ev
-                .probes
-                .iter()
-                .all(|p| p.def().is_some_and(|def| d.matches(&def, env)));
+            let all = ev.probes.iter().all(|p| deletes(ev, p));
             if !all {
                 // Some probes of a multiprobe event: those go, the event
                 // stays.
@@ -401,11 +376,7 @@ impl Events {
                 let evm = unsafe { ev.as_mut().get_unchecked_mut() };
                 let mut j = 0;
                 while j < evm.probes.len() {
-                    let hit = evm
-                        .probes
-                        .get(j)
-                        .and_then(|p| p.def())
-                        .is_some_and(|def| d.matches(&def, env));
+                    let hit = evm.probes.get(j).is_some_and(|p| deletes(evm, p));
                     if !hit {
                         j += 1;
                         continue;

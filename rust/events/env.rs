@@ -4,8 +4,7 @@
 //! kernel about a command (is a symbol there and unique, is a module loaded,
 //! is a location a function's entry, where are the fields `%pd`/`%pD`
 //! dereference), answered from kallsyms, the module list and the probe core
-//! ([`KernelEnv`]), or replayed from the answers a stored command was
-//! accepted with ([`replay`]).
+//! ([`KernelEnv`]).
 //!
 //! Process context: the lookups may sleep and allocate, and the symbol
 //! iterators take the kernel's `module_mutex`. Nothing here runs in a probe
@@ -19,9 +18,7 @@ use crate::{
     },
     kernel_ext::sync::PreemptGuard,
     kprobe::Core,
-    pure::probe_events::{
-        parse_command, Command, DentryOffsets, FuncEntry, ProbeDef, ProbeEnv, SymbolCheck,
-    },
+    pure::probe_events::{DentryOffsets, FuncEntry, ProbeEnv, SymbolCheck},
 };
 use kernel::{
     ffi::{c_char, c_int, c_ulong, c_void},
@@ -213,36 +210,4 @@ unsafe extern "C" fn count_mod_symbols(
         }
     }
     0
-}
-
-/// A parser environment that repeats the answers given when the command
-/// was accepted: for re-parsing a stored command.
-struct Replay {
-    on_entry: bool,
-}
-
-impl ProbeEnv for Replay {
-    fn dentry_offsets(&self) -> DentryOffsets {
-        kernel_dentry_offsets()
-    }
-
-    fn check_symbol(&self, _module: Option<&[u8]>, _symbol: &[u8]) -> SymbolCheck {
-        SymbolCheck::Unique
-    }
-
-    fn func_entry(&self, _symbol: &[u8], _offset: u64) -> FuncEntry {
-        if self.on_entry {
-            FuncEntry::Entry
-        } else {
-            FuncEntry::NotEntry
-        }
-    }
-}
-
-/// A stored command, parsed again with the answers it was accepted with.
-pub(super) fn replay(cmd: &[u8], on_entry: bool) -> Option<ProbeDef<'_>> {
-    match parse_command(cmd, &Replay { on_entry }) {
-        Ok(Command::Probe(d)) => Some(d),
-        _ => None,
-    }
 }

@@ -10,7 +10,7 @@
 use super::{env::KernelEnv, Events};
 use crate::{
     kernel_ext::debugfs::{SeqFile, Show, StoreLarge},
-    pure::probe_events::{error::write_error_timestamp, write_listing},
+    pure::probe_events::{error_log::write_error_timestamp, write_listing},
 };
 use core::{fmt::Write as _, sync::atomic::Ordering};
 use kernel::prelude::*;
@@ -29,10 +29,10 @@ impl Show for KprobeEventsFile {
             ksyms: events.core().ksyms(),
         };
         for ev in inner.events.iter() {
+            let names = (ev.group.as_bytes(), ev.name.as_bytes());
+            let layout = ev.layout.get();
             for p in ev.probes.iter() {
-                if let Some(def) = p.def() {
-                    let _ = write_listing(&mut *out, &def, &env);
-                }
+                let _ = write_listing(&mut *out, names, &layout, &p.spec.get(), &env);
             }
         }
         Ok(())

@@ -304,12 +304,12 @@ fn build(
         entry,
         task_size: Cell::new(0),
     };
-    let hdr = if ev.is_return {
+    let hdr = if ev.is_return() {
         KRETPROBE_HEADER
     } else {
         KPROBE_HEADER
     };
-    let room = MAX_RECORD.saturating_sub(hdr + ev.fixed_size as usize);
+    let room = MAX_RECORD.saturating_sub(hdr + ev.fixed_size());
     if probe.strings {
         // Read once, in the size pass; copied from this CPU's scratch into
         // each record. Dropped after `staged`, which borrows it.
@@ -349,7 +349,7 @@ fn emit<'a>(
     a1: usize,
     wants: c_uint,
 ) {
-    let fixed = ev.fixed_size as usize;
+    let fixed = ev.fixed_size();
     let trace = wants & RKP_TEV_TRACE != 0;
     let mut rec = RkpTevRec {
         a0: a0 as c_ulong,

@@ -59,10 +59,14 @@ use crate::{
         sync::rcu_barrier,
     },
     kprobe::{abi::RkpKprobe, Core},
-    pure::probe_events::{exec::Fast, fetch::FetchInsn, ProbeDef, FETCH_INSN_MAX},
+    pure::probe_events::{
+        exec::Fast,
+        fetch::FetchInsn,
+        layout::{Field, NoMemory, TextRef},
+        EventLayout, ProbeSpec, Store, FETCH_INSN_MAX,
+    },
 };
 use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU64};
-use env::replay;
 use kernel::{
     ffi::{c_ulong, c_void},
     new_mutex,
@@ -106,10 +110,8 @@ struct Probe {
     kp: RkpKprobe,
     rp: RkpKretprobe,
     is_return: bool,
-    /// The command as written, re-parsed to list and print the probe.
-    cmd: KVec<u8>,
-    /// Whether the location was a function entry when the command was parsed.
-    on_entry: bool,
+    /// The probe as the listing shows it.
+    spec: ProbeSpec<KVec<TextRef>, KVec<u8>>,
     /// NUL-terminated symbol name of the location, if any.
     symbol: Option<CString>,
     /// The module of a `MOD:SYM` location: a probe on a module not loaded
@@ -131,20 +133,16 @@ struct Probe {
 struct Event {
     group: CString,
     name: CString,
-    is_return: bool,
+    /// The record layout, which every probe of the event shares: for the
+    /// hit, trace output (which must not look at `probes`) and the checks
+    /// for appending a probe.
+    layout: EventLayout<KVec<Field>, KVec<u8>>,
     /// The C side: `struct rkp_tev`.
     tev: *mut c_void,
     /// Changed with both `Events::inner` and the kernel's `event_mutex`
     /// held, so that the tracing core's callbacks (which hold the latter)
     /// see it stable.
     probes: KVec<Pin<KBox<Probe>>>,
-    /// The first probe's command and whether its location was a function
-    /// entry: the argument layout, which every probe of the event shares,
-    /// for trace output (which must not look at `probes`).
-    layout_cmd: KVec<u8>,
-    layout_on_entry: bool,
-    /// Bytes of the fixed fields after the header.
-    fixed_size: u32,
     /// The trace event's `perf_on` (`rkp_tev_perf_on_off` into `tev`),
     /// set and cleared with `tev`: while it is 0 a hit records for the
     /// trace instances alone, without asking who else listens.
@@ -194,6 +192,17 @@ unsafe impl Send for Events {}
 // SAFETY: as above.
 unsafe impl Sync for Events {}
 
+/// What an event keeps of its commands is stored in `KVec`s.
+impl<T> Store<T> for KVec<T> {
+    fn try_push(&mut self, v: T) -> core::result::Result<(), NoMemory> {
+        self.push(v, GFP_KERNEL).map_err(|_| NoMemory)
+    }
+
+    fn items(&self) -> &[T] {
+        self
+    }
+}
+
 /// A probe core structure with nothing set: probes are registered
 /// disabled, and enabling their event arms them.
 fn empty_kprobe() -> RkpKprobe {
@@ -206,11 +215,6 @@ fn empty_kprobe() -> RkpKprobe {
 }
 
 impl Probe {
-    /// The probe's definition, parsed again from its command.
-    fn def(&self) -> Option<ProbeDef<'_>> {
-        replay(&self.cmd, self.on_entry)
-    }
-
     /// The probe core's structure of this probe (for a kretprobe, its entry
     /// probe), for calls that take a raw pointer.
     fn kp_ptr(&self) -> *mut RkpKprobe {
@@ -305,9 +309,14 @@ impl Events {
 }
 
 impl Event {
-    /// The argument layout's definition, for trace output.
-    fn layout(&self) -> Option<ProbeDef<'_>> {
-        replay(&self.layout_cmd, self.layout_on_entry)
+    /// A kretprobe event.
+    fn is_return(&self) -> bool {
+        self.layout.get().is_return
+    }
+
+    /// Bytes of the fixed fields after the record's header.
+    fn fixed_size(&self) -> usize {
+        self.layout.get().size as usize
     }
 
     fn is_enabled(&self) -> bool {

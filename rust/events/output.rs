@@ -90,10 +90,8 @@ pub(crate) unsafe extern "C" fn rkp_event_print_args(
 ) {
     // SAFETY: the caller's contract.
     let ev = unsafe { &*owner.cast::<Event>() };
-    let Some(def) = ev.layout() else {
-        return;
-    };
-    let hdr = if ev.is_return {
+    let layout = ev.layout.get();
+    let hdr = if layout.is_return {
         KRETPROBE_HEADER
     } else {
         KPROBE_HEADER
@@ -101,11 +99,11 @@ pub(crate) unsafe extern "C" fn rkp_event_print_args(
     let len = match usize::try_from(size) {
         Ok(n) if n > 0 => n,
         _ => {
-            let fixed_end = hdr + ev.fixed_size as usize;
+            let fixed_end = hdr + layout.size as usize;
             // SAFETY: a record rkprobes just wrote for this event has its
             // header and fixed fields (the caller's contract).
             let head = unsafe { core::slice::from_raw_parts(ent.cast::<u8>(), fixed_end) };
-            record_extent(&def, head, hdr, MAX_RECORD)
+            record_extent(&layout, head, hdr, MAX_RECORD)
         }
     };
     // SAFETY: `len` bytes of the record: its size in the ring buffer, or
@@ -114,5 +112,5 @@ pub(crate) unsafe extern "C" fn rkp_event_print_args(
     // On the stack: trace output may run where nothing may be allocated
     // (`tp_printk`, `ftrace_dump()`).
     let syms = KernelSymbols(core::cell::UnsafeCell::new(SymbolBuf::zeroed()));
-    let _ = write_record_args(&mut SeqWriter(seq), &def, rec, hdr, &syms);
+    let _ = write_record_args(&mut SeqWriter(seq), &layout, rec, hdr, &syms);
 }

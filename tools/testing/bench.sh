@@ -141,6 +141,65 @@ for row in "1 event, two registers and a string, recorded" "2 event, the same, a
 	}'
 done
 
+# The trace-read row: trace output of RN records of an event with three
+# arguments and a string, read back with one `cat trace`; rkprobes' event
+# and the kernel's, each recording alone into an emptied buffer made large
+# enough that no record is lost. The cost per record is the read's time less
+# that of reading the empty buffer. Only the print callbacks differ between
+# the two sides: the ring buffer, the iterator and the common fields are the
+# tracing core's.
+RN=${RKP_BENCH_READ_RECORDS:-100000}
+READDEF="do_sys_openat2 dfd=%di:s32 flags=+0(%dx):x64 mode=+8(%dx):u64 path=+0(%si):ustring"
+TR=/sys/kernel/tracing
+read_ns() {
+	/bin/timeit cat $TR/trace 2>&1 >/dev/null | sed -n 's/^timeit: \([0-9]*\) ns$/\1/p'
+}
+# read_row CONTROL EVENTS_DIR: "NS RECORDS", the read's time and the records
+# it printed.
+read_row() {
+	echo "p:evread $READDEF" >> $1 || return
+	echo > $TR/trace
+	echo 1 > $2/evread/enable
+	/tmp/sysloop $RN $NOFILE > /dev/null
+	echo 0 > $2/evread/enable
+	t=$(read_ns)
+	n=$(grep -c ' evread: ' $TR/trace)
+	echo "-:evread" >> $1
+	echo "$t $n"
+}
+old_kb=$(cat $TR/buffer_size_kb)
+echo $((RN / 10 + 2048)) > $TR/buffer_size_kb
+echo > $TR/trace
+empty= rd_ours= rd_nat= rd_n=
+for round in 1 2 3; do
+	echo > $TR/trace
+	empty=$(least "$empty" "$(read_ns)")
+	r=$(read_row $KE $TR/events/rkprobes)
+	rd_ours=$(least "$rd_ours" "${r% *}")
+	rd_n=${r#* }
+	if native_events; then
+		r=$(read_row $NATIVE_KE $TR/events/kprobes)
+		rd_nat=$(least "$rd_nat" "${r% *}")
+		[ "${r#* }" -ge "$RN" ] || rd_n=${r#* }
+	fi
+done
+echo > $TR/trace
+echo $old_kb > $TR/buffer_size_kb
+diag "trace read: empty $empty ours $rd_ours native $rd_nat records $rd_n"
+check "the trace-read row printed $RN records on each side" test "$rd_n" -ge "$RN" -a -n "$rd_ours"
+awk -v n=$RN -v empty="$empty" -v ours="$rd_ours" -v nat="$rd_nat" 'BEGIN {
+	o = (ours - empty) / n
+	if (nat == "") {
+		printf "# trace read, 3 arguments and a string: %d records: rkprobes %d ns/record, kernel kprobe_events not available\n", n, o
+		exit
+	}
+	k = (nat - empty) / n
+	r = 0
+	if (k > 0)
+		r = o / k
+	printf "# trace read, 3 arguments and a string: %d records: kprobes %d ns/record, rkprobes %d ns/record, rkprobes/kprobes %.2fx\n", n, k, o, r
+}'
+
 # Events at scale: the time to add 1, 64 and 1,000 events on as many
 # distinct kernel functions' entries in one write to each control file, and
 # to remove them with one write of "-:" commands; timeit's nanoseconds,

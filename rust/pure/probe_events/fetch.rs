@@ -13,11 +13,11 @@
 
 use core::fmt;
 
+use super::bytes::{ByteWrite, Fmt};
 use super::error::{Errno, ErrorCode, ParseError};
 use super::kstr::{
     at, find, head, is_alpha, is_digit, kstrtoll, kstrtoll_negated, kstrtoull, rfind, tail,
 };
-use super::print::{ByteWrite, Fmt};
 use super::types::{split_type, ArgType, Bitfield, FetchType};
 use super::{
     DentryOffsets, FETCH_INSN_MAX, MAX_ARGSTR_LEN, MAX_ARG_NAME_LEN, MAX_PROBE_EVENT_SIZE,
@@ -717,7 +717,7 @@ pub struct AutoArgName {
 
 impl AutoArgName {
     fn new(n: usize) -> AutoArgName {
-        let mut w = super::print::SliceWriter::new([0u8; 8]);
+        let mut w = super::bytes::SliceWriter::new([0u8; 8]);
         let _ = fmt::Write::write_fmt(&mut Fmt(&mut w), format_args!("arg{n}"));
         let (buf, len) = w.into_parts();
         AutoArgName {
@@ -970,7 +970,7 @@ where
     let text: &[u8] = match &layout {
         None => raw,
         Some(_) => {
-            let mut w = super::print::SliceWriter::new(&mut buf[..]);
+            let mut w = super::bytes::SliceWriter::new(&mut buf[..]);
             if write_expanded_arg(&mut w, raw, &env.offsets).is_err() {
                 return Err(ParseError::silent(Errno::ENOMEM).with_expanded());
             }

@@ -15,23 +15,39 @@
 //! Nothing here allocates: a parsed command borrows the command's text and
 //! re-parses one fetcharg at a time ([`ProbeDef::args`]). A successful
 //! [`parse_command`] has parsed every fetcharg once, so that iterating them
-//! afterwards cannot fail.
+//! afterwards cannot fail. What an accepted command leaves behind is made
+//! from its definition once ([`layout`]: the event's record layout and the
+//! probe's listing form) in storage the module owns, and read from then on
+//! without parsing: trace output, the listing, `format` and `-:` matching.
+//!
+//! Files, from the bottom up (each uses only those above it): `kstr` (the
+//! kernel's string helpers), `error` (errno and error_log codes), `bytes`
+//! (byte output), `types` (fetch types), `fetch` (a fetcharg compiled into a
+//! program), `parse` (commands), `layout` (what an event keeps), `print`
+//! (the listing and trace output), `error_log` (error_log's text); `exec`
+//! and `stage` run programs at a hit.
 
+pub mod bytes;
 pub mod error;
+pub mod error_log;
 pub mod exec;
 pub mod fetch;
 pub mod kstr;
+pub mod layout;
 pub mod parse;
 pub mod print;
 pub mod stage;
 pub mod types;
 
-pub use error::{write_error_log, Errno, ErrorCode, ErrorLog, ParseError};
+pub use bytes::ByteWrite;
+pub use error::{Errno, ErrorCode, ErrorLog, ParseError};
+pub use error_log::write_error_log;
 pub use fetch::{ArgContext, ArgName, ArgText, FetchArg, FetchInsn, FetchProgram, Register};
+pub use layout::{EventLayout, Layout, ProbeSpec, Spec, Store};
 pub use parse::{
     parse_command, Command, DeleteCmd, EventName, FetchArgs, ProbeDef, ProbeLocation, WriteLines,
 };
-pub use print::{write_listing, ByteWrite, SymbolResolver};
+pub use print::{write_listing, SymbolResolver};
 pub use types::{ArgType, Bitfield, FetchType};
 
 /// Most fetchargs a probe can have.

@@ -9,12 +9,12 @@
 
 use core::fmt;
 
+use super::bytes::{ByteWrite, Fmt, SliceWriter};
 use super::error::{Errno, ErrorCode, ParseError};
 use super::fetch::{self, ArgContext, ArgEnv, FetchArg};
 use super::kstr::{
     at, c_str, find, head, is_digit, is_space, kstrtoll, kstrtouint, kstrtoull, tail,
 };
-use super::print::{ByteWrite, Fmt, SliceWriter};
 use super::{
     DentryOffsets, FuncEntry, ProbeEnv, SymbolCheck, KRETPROBE_MAXACTIVE_MAX, MAX_DENTRY_ARGS_LEN,
     MAX_EVENT_NAME_LEN, MAX_TRACE_ARGS, WRITE_BUFSIZE,
@@ -252,46 +252,6 @@ impl<'a> ProbeDef<'a> {
     pub fn arg(&self, index: usize) -> Option<FetchArg<'a>> {
         self.args().nth(index)?.ok()
     }
-
-    /// `trace_probe_compare_arg_type()`: `None` when `other` has the same
-    /// argument names and types, else the 1-based position of the first
-    /// difference (which the kernel reports with [`ParseError::diff_arg_type`]).
-    pub fn compare_arg_types(&self, other: &ProbeDef<'_>) -> Option<usize> {
-        if self.nr_args != other.nr_args {
-            return Some(self.nr_args.min(other.nr_args) + 1);
-        }
-        for (i, (a, b)) in self.args().zip(other.args()).enumerate() {
-            match (a, b) {
-                (Ok(a), Ok(b)) if a.same_field(&b) => {}
-                _ => return Some(i + 1),
-            }
-        }
-        None
-    }
-
-    /// `trace_kprobe_has_same_kprobe()` for one probe: same symbol (address
-    /// probes all count as symbol "unknown"), offset and argument texts.
-    pub fn same_probe(&self, other: &ProbeDef<'_>) -> bool {
-        fn key<'k>(l: &ProbeLocation<'k>) -> (Option<&'k [u8]>, u32) {
-            match *l {
-                ProbeLocation::Symbol { symbol, offset } => (Some(symbol), offset),
-                ProbeLocation::Address(_) => (None, 0),
-            }
-        }
-        let (sa, oa) = key(&self.location);
-        let (sb, ob) = key(&other.location);
-        if sa != sb || oa != ob || self.nr_args != other.nr_args {
-            return false;
-        }
-        self.args().zip(other.args()).all(|(a, b)| match (a, b) {
-            (Ok(a), Ok(b)) => {
-                let mut buf = [0u8; 256];
-                let mut w = SliceWriter::new(&mut buf[..]);
-                a.comm.write_to(&mut w).is_ok() && b.comm.eq_bytes(w.as_bytes())
-            }
-            _ => false,
-        })
-    }
 }
 
 /// Iterator over a probe's fetchargs.
@@ -361,45 +321,6 @@ pub struct DeleteCmd<'a> {
     /// The arguments after `-:GRP/EVENT`, which must match the probe's
     /// listing (location, then `NAME=ARG` fetchargs) for it to be deleted.
     pub args: &'a [u8],
-}
-
-impl DeleteCmd<'_> {
-    /// `trace_kprobe_match()`: whether this command deletes `probe`. The
-    /// module deletes every matching probe and returns `-ENOENT` if none
-    /// matched.
-    pub fn matches<E: ProbeEnv + ?Sized>(&self, probe: &ProbeDef<'_>, env: &E) -> bool {
-        if !self.event.is_empty() && self.event != probe.event.as_bytes() {
-            return false;
-        }
-        if self.group.is_some_and(|g| g != probe.group) {
-            return false;
-        }
-        let mut argv = Argv::new(self.args);
-        let Some(head_arg) = argv.next() else {
-            return true;
-        };
-        // The kernel formats the location into a MAX_ARGSTR_LEN + 1 buffer.
-        let mut buf = [0u8; super::MAX_ARGSTR_LEN];
-        let mut w = SliceWriter::new(&mut buf[..]);
-        let _ = super::print::write_location(&mut w, &probe.location, env);
-        if w.as_bytes() != head_arg {
-            return false;
-        }
-        let given = argv.clone().count();
-        if probe.nr_args < given {
-            return false;
-        }
-        argv.zip(probe.args()).all(|(g, a)| {
-            let Ok(a) = a else {
-                return false;
-            };
-            let name = a.name.as_bytes();
-            match g.strip_prefix(name).and_then(|r| r.strip_prefix(b"=")) {
-                Some(comm) => a.comm.eq_bytes(comm),
-                None => false,
-            }
-        })
-    }
 }
 
 /// One command line.
@@ -713,4 +634,24 @@ fn check_meta_args(args_text: &[u8], ctx: &ArgContext) -> Result<(), ParseError>
         ));
     }
     Ok(())
+}
+
+/// Writes a probe's location as the listing shows it: `0x%p` for an
+/// address, `SYM+OFFS` (decimal) or `SYM`.
+pub fn write_location<W: ByteWrite + ?Sized, E: ProbeEnv + ?Sized>(
+    w: &mut W,
+    location: &ProbeLocation<'_>,
+    env: &E,
+) -> fmt::Result {
+    use fmt::Write as _;
+    match *location {
+        ProbeLocation::Address(addr) => write!(Fmt(w), "0x{:016x}", env.pointer_id(addr)),
+        ProbeLocation::Symbol { symbol, offset } => {
+            w.write_bytes(symbol)?;
+            if offset != 0 {
+                write!(Fmt(w), "+{offset}")?;
+            }
+            Ok(())
+        }
+    }
 }

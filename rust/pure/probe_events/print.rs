@@ -12,156 +12,38 @@
 use core::fmt;
 
 use super::super::ksym::SymbolAddr;
-use super::fetch::FetchArg;
-use super::parse::{ProbeDef, ProbeLocation};
+use super::bytes::{ByteWrite, Fmt};
+use super::layout::{FieldRef, Layout, Spec};
+use super::parse::write_location;
 use super::types::FetchType;
 use super::ProbeEnv;
 
-/// A byte sink: what the kernel's `seq_file`/`trace_seq` are.
-pub trait ByteWrite {
-    /// Appends `b`.
-    fn write_bytes(&mut self, b: &[u8]) -> fmt::Result;
-}
-
-impl<W: ByteWrite + ?Sized> ByteWrite for &mut W {
-    fn write_bytes(&mut self, b: &[u8]) -> fmt::Result {
-        (**self).write_bytes(b)
-    }
-}
-
-/// Lets `write!` format into a [`ByteWrite`].
-pub struct Fmt<'w, W: ?Sized>(pub &'w mut W);
-
-impl<W: ByteWrite + ?Sized> fmt::Write for Fmt<'_, W> {
-    fn write_str(&mut self, s: &str) -> fmt::Result {
-        self.0.write_bytes(s.as_bytes())
-    }
-}
-
-/// A [`ByteWrite`] over a `core::fmt::Write`: bytes that are not UTF-8
-/// (which the kernel would copy verbatim) become U+FFFD.
-pub struct FmtWriter<'w, W: ?Sized>(pub &'w mut W);
-
-impl<W: fmt::Write + ?Sized> ByteWrite for FmtWriter<'_, W> {
-    fn write_bytes(&mut self, b: &[u8]) -> fmt::Result {
-        // `<[u8]>::utf8_chunks` would do, but the kernel's minimum Rust
-        // version (1.78) predates it.
-        let mut rest = b;
-        while !rest.is_empty() {
-            match core::str::from_utf8(rest) {
-                Ok(s) => return self.0.write_str(s),
-                Err(e) => {
-                    let (valid, after) = rest.split_at(e.valid_up_to());
-                    // `valid_up_to` bytes are valid UTF-8 by definition.
-                    self.0
-                        .write_str(core::str::from_utf8(valid).unwrap_or(""))?;
-                    self.0.write_char(char::REPLACEMENT_CHARACTER)?;
-                    let skip = e.error_len().unwrap_or(after.len()).max(1);
-                    rest = after.get(skip..).unwrap_or(&[]);
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
-/// A [`ByteWrite`] into a fixed buffer; fails when the buffer is full,
-/// keeping what fitted.
-pub struct SliceWriter<B> {
-    buf: B,
-    len: usize,
-}
-
-impl<B: AsMut<[u8]> + AsRef<[u8]>> SliceWriter<B> {
-    /// An empty writer over `buf`.
-    pub fn new(buf: B) -> SliceWriter<B> {
-        SliceWriter { buf, len: 0 }
-    }
-
-    /// Bytes written so far.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether nothing was written.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// The bytes written.
-    pub fn as_bytes(&self) -> &[u8] {
-        self.buf.as_ref().get(..self.len).unwrap_or(&[])
-    }
-
-    /// The buffer and the number of bytes written.
-    pub fn into_parts(self) -> (B, usize) {
-        (self.buf, self.len)
-    }
-}
-
-impl<B: AsMut<[u8]> + AsRef<[u8]>> ByteWrite for SliceWriter<B> {
-    fn write_bytes(&mut self, b: &[u8]) -> fmt::Result {
-        let buf = self.buf.as_mut();
-        let room = buf.len().saturating_sub(self.len);
-        let n = b.len().min(room);
-        if let (Some(dst), Some(src)) = (buf.get_mut(self.len..self.len + n), b.get(..n)) {
-            dst.copy_from_slice(src);
-        }
-        self.len += n;
-        if n < b.len() {
-            Err(fmt::Error)
-        } else {
-            Ok(())
-        }
-    }
-}
-
-/// Writes a probe's location as the listing shows it: `0x%p` for an
-/// address, `SYM+OFFS` (decimal) or `SYM`.
-pub fn write_location<W: ByteWrite + ?Sized, E: ProbeEnv + ?Sized>(
-    w: &mut W,
-    location: &ProbeLocation<'_>,
-    env: &E,
-) -> fmt::Result {
-    use fmt::Write as _;
-    match *location {
-        ProbeLocation::Address(addr) => write!(Fmt(w), "0x{:016x}", env.pointer_id(addr)),
-        ProbeLocation::Symbol { symbol, offset } => {
-            w.write_bytes(symbol)?;
-            if offset != 0 {
-                write!(Fmt(w), "+{offset}")?;
-            }
-            Ok(())
-        }
-    }
-}
-
-/// Writes one line of `cat kprobe_events` for `def`, newline included:
+/// Writes one line of `cat kprobe_events` for the probe `spec` of the
+/// event `GROUP/EVENT` of `layout`, newline included:
 /// `p:GRP/EVENT SYM+OFFS NAME=ARG...`, `r16:...` with a maxactive.
 pub fn write_listing<W: ByteWrite + ?Sized, E: ProbeEnv + ?Sized>(
     w: &mut W,
-    def: &ProbeDef<'_>,
+    (group, event): (&[u8], &[u8]),
+    layout: &Layout<'_>,
+    spec: &Spec<'_>,
     env: &E,
 ) -> fmt::Result {
     use fmt::Write as _;
-    w.write_bytes(if def.is_return { b"r" } else { b"p" })?;
-    if def.is_return && def.maxactive != 0 {
-        write!(Fmt(w), "{}", def.maxactive)?;
+    w.write_bytes(if layout.is_return { b"r" } else { b"p" })?;
+    if layout.is_return && spec.maxactive != 0 {
+        write!(Fmt(w), "{}", spec.maxactive)?;
     }
     w.write_bytes(b":")?;
-    w.write_bytes(def.group)?;
+    w.write_bytes(group)?;
     w.write_bytes(b"/")?;
-    w.write_bytes(def.event.as_bytes())?;
+    w.write_bytes(event)?;
     w.write_bytes(b" ")?;
-    write_location(w, &def.location, env)?;
-    for arg in def.args() {
-        let Ok(arg) = arg else {
-            return Err(fmt::Error);
-        };
+    write_location(w, &spec.location(), env)?;
+    for (field, comm) in layout.fields().zip(spec.comms()) {
         w.write_bytes(b" ")?;
-        w.write_bytes(arg.name.as_bytes())?;
+        w.write_bytes(field.name)?;
         w.write_bytes(b"=")?;
-        arg.comm.write_to(w)?;
+        w.write_bytes(comm)?;
     }
     w.write_bytes(b"\n")
 }
@@ -283,7 +165,7 @@ pub fn write_element<W: ByteWrite + ?Sized, R: SymbolResolver + ?Sized>(
 /// scalar, the array's count otherwise).
 pub fn write_arg_value<'d, W, R, I>(
     w: &mut W,
-    arg: &FetchArg<'_>,
+    arg: &FieldRef<'_>,
     elems: I,
     resolver: &R,
 ) -> fmt::Result
@@ -293,7 +175,7 @@ where
     I: IntoIterator<Item = Element<'d>>,
 {
     w.write_bytes(b" ")?;
-    w.write_bytes(arg.name.as_bytes())?;
+    w.write_bytes(arg.name)?;
     w.write_bytes(b"=")?;
     let mut elems = elems.into_iter();
     if arg.ty.count == 0 {
@@ -327,7 +209,7 @@ fn data_loc_at(rec: &[u8], at: usize) -> Option<u32> {
 pub fn record_element<'r>(
     rec: &'r [u8],
     header_size: usize,
-    arg: &FetchArg<'_>,
+    arg: &FieldRef<'_>,
     j: u32,
 ) -> Element<'r> {
     let esize = arg.ty.base.size() as usize;
@@ -357,16 +239,16 @@ pub fn record_element<'r>(
     }
 }
 
-/// The extent of a record of `def` that rkprobes itself wrote, from its
+/// The extent of a record of `layout` that rkprobes itself wrote, from its
 /// own layout: the header and fixed fields, and the string data their
 /// `__data_loc` words describe, at most `max`. `head` holds at least the
 /// header and the fixed fields. For printing a record whose size the
 /// tracing core does not say (`tp_printk` prints as the record is
 /// committed), never for records read back from a ring buffer.
-pub fn record_extent(def: &ProbeDef<'_>, head: &[u8], header_size: usize, max: usize) -> usize {
-    let fixed_end = header_size.saturating_add(def.size as usize);
+pub fn record_extent(layout: &Layout<'_>, head: &[u8], header_size: usize, max: usize) -> usize {
+    let fixed_end = header_size.saturating_add(layout.size as usize);
     let mut extent = fixed_end.min(max);
-    for a in def.args().flatten() {
+    for a in layout.fields() {
         if !a.ty.base.is_string() {
             continue;
         }
@@ -386,20 +268,19 @@ pub fn record_extent(def: &ProbeDef<'_>, head: &[u8], header_size: usize, max: u
     extent
 }
 
-/// Writes ` NAME=VALUE` for every fetcharg of `def` from the record `rec`
+/// Writes ` NAME=VALUE` for every field of `layout` from the record `rec`
 /// (the kernel's `trace_probe_print_args()`), reading only bytes of `rec`:
-/// a record shorter than `def`'s layout (a stale record of an earlier
+/// a record shorter than the layout (a stale record of an earlier
 /// event with the same id, say) prints [`OVERFLOW_STRING`] for what it
 /// does not hold.
 pub fn write_record_args<W: ByteWrite + ?Sized, R: SymbolResolver + ?Sized>(
     w: &mut W,
-    def: &ProbeDef<'_>,
+    layout: &Layout<'_>,
     rec: &[u8],
     header_size: usize,
     resolver: &R,
 ) -> fmt::Result {
-    for a in def.args() {
-        let a = a.map_err(|_| fmt::Error)?;
+    for a in layout.fields() {
         let elems = (0..a.ty.count.max(1)).map(|j| record_element(rec, header_size, &a, j));
         write_arg_value(w, &a, elems, resolver)?;
     }
@@ -408,18 +289,17 @@ pub fn write_record_args<W: ByteWrite + ?Sized, R: SymbolResolver + ?Sized>(
 
 /// Writes the event's `print fmt` line as `__set_print_fmt()` builds it
 /// (without the `print fmt: ` prefix).
-pub fn write_print_fmt<W: ByteWrite + ?Sized>(w: &mut W, def: &ProbeDef<'_>) -> fmt::Result {
+pub fn write_print_fmt<W: ByteWrite + ?Sized>(w: &mut W, layout: &Layout<'_>) -> fmt::Result {
     use fmt::Write as _;
-    let (fmt_head, fmt_args) = if def.is_return {
+    let (fmt_head, fmt_args) = if layout.is_return {
         ("(%lx <- %lx)", ", REC->__probe_func, REC->__probe_ret_ip")
     } else {
         ("(%lx)", ", REC->__probe_ip")
     };
     write!(Fmt(w), "\"{fmt_head}")?;
-    for arg in def.args() {
-        let arg = arg.map_err(|_| fmt::Error)?;
+    for arg in layout.fields() {
         w.write_bytes(b" ")?;
-        w.write_bytes(arg.name.as_bytes())?;
+        w.write_bytes(arg.name)?;
         w.write_bytes(b"=")?;
         let f = arg.ty.base.print_fmt();
         if arg.ty.count != 0 {
@@ -433,8 +313,7 @@ pub fn write_print_fmt<W: ByteWrite + ?Sized>(w: &mut W, def: &ProbeDef<'_>) -> 
         }
     }
     write!(Fmt(w), "\"{fmt_args}")?;
-    for arg in def.args() {
-        let arg = arg.map_err(|_| fmt::Error)?;
+    for arg in layout.fields() {
         let (pre, post) = if arg.ty.base.is_string() {
             (", __get_str(", ")")
         } else {
@@ -443,12 +322,12 @@ pub fn write_print_fmt<W: ByteWrite + ?Sized>(w: &mut W, def: &ProbeDef<'_>) -> 
         let count = arg.ty.count;
         if count == 0 {
             w.write_bytes(pre.as_bytes())?;
-            w.write_bytes(arg.name.as_bytes())?;
+            w.write_bytes(arg.name)?;
             w.write_bytes(post.as_bytes())?;
         } else {
             for j in 0..count {
                 w.write_bytes(pre.as_bytes())?;
-                w.write_bytes(arg.name.as_bytes())?;
+                w.write_bytes(arg.name)?;
                 write!(Fmt(w), "[{j}]{post}")?;
             }
         }
@@ -525,12 +404,5 @@ mod tests {
         let mut b = Buf(std::vec::Vec::new());
         write_symbol(&mut b, 0x1010, &OneSym).unwrap();
         assert_eq!(b.0, b"vfs_read+0x10/0x100 [ext4]");
-    }
-
-    #[test]
-    fn slice_writer_truncates() {
-        let mut w = SliceWriter::new([0u8; 4]);
-        assert!(w.write_bytes(b"abcdef").is_err());
-        assert_eq!(w.as_bytes(), b"abcd");
     }
 }

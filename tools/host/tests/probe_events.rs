@@ -8,7 +8,8 @@ mod probe_events_support;
 
 use probe_events_support::*;
 use rkprobes_host::pure::probe_events::{
-    error::{write_command_and_caret, ErrorCode as E},
+    error::ErrorCode as E,
+    error_log::write_command_and_caret,
     fetch::{FetchInsn as I, Register},
     parse::{split_symbol_offset, Argv},
     print::{write_arg_value, write_print_fmt, Element, NoSymbols},
@@ -730,8 +731,8 @@ fn dentry_args() {
 // kprobe_multiprobe.tc and deletion.
 #[test]
 fn deletion() {
-    let def1 = probe("p:kprobes/testevent kernel_clone");
-    let def2 = probe("p:kprobes/testevent do_exit");
+    let def1 = Kept::new(&probe("p:kprobes/testevent kernel_clone"));
+    let def2 = Kept::new(&probe("p:kprobes/testevent do_exit"));
     fn del(s: &str) -> DeleteCmd<'_> {
         match parse(s) {
             Ok(Command::Delete(d)) => d,
@@ -739,9 +740,9 @@ fn deletion() {
         }
     }
     let d = del("-:kprobes/testevent");
-    assert!(d.matches(&def1, &MockEnv) && d.matches(&def2, &MockEnv));
+    assert!(def1.deleted_by(&d) && def2.deleted_by(&d));
     let d = del("-:kprobes/testevent kernel_clone");
-    assert!(d.matches(&def1, &MockEnv) && !d.matches(&def2, &MockEnv));
+    assert!(def1.deleted_by(&d) && !def2.deleted_by(&d));
     let d = del("-:testevent");
     assert_eq!(
         d,
@@ -751,62 +752,77 @@ fn deletion() {
             args: b""
         }
     );
-    assert!(d.matches(&def1, &MockEnv));
-    assert!(del("-:kprobes/").matches(&def1, &MockEnv));
-    assert!(!del("-:other/").matches(&def1, &MockEnv));
-    assert!(!del("-:/testevent").matches(&def1, &MockEnv));
-    assert!(!del("-:testevent2").matches(&def1, &MockEnv));
+    assert!(def1.deleted_by(&d));
+    assert!(def1.deleted_by(&del("-:kprobes/")));
+    assert!(!def1.deleted_by(&del("-:other/")));
+    assert!(!def1.deleted_by(&del("-:/testevent")));
+    assert!(!def1.deleted_by(&del("-:testevent2")));
     check_silent("-:", Errno::EINVAL);
     check_silent("-", Errno::EINVAL);
     check_silent("-foo", Errno::EINVAL);
     check_silent("-x:foo", Errno::EINVAL);
 
     // Arguments must match the listing, as a prefix of the probe's args.
-    let def = probe("p:ev vfs_read+8 a=%ax b=+0(%si):u32");
-    assert!(del("-:ev vfs_read+8").matches(&def, &MockEnv));
-    assert!(del("-:ev vfs_read+8 a=%ax").matches(&def, &MockEnv));
-    assert!(del("-:ev vfs_read+8 a=%ax b=+0(%si):u32").matches(&def, &MockEnv));
-    assert!(!del("-:ev vfs_read+8 a=%ax b=+0(%si):u32 c=%bx").matches(&def, &MockEnv));
-    assert!(!del("-:ev vfs_read+0x8").matches(&def, &MockEnv));
-    assert!(!del("-:ev vfs_read+8 %ax").matches(&def, &MockEnv));
-    assert!(!del("-:ev vfs_read+8 a=%bx").matches(&def, &MockEnv));
-    let def = probe("p:ev 0x1000");
-    assert!(del("-:ev 0x0000000000001000").matches(&def, &MockEnv));
-    assert!(!del("-:ev 0x1000").matches(&def, &MockEnv));
-    let def = probe("p:ev dput $arg1:%pd");
-    assert!(del("-:ev dput arg1=+0x0(+0x28($arg1)):string").matches(&def, &MockEnv));
-    assert!(!del("-:ev dput arg1=$arg1:%pd").matches(&def, &MockEnv));
+    let def = Kept::new(&probe("p:ev vfs_read+8 a=%ax b=+0(%si):u32"));
+    assert!(def.deleted_by(&del("-:ev vfs_read+8")));
+    assert!(def.deleted_by(&del("-:ev vfs_read+8 a=%ax")));
+    assert!(def.deleted_by(&del("-:ev vfs_read+8 a=%ax b=+0(%si):u32")));
+    assert!(!def.deleted_by(&del("-:ev vfs_read+8 a=%ax b=+0(%si):u32 c=%bx")));
+    assert!(!def.deleted_by(&del("-:ev vfs_read+0x8")));
+    assert!(!def.deleted_by(&del("-:ev vfs_read+8 %ax")));
+    assert!(!def.deleted_by(&del("-:ev vfs_read+8 a=%bx")));
+    let def = Kept::new(&probe("p:ev 0x1000"));
+    assert!(def.deleted_by(&del("-:ev 0x0000000000001000")));
+    assert!(!def.deleted_by(&del("-:ev 0x1000")));
+    let def = Kept::new(&probe("p:ev dput $arg1:%pd"));
+    assert!(def.deleted_by(&del("-:ev dput arg1=+0x0(+0x28($arg1)):string")));
+    assert!(!def.deleted_by(&del("-:ev dput arg1=$arg1:%pd")));
 }
 
 #[test]
 fn appending_to_events() {
-    let a = probe("p:kprobes/testevent kernel_clone abcd=\\1");
+    let a = Kept::new(&probe("p:kprobes/testevent kernel_clone abcd=\\1"));
     assert_eq!(
-        a.compare_arg_types(&probe("p:kprobes/testevent kernel_clone bcd=\\1")),
+        a.layout()
+            .compare_arg_types(&probe("p:kprobes/testevent kernel_clone bcd=\\1")),
         Some(1)
     );
     assert_eq!(
-        a.compare_arg_types(&probe("p:kprobes/testevent kernel_clone abcd=\\1:u8")),
+        a.layout()
+            .compare_arg_types(&probe("p:kprobes/testevent kernel_clone abcd=\\1:u8")),
         Some(1)
     );
     assert_eq!(
-        a.compare_arg_types(&probe("p:kprobes/testevent kernel_clone abcd=\\\"foo\"")),
+        a.layout()
+            .compare_arg_types(&probe("p:kprobes/testevent kernel_clone abcd=\\\"foo\"")),
         Some(1)
     );
     assert_eq!(
-        a.compare_arg_types(&probe("p:kprobes/testevent kernel_clone")),
+        a.layout()
+            .compare_arg_types(&probe("p:kprobes/testevent kernel_clone")),
         Some(1)
     );
     assert_eq!(
-        a.compare_arg_types(&probe("p:kprobes/testevent do_exit abcd=\\2")),
+        a.layout()
+            .compare_arg_types(&probe("p:kprobes/testevent do_exit abcd=\\2")),
         None
     );
-    assert!(a.same_probe(&probe("p:kprobes/testevent kernel_clone abcd=\\1")));
-    assert!(!a.same_probe(&probe("p:kprobes/testevent kernel_clone abcd=\\2")));
-    assert!(!a.same_probe(&probe("p:kprobes/testevent do_exit abcd=\\1")));
+    assert!(a
+        .spec()
+        .same_probe(&probe("p:kprobes/testevent kernel_clone abcd=\\1")));
+    assert!(!a
+        .spec()
+        .same_probe(&probe("p:kprobes/testevent kernel_clone abcd=\\2")));
+    assert!(!a
+        .spec()
+        .same_probe(&probe("p:kprobes/testevent do_exit abcd=\\1")));
     // Bitfields compare as their container type.
-    let b = probe("p:e vfs_read x=%ax:b4@4/32");
-    assert_eq!(b.compare_arg_types(&probe("p:e vfs_read x=%ax:u32")), None);
+    let b = Kept::new(&probe("p:e vfs_read x=%ax:b4@4/32"));
+    assert_eq!(
+        b.layout()
+            .compare_arg_types(&probe("p:e vfs_read x=%ax:u32")),
+        None
+    );
     // The kernel's errors for these cases, with their positions.
     let cmd = b"p:kprobes/testevent kernel_clone bcd=\\1";
     let e = ParseError::diff_arg_type(1);
@@ -872,17 +888,19 @@ fn listing_forms() {
 
 #[test]
 fn print_formats() {
-    let def = probe("p:e vfs_read a=%ax:u8 s=+0(%si):string arr=+0(%di):x16[3]");
+    let def = Kept::new(&probe(
+        "p:e vfs_read a=%ax:u8 s=+0(%si):string arr=+0(%di):x16[3]",
+    ));
     let mut b = Buf::default();
-    write_print_fmt(&mut b, &def).unwrap();
+    write_print_fmt(&mut b, &def.layout()).unwrap();
     assert_eq!(
         b.text(),
         "\"(%lx) a=%u s=\\\"%s\\\" arr={0x%x,0x%x,0x%x}\", REC->__probe_ip, REC->a, \
          __get_str(s), REC->arr[0], REC->arr[1], REC->arr[2]"
     );
-    let def = probe("r:e vfs_read $retval:s32");
+    let def = Kept::new(&probe("r:e vfs_read $retval:s32"));
     let mut b = Buf::default();
-    write_print_fmt(&mut b, &def).unwrap();
+    write_print_fmt(&mut b, &def.layout()).unwrap();
     assert_eq!(
         b.text(),
         "\"(%lx <- %lx) arg1=%d\", REC->__probe_func, REC->__probe_ret_ip, REC->arg1"
@@ -891,8 +909,10 @@ fn print_formats() {
 
 #[test]
 fn trace_values() {
-    let def = probe("p:e vfs_read arr=+0(%di):x16[3] s=+0(%si):string[2] c=%ax:char");
-    let args: Vec<_> = def.args().map(|a| a.unwrap()).collect();
+    let def = Kept::new(&probe(
+        "p:e vfs_read arr=+0(%di):x16[3] s=+0(%si):string[2] c=%ax:char",
+    ));
+    let args: Vec<_> = def.layout().fields().collect();
     let mut b = Buf::default();
     write_arg_value(
         &mut b,
@@ -1027,7 +1047,7 @@ fn stack_footprint() {
 
 #[test]
 fn error_log_timestamp() {
-    use rkprobes_host::pure::probe_events::error::write_error_timestamp;
+    use rkprobes_host::pure::probe_events::error_log::write_error_timestamp;
     let mut b = Buf::default();
     write_error_timestamp(&mut b, 12_345_678_901).unwrap();
     assert_eq!(b.text(), "[   12.345678] ");

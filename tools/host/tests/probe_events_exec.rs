@@ -5,6 +5,9 @@
 //! runs its programs as the module will, and checks the record byte by byte
 //! against the layout the kernel's `store_trace_args()` produces.
 
+mod probe_events_support;
+
+use probe_events_support::Kept;
 use rkprobes_host::pure::probe_events::{
     exec::{
         always_stores, data_loc_len, data_loc_offset, data_size, process, store_args, ArgLayout,
@@ -600,7 +603,8 @@ fn printed(cmd: &str, rec: &[u8]) -> String {
         }
     }
     let mut out = Out(Vec::new());
-    write_record_args(&mut out, &def(cmd), rec, HDR, &NoSymbols).unwrap();
+    let kept = Kept::new(&def(cmd));
+    write_record_args(&mut out, &kept.layout(), rec, HDR, &NoSymbols).unwrap();
     String::from_utf8_lossy(&out.0).into_owned()
 }
 
@@ -614,7 +618,8 @@ fn records_print_as_written() {
         " a=0x1122334455667788 path=\"/etc/passwd\" n=17185"
     );
     // The extent rkprobes computes for tp_printk is the record's own.
-    assert_eq!(record_extent(&def(cmd), &rec, HDR, 4000), rec.len());
+    let kept = Kept::new(&def(cmd));
+    assert_eq!(record_extent(&kept.layout(), &rec, HDR, 4000), rec.len());
 }
 
 #[test]

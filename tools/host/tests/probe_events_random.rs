@@ -13,7 +13,8 @@ mod probe_events_support;
 
 use probe_events_support::*;
 use rkprobes_host::pure::probe_events::{
-    error::{write_error_log, Errno},
+    error::Errno,
+    error_log::write_error_log,
     exec::{data_size, store_args, ArgLayout, FetchEnv},
     fetch::{FetchInsn, Register},
     parse_command,
@@ -206,7 +207,7 @@ fn listing_parses_back_to_the_same_probe() {
         // The listing also deletes it, by name and by full definition.
         let del = format!("-:{}", &listed[listed.find(':').unwrap() + 1..]);
         match parse(&del) {
-            Ok(Command::Delete(d)) => assert!(d.matches(&def, &MockEnv), "{del:?}"),
+            Ok(Command::Delete(d)) => assert!(Kept::new(&def).deleted_by(&d), "{del:?}"),
             other => panic!("{del:?}: {other:?}"),
         }
     }
@@ -338,15 +339,17 @@ fn run_and_print(def: &ProbeDef<'_>, seed: u64) {
     let dsize = data_size(&layout, &env).min(MAX_RECORD.saturating_sub(HDR + fixed));
     let mut rec = vec![0u8; HDR + fixed + dsize];
     store_args(&layout, &env, &mut rec, HDR, fixed, dsize);
-    let extent = record_extent(def, &rec, HDR, MAX_RECORD);
+    let kept = Kept::new(def);
+    let layout = kept.layout();
+    let extent = record_extent(&layout, &rec, HDR, MAX_RECORD);
     assert!(extent <= rec.len(), "{extent} > {}", rec.len());
     let mut b = Buf::default();
-    write_record_args(&mut b, def, &rec, HDR, &NoSymbols).unwrap();
+    write_record_args(&mut b, &layout, &rec, HDR, &NoSymbols).unwrap();
     let cut = (seed as usize) % (rec.len() + 1);
-    write_record_args(&mut b, def, &rec[..cut], HDR, &NoSymbols).unwrap();
+    write_record_args(&mut b, &layout, &rec[..cut], HDR, &NoSymbols).unwrap();
     // Arbitrary bytes, as a stale record of another event would hold.
     let junk: Vec<u8> = (0..cut).map(|i| (seed >> (i % 57)) as u8).collect();
-    write_record_args(&mut b, def, &junk, HDR, &NoSymbols).unwrap();
+    write_record_args(&mut b, &layout, &junk, HDR, &NoSymbols).unwrap();
 }
 
 /// Parses `input` and checks everything that follows from the answer;
@@ -361,14 +364,19 @@ fn exercise(input: &[u8]) -> bool {
             }
         }
         Ok(Command::Probe(def)) => {
+            let kept = Kept::new(&def);
             let mut b = Buf::default();
-            rkprobes_host::pure::probe_events::write_listing(&mut b, &def, &MockEnv).unwrap();
-            write_print_fmt(&mut b, &def).unwrap();
+            b.0.extend_from_slice(kept.listing().as_bytes());
+            write_print_fmt(&mut b, &kept.layout()).unwrap();
             let data = [0xa5u8; 8];
             let mut n = 0;
-            for a in def.args() {
+            for (a, f) in def.args().zip(kept.layout().fields()) {
                 let a = a.expect("validated argument failed to parse");
                 assert!(a.program.insns().len() <= 16);
+                assert_eq!(
+                    (f.name, f.ty, f.offset),
+                    (a.name.as_bytes(), a.ty, a.offset)
+                );
                 let elems = (0..a.ty.count.max(1)).map(|i| {
                     if a.ty.base.is_string() {
                         Element::Str((i % 2 == 0).then_some(&b"s\0"[..]))
@@ -376,7 +384,7 @@ fn exercise(input: &[u8]) -> bool {
                         Element::Scalar(&data)
                     }
                 });
-                write_arg_value(&mut b, &a, elems, &NoSymbols).unwrap();
+                write_arg_value(&mut b, &f, elems, &NoSymbols).unwrap();
                 n += 1;
             }
             assert_eq!(n, def.nr_args);
@@ -388,8 +396,7 @@ fn exercise(input: &[u8]) -> bool {
         }
         Ok(Command::Delete(d)) => {
             let cmd = "p:e vfs_read+8 a=%ax";
-            let def = probe(cmd);
-            let _ = d.matches(&def, &MockEnv);
+            let _ = Kept::new(&probe(cmd)).deleted_by(&d);
         }
         Ok(Command::Empty) => {}
     }

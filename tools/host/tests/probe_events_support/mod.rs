@@ -8,8 +8,12 @@
 use std::fmt;
 
 use rkprobes_host::pure::probe_events::{
-    error::write_error_log, parse_command, print::write_listing, ByteWrite, Command, FuncEntry,
-    ParseError, ProbeDef, ProbeEnv, SymbolCheck,
+    error_log::write_error_log,
+    layout::{Field, NoMemory, TextRef},
+    parse_command,
+    print::write_listing,
+    ByteWrite, Command, DeleteCmd, EventLayout, FuncEntry, Layout, ParseError, ProbeDef, ProbeEnv,
+    ProbeSpec, Spec, Store, SymbolCheck,
 };
 
 /// Symbols of the pretend vmlinux.
@@ -99,11 +103,82 @@ pub fn probe(cmd: &str) -> ProbeDef<'_> {
     }
 }
 
+/// A `Vec` as the storage of what an event keeps.
+#[derive(Debug)]
+pub struct VecStore<T>(pub Vec<T>);
+
+impl<T> Default for VecStore<T> {
+    fn default() -> Self {
+        VecStore(Vec::new())
+    }
+}
+
+impl<T> Store<T> for VecStore<T> {
+    fn try_push(&mut self, v: T) -> Result<(), NoMemory> {
+        self.0.push(v);
+        Ok(())
+    }
+
+    fn items(&self) -> &[T] {
+        &self.0
+    }
+}
+
+/// What the module keeps of an accepted command: the event's names, its
+/// layout and the probe's listing form.
+pub struct Kept {
+    pub group: Vec<u8>,
+    pub event: Vec<u8>,
+    pub layout: EventLayout<VecStore<Field>, VecStore<u8>>,
+    pub spec: ProbeSpec<VecStore<TextRef>, VecStore<u8>>,
+}
+
+impl Kept {
+    pub fn new(def: &ProbeDef<'_>) -> Kept {
+        Kept {
+            group: def.group.to_vec(),
+            event: def.event.as_bytes().to_vec(),
+            layout: EventLayout::new(def, VecStore::default(), VecStore::default()).unwrap(),
+            spec: ProbeSpec::new(def, VecStore::default(), VecStore::default()).unwrap(),
+        }
+    }
+
+    pub fn layout(&self) -> Layout<'_> {
+        self.layout.get()
+    }
+
+    pub fn spec(&self) -> Spec<'_> {
+        self.spec.get()
+    }
+
+    /// Whether `d` deletes this probe.
+    pub fn deleted_by(&self, d: &DeleteCmd<'_>) -> bool {
+        d.matches(
+            (&self.group, &self.event),
+            &self.layout(),
+            &self.spec(),
+            &MockEnv,
+        )
+    }
+
+    /// `cat kprobe_events` for the probe, newline included.
+    pub fn listing(&self) -> String {
+        let mut b = Buf::default();
+        write_listing(
+            &mut b,
+            (&self.group, &self.event),
+            &self.layout(),
+            &self.spec(),
+            &MockEnv,
+        )
+        .unwrap();
+        b.text()
+    }
+}
+
 /// `cat kprobe_events` for one probe, without the newline.
 pub fn listing(def: &ProbeDef<'_>) -> String {
-    let mut b = Buf::default();
-    write_listing(&mut b, def, &MockEnv).unwrap();
-    let mut s = b.text();
+    let mut s = Kept::new(def).listing();
     assert_eq!(s.pop(), Some('\n'));
     s
 }

@@ -1,0 +1,366 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! What a probe event keeps of its commands: made once, when the command is
+//! accepted, and read from then on without parsing any text again.
+//!
+//! - [`EventLayout`]: the event's record (its fields' names, types and
+//!   offsets, whether it is a return event, the fixed size), which every
+//!   probe of a multiprobe event shares. Trace output, the `format` file's
+//!   fields and `print fmt`, and the checks for appending a probe read it.
+//! - [`ProbeSpec`]: one probe as `kprobe_events` lists it (location,
+//!   maxactive, each fetcharg's text after `NAME=`). The listing and the
+//!   `-:` matching read it.
+//!
+//! Both keep their items in storage the caller owns ([`Store`]: a `KVec` in
+//! the module, a `Vec` in host tests), so that this code allocates nothing
+//! itself; texts live in one byte store and are referred to by [`TextRef`].
+//! The views ([`Layout`], [`Spec`]) borrow that storage and are what the
+//! printers take.
+
+use core::fmt;
+
+use super::bytes::{ByteWrite, SliceWriter};
+use super::error::{Errno, ParseError};
+use super::parse::{write_location, Argv, DeleteCmd, ProbeDef, ProbeLocation};
+use super::types::ArgType;
+use super::{ProbeEnv, MAX_ARGSTR_LEN};
+
+/// No room to store an item.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NoMemory;
+
+/// Growable storage owned by the caller.
+pub trait Store<T> {
+    /// Appends `v`, or fails without memory.
+    fn try_push(&mut self, v: T) -> Result<(), NoMemory>;
+    /// The items stored so far.
+    fn items(&self) -> &[T];
+}
+
+/// Where a text is in a byte store.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct TextRef {
+    at: u32,
+    len: u32,
+}
+
+impl TextRef {
+    /// The text in `store` (empty if `store` does not hold it).
+    fn get(self, store: &[u8]) -> &[u8] {
+        store
+            .get(self.at as usize..)
+            .and_then(|t| t.get(..self.len as usize))
+            .unwrap_or(&[])
+    }
+}
+
+/// Appends what is written to a byte store.
+struct Appender<'s, S: ?Sized> {
+    store: &'s mut S,
+    full: bool,
+}
+
+impl<S: Store<u8> + ?Sized> ByteWrite for Appender<'_, S> {
+    fn write_bytes(&mut self, b: &[u8]) -> fmt::Result {
+        for &c in b {
+            if self.store.try_push(c).is_err() {
+                self.full = true;
+                return Err(fmt::Error);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Stores the text `write` produces and says where it is.
+fn push_text<S, F>(store: &mut S, write: F) -> Result<TextRef, NoMemory>
+where
+    S: Store<u8> + ?Sized,
+    F: FnOnce(&mut Appender<'_, S>) -> fmt::Result,
+{
+    let at = store.items().len();
+    let mut a = Appender { store, full: false };
+    if write(&mut a).is_err() || a.full {
+        return Err(NoMemory);
+    }
+    let len = a.store.items().len() - at;
+    match (u32::try_from(at), u32::try_from(len)) {
+        (Ok(at), Ok(len)) => Ok(TextRef { at, len }),
+        _ => Err(NoMemory),
+    }
+}
+
+/// Why a description could not be made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BuildError {
+    /// No memory for it.
+    NoMemory,
+    /// A fetcharg of the definition does not parse: the definition did not
+    /// come from a successful [`parse_command`](super::parse_command).
+    Parse(ParseError),
+}
+
+impl From<NoMemory> for BuildError {
+    fn from(_: NoMemory) -> BuildError {
+        BuildError::NoMemory
+    }
+}
+
+impl BuildError {
+    /// The error the command fails with.
+    pub fn to_parse_error(self) -> ParseError {
+        match self {
+            BuildError::NoMemory => ParseError::silent(Errno::ENOMEM),
+            BuildError::Parse(e) => e,
+        }
+    }
+}
+
+/// One field of an event's record, after the header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Field {
+    name: TextRef,
+    ty: ArgType,
+    offset: u32,
+}
+
+/// A field, with its name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FieldRef<'a> {
+    /// The field's name (`NAME=`, or `argN`).
+    pub name: &'a [u8],
+    /// Its type.
+    pub ty: ArgType,
+    /// Its offset in the record, after the header.
+    pub offset: u32,
+}
+
+/// An event's record layout, owned.
+#[derive(Debug)]
+pub struct EventLayout<F, T> {
+    is_return: bool,
+    size: u32,
+    fields: F,
+    text: T,
+}
+
+impl<F: Store<Field>, T: Store<u8>> EventLayout<F, T> {
+    /// The layout of `def`'s event, kept in `fields` and `text` (empty).
+    pub fn new(def: &ProbeDef<'_>, mut fields: F, mut text: T) -> Result<Self, BuildError> {
+        for a in def.args() {
+            let a = a.map_err(BuildError::Parse)?;
+            let name = push_text(&mut text, |w| w.write_bytes(a.name.as_bytes()))?;
+            fields.try_push(Field {
+                name,
+                ty: a.ty,
+                offset: a.offset,
+            })?;
+        }
+        Ok(EventLayout {
+            is_return: def.is_return,
+            size: def.size,
+            fields,
+            text,
+        })
+    }
+
+    /// The layout, to read.
+    pub fn get(&self) -> Layout<'_> {
+        Layout {
+            is_return: self.is_return,
+            size: self.size,
+            fields: self.fields.items(),
+            text: self.text.items(),
+        }
+    }
+}
+
+/// An event's record layout: a view of an [`EventLayout`].
+#[derive(Clone, Copy, Debug)]
+pub struct Layout<'a> {
+    /// A kretprobe event (its header has the function and return site).
+    pub is_return: bool,
+    /// Bytes of the fixed fields after the header.
+    pub size: u32,
+    fields: &'a [Field],
+    text: &'a [u8],
+}
+
+impl<'a> Layout<'a> {
+    /// The fields, in record order.
+    pub fn fields(&self) -> impl Iterator<Item = FieldRef<'a>> + Clone + 'a {
+        let text = self.text;
+        self.fields.iter().map(move |f| FieldRef {
+            name: f.name.get(text),
+            ty: f.ty,
+            offset: f.offset,
+        })
+    }
+
+    /// Number of fields.
+    pub fn len(&self) -> usize {
+        self.fields.len()
+    }
+
+    /// Whether the event has no fields.
+    pub fn is_empty(&self) -> bool {
+        self.fields.is_empty()
+    }
+
+    /// `trace_probe_compare_arg_type()`: `None` when `def` has the same
+    /// argument names and types, else the 1-based position of the first
+    /// difference (which the kernel reports with [`ParseError::diff_arg_type`]).
+    pub fn compare_arg_types(&self, def: &ProbeDef<'_>) -> Option<usize> {
+        if self.len() != def.nr_args {
+            return Some(self.len().min(def.nr_args) + 1);
+        }
+        for (i, (f, a)) in self.fields().zip(def.args()).enumerate() {
+            match a {
+                Ok(a)
+                    if f.name == a.name.as_bytes()
+                        && f.ty.base == a.ty.base
+                        && f.ty.count == a.ty.count => {}
+                _ => return Some(i + 1),
+            }
+        }
+        None
+    }
+}
+
+/// Where a stored probe is placed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Location {
+    Symbol { symbol: TextRef, offset: u32 },
+    Address(u64),
+}
+
+/// One probe as the listing shows it, owned.
+#[derive(Debug)]
+pub struct ProbeSpec<C, T> {
+    maxactive: u32,
+    location: Location,
+    comms: C,
+    text: T,
+}
+
+impl<C: Store<TextRef>, T: Store<u8>> ProbeSpec<C, T> {
+    /// The description of `def`'s probe, kept in `comms` and `text` (empty).
+    pub fn new(def: &ProbeDef<'_>, mut comms: C, mut text: T) -> Result<Self, BuildError> {
+        let location = match def.location {
+            ProbeLocation::Symbol { symbol, offset } => Location::Symbol {
+                symbol: push_text(&mut text, |w| w.write_bytes(symbol))?,
+                offset,
+            },
+            ProbeLocation::Address(a) => Location::Address(a),
+        };
+        for a in def.args() {
+            let a = a.map_err(BuildError::Parse)?;
+            comms.try_push(push_text(&mut text, |w| a.comm.write_to(w))?)?;
+        }
+        Ok(ProbeSpec {
+            maxactive: def.maxactive,
+            location,
+            comms,
+            text,
+        })
+    }
+
+    /// The description, to read.
+    pub fn get(&self) -> Spec<'_> {
+        Spec {
+            maxactive: self.maxactive,
+            location: self.location,
+            comms: self.comms.items(),
+            text: self.text.items(),
+        }
+    }
+}
+
+/// One probe as the listing shows it: a view of a [`ProbeSpec`].
+#[derive(Clone, Copy, Debug)]
+pub struct Spec<'a> {
+    /// Kretprobe instances, 0 for the default.
+    pub maxactive: u32,
+    location: Location,
+    comms: &'a [TextRef],
+    text: &'a [u8],
+}
+
+impl<'a> Spec<'a> {
+    /// Where the probe is placed.
+    pub fn location(&self) -> ProbeLocation<'a> {
+        match self.location {
+            Location::Symbol { symbol, offset } => ProbeLocation::Symbol {
+                symbol: symbol.get(self.text),
+                offset,
+            },
+            Location::Address(a) => ProbeLocation::Address(a),
+        }
+    }
+
+    /// Each fetcharg's text after `NAME=` (`%pd`/`%pD` expanded), in order.
+    pub fn comms(&self) -> impl Iterator<Item = &'a [u8]> + Clone + 'a {
+        let text = self.text;
+        self.comms.iter().map(move |c| c.get(text))
+    }
+
+    /// `trace_kprobe_has_same_kprobe()` for one probe: same symbol (address
+    /// probes all count as symbol "unknown"), offset and argument texts as
+    /// `def`.
+    pub fn same_probe(&self, def: &ProbeDef<'_>) -> bool {
+        fn key<'k>(l: &ProbeLocation<'k>) -> (Option<&'k [u8]>, u32) {
+            match *l {
+                ProbeLocation::Symbol { symbol, offset } => (Some(symbol), offset),
+                ProbeLocation::Address(_) => (None, 0),
+            }
+        }
+        if key(&self.location()) != key(&def.location) || self.comms.len() != def.nr_args {
+            return false;
+        }
+        self.comms().zip(def.args()).all(|(c, a)| match a {
+            Ok(a) => a.comm.eq_bytes(c),
+            Err(_) => false,
+        })
+    }
+}
+
+impl DeleteCmd<'_> {
+    /// `trace_kprobe_match()`: whether this command deletes the probe
+    /// `spec` of the event `GROUP/EVENT` of `layout`. The module deletes
+    /// every matching probe and returns `-ENOENT` if none matched.
+    pub fn matches<E: ProbeEnv + ?Sized>(
+        &self,
+        (group, event): (&[u8], &[u8]),
+        layout: &Layout<'_>,
+        spec: &Spec<'_>,
+        env: &E,
+    ) -> bool {
+        if !self.event.is_empty() && self.event != event {
+            return false;
+        }
+        if self.group.is_some_and(|g| g != group) {
+            return false;
+        }
+        let mut argv = Argv::new(self.args);
+        let Some(head_arg) = argv.next() else {
+            return true;
+        };
+        // The kernel formats the location into a MAX_ARGSTR_LEN + 1 buffer.
+        let mut buf = [0u8; MAX_ARGSTR_LEN];
+        let mut w = SliceWriter::new(&mut buf[..]);
+        let _ = write_location(&mut w, &spec.location(), env);
+        if w.as_bytes() != head_arg {
+            return false;
+        }
+        let given = argv.clone().count();
+        if layout.len() < given {
+            return false;
+        }
+        argv.zip(layout.fields().zip(spec.comms()))
+            .all(|(g, (f, comm))| {
+                g.strip_prefix(f.name)
+                    .and_then(|r| r.strip_prefix(b"="))
+                    .is_some_and(|c| c == comm)
+            })
+    }
+}
