@@ -108,19 +108,18 @@ impl Events {
         if let Some(s) = &symbol {
             kp.symbol_name = s.as_char_ptr();
         }
-        let mut rp = RkpKretprobe::new(
-            empty_kprobe(),
-            Some(ret_handler),
-            Some(entry_handler),
-            def.maxactive as c_int,
-            core::mem::size_of::<EntryArgs>(),
-        );
-        if def.is_return {
-            rp.kp = kp;
-            kp = empty_kprobe();
+        let rp = if def.is_return {
+            RkpKretprobe::new(
+                kp,
+                Some(ret_handler),
+                Some(entry_handler),
+                def.maxactive as c_int,
+                core::mem::size_of::<EntryArgs>(),
+            )
         } else {
             kp.pre_handler = Some(kprobe_handler);
-        }
+            RkpKretprobe::new(kp, None, None, 0, 0)
+        };
         // A string that is staged: not a `symstr`, the module's own text.
         let strings = args.iter().any(|a| {
             a.code
@@ -140,9 +139,7 @@ impl Events {
         };
         KBox::pin(
             Probe {
-                kp,
                 rp,
-                is_return: def.is_return,
                 spec,
                 symbol,
                 module,

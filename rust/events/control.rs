@@ -15,10 +15,9 @@ use super::{
     Event, Events, Inner, LoggedError,
 };
 use crate::{
-    abi::RkpKretprobe,
+    abi::{RkpKprobe, RkpKretprobe},
     ffi::rkp_tev_name_in_use,
     kernel_ext::{security, vec},
-    kprobe::abi::RkpKprobe,
     pure::probe_events::{
         parse_command, write_error_log, Command, DeleteCmd, Errno, ParseError, ProbeDef, WriteLines,
     },
@@ -69,7 +68,7 @@ impl Events {
                 if p.module.as_deref() != Some(name) {
                     continue;
                 }
-                let is_return = p.is_return;
+                let is_return = p.is_return();
                 let kp = p.as_mut().raw_kp();
                 if p.registered() {
                     // SAFETY: a registered probe.
@@ -387,7 +386,7 @@ impl Events {
                         vec::take(&mut evm.probes, j)
                     };
                     if let Some(mut p) = taken {
-                        let is_return = p.is_return;
+                        let is_return = p.is_return();
                         let kp = p.as_mut().raw_kp();
                         self.unregister_raw(is_return, kp);
                     }

@@ -12,10 +12,9 @@
 
 use super::{Event, Events};
 use crate::{
-    abi::RkpKretprobe,
+    abi::{RkpKprobe, RkpKretprobe},
     ffi::{rkp_tev_free, rkp_tev_remove},
     kernel_ext::{module, mutex::KernelMutexGuard, sync::synchronize_rcu, vec},
-    kprobe::abi::RkpKprobe,
 };
 use core::sync::atomic::Ordering;
 use kernel::prelude::*;
@@ -39,7 +38,7 @@ impl Events {
         // SAFETY: `probes` is not structurally pinned.
         let evm = unsafe { ev.as_mut().get_unchecked_mut() };
         for p in evm.probes.iter_mut() {
-            let is_return = p.is_return;
+            let is_return = p.is_return();
             let kp = p.as_mut().raw_kp();
             self.unregister_raw(is_return, kp);
         }
@@ -141,7 +140,7 @@ impl Events {
             // SAFETY: `probes` is not structurally pinned.
             let evm = unsafe { ev.as_mut().get_unchecked_mut() };
             for p in evm.probes.iter_mut() {
-                let is_return = p.is_return;
+                let is_return = p.is_return();
                 let kp = p.as_mut().raw_kp();
                 let pushed = if is_return {
                     rps.push(kp.cast(), GFP_KERNEL).is_ok()

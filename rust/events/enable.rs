@@ -12,7 +12,7 @@
 //! `event_mutex`.
 
 use super::Event;
-use crate::kprobe::{abi::RkpKprobe, Core};
+use crate::{abi::RkpKprobe, kprobe::Core};
 use core::sync::atomic::Ordering;
 use kernel::{
     ffi::{c_int, c_void},

@@ -95,11 +95,7 @@ impl Show for ProfileFile {
         // its name).
         for ev in inner.events.iter() {
             for p in ev.probes.iter() {
-                let missed = if p.is_return {
-                    p.rp.nmissed as u64 + p.rp.kp.nmissed as u64
-                } else {
-                    p.kp.nmissed as u64
-                };
+                let missed = p.nmissed();
                 // `seq_printf("  %-44s %15lu %15lu\n")`, with the name's
                 // bytes as they are.
                 let name = ev.name.as_bytes();

@@ -15,14 +15,13 @@
 use super::scratch::Scratch;
 use super::{Arg, EntryArgs, Event, Probe, KPROBE_HEADER, KRETPROBE_HEADER, MAX_RECORD};
 use crate::{
-    abi::RkpKretprobeInstance,
+    abi::{RkpKprobe, RkpKretprobe, RkpKretprobeInstance},
     arch,
     ffi::{
         self, rkp_current_comm, rkp_tev_commit, rkp_tev_perf, rkp_tev_reserve, rkp_tev_symstr,
         rkp_tev_task_size, rkp_tev_wants, RkpTevRec, RKP_TEV_PERF, RKP_TEV_PERF_RAN, RKP_TEV_TRACE,
     },
     kernel_ext::nofault,
-    kprobe::abi::RkpKprobe,
     pure::probe_events::{
         exec::{
             data_size, store_args, strncpy_chunked, strnlen_chunked, ArgSource, Fast, FetchEnv,
@@ -430,8 +429,9 @@ pub(super) unsafe extern "C" fn kprobe_handler(
     kp: *mut RkpKprobe,
     regs: *mut ffi::pt_regs,
 ) -> c_int {
-    // SAFETY: `kp` is the first field of a registered `Probe`.
-    let probe = unsafe { &*kernel::container_of!(kp, Probe, kp) };
+    // SAFETY: `kp` is the entry probe of a registered `Probe`'s `rp`, its
+    // first field.
+    let probe = unsafe { &*kernel::container_of!(kp.cast::<RkpKretprobe>(), Probe, rp) };
     record(probe, regs, None, || {
         // SAFETY: a registered probe's address is set.
         (unsafe { (*kp).addr } as usize, 0)

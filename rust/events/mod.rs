@@ -46,7 +46,7 @@ mod scratch;
 pub(crate) use files::{ErrorLogFile, KprobeEventsFile, ProfileFile};
 
 use crate::{
-    abi::RkpKretprobe,
+    abi::{RkpKprobe, RkpKretprobe},
     arch,
     ffi::{
         self,
@@ -58,7 +58,7 @@ use crate::{
         notifier::{Handler, ModuleChain, ModuleEvent, ModuleState, Notifier, Notify},
         sync::rcu_barrier,
     },
-    kprobe::{abi::RkpKprobe, Core},
+    kprobe::Core,
     pure::probe_events::{
         exec::Fast,
         fetch::FetchInsn,
@@ -102,14 +102,18 @@ struct Arg {
 ///
 /// # Invariants
 ///
-/// `kp` (for a kprobe) or `rp` (for a kretprobe) is registered with the probe
-/// core while the probe is in its event; `event` is the event that owns the
-/// probe; `data` holds the immediate strings the programs point to.
+/// As the kernel's `trace_kprobe`, a probe is a kretprobe structure whose
+/// entry probe `rp.kp` is the kprobe of a kprobe event; a return event's
+/// probe is the kretprobe itself, told apart by its return handler. That
+/// structure (`rp` for a return probe, `rp.kp` otherwise) is registered
+/// with the probe core while the probe is in its event and its module is
+/// loaded; `event` is the event that owns the probe; `data` holds the
+/// immediate strings the programs point to.
 #[repr(C)]
 struct Probe {
-    kp: RkpKprobe,
+    /// First, so that the handlers find the probe from the structure the
+    /// probe core passes them.
     rp: RkpKretprobe,
-    is_return: bool,
     /// The probe as the listing shows it.
     spec: ProbeSpec<KVec<TextRef>, KVec<u8>>,
     /// NUL-terminated symbol name of the location, if any.
@@ -215,24 +219,35 @@ fn empty_kprobe() -> RkpKprobe {
 }
 
 impl Probe {
+    /// A return probe: the kretprobe has its return handler.
+    fn is_return(&self) -> bool {
+        self.rp.handler.is_some()
+    }
+
     /// The probe core's structure of this probe (for a kretprobe, its entry
     /// probe), for calls that take a raw pointer.
     fn kp_ptr(&self) -> *mut RkpKprobe {
-        if self.is_return {
-            core::ptr::addr_of!(self.rp.kp).cast_mut()
-        } else {
-            core::ptr::addr_of!(self.kp).cast_mut()
-        }
+        core::ptr::addr_of!(self.rp.kp).cast_mut()
     }
 
     /// Whether the probe is registered with the probe core (a probe on a
     /// module that is not loaded waits). Writer (`Events::inner`), or the
     /// tracing core's callbacks under `event_mutex`.
     fn registered(&self) -> bool {
-        if self.is_return {
+        if self.is_return() {
             !self.rp.rkp_private.is_null()
         } else {
-            !self.kp.rkp_private.is_null()
+            !self.rp.kp.rkp_private.is_null()
+        }
+    }
+
+    /// Hits lost: for a return probe, entries without a free instance too.
+    fn nmissed(&self) -> u64 {
+        let entry = self.rp.kp.nmissed as u64;
+        if self.is_return() {
+            entry + self.rp.nmissed as u64
+        } else {
+            entry
         }
     }
 
@@ -240,11 +255,7 @@ impl Probe {
     fn raw_kp(self: Pin<&mut Self>) -> *mut RkpKprobe {
         // SAFETY: only the address of a field is taken; nothing moves.
         let this = unsafe { self.get_unchecked_mut() };
-        if this.is_return {
-            core::ptr::addr_of_mut!(this.rp.kp)
-        } else {
-            core::ptr::addr_of_mut!(this.kp)
-        }
+        core::ptr::addr_of_mut!(this.rp.kp)
     }
 }
 
