@@ -78,13 +78,16 @@ static int rkp_tev_define_fields(struct trace_event_call *call)
 	int i, ret;
 
 	if (tev->is_return) {
-		ret = trace_define_field(call, "unsigned long", "__probe_func", 8,
+		ret = trace_define_field(call, "unsigned long", "__probe_func",
+					 offsetof(struct rkp_kretprobe_head, func),
 					 sizeof(long), 0, FILTER_OTHER);
 		if (!ret)
 			ret = trace_define_field(call, "unsigned long", "__probe_ret_ip",
-						 16, sizeof(long), 0, FILTER_OTHER);
+						 offsetof(struct rkp_kretprobe_head, ret_ip),
+						 sizeof(long), 0, FILTER_OTHER);
 	} else {
-		ret = trace_define_field(call, "unsigned long", "__probe_ip", 8,
+		ret = trace_define_field(call, "unsigned long", "__probe_ip",
+					 offsetof(struct rkp_kprobe_head, ip),
 					 sizeof(long), 0, FILTER_OTHER);
 	}
 	for (i = 0; !ret && i < tev->nfields; i++) {
@@ -121,16 +124,17 @@ static enum print_line_t rkp_tev_print(struct trace_iterator *iter, int flags,
 {
 	struct rkp_tev *tev = container_of(event, struct rkp_tev, call.event);
 	struct trace_seq *s = &iter->seq;
-	unsigned int hdr = tev->is_return ? 24 : 16;
-	unsigned long *head = (unsigned long *)((char *)iter->ent + 8);
+	unsigned int hdr = RKP_TEV_HEAD_SIZE(tev->is_return);
+	const struct rkp_kretprobe_head *rh = (const void *)iter->ent;
+	const struct rkp_kprobe_head *kh = (const void *)iter->ent;
 
 	trace_seq_printf(s, "%s: (", trace_event_name(&tev->call));
 	if (iter->ent_size && iter->ent_size < hdr)
 		trace_seq_puts(s, "<OVERFLOW>");
 	else if (tev->is_return)
-		trace_seq_printf(s, "%pS <- %ps", (void *)head[1], (void *)head[0]);
+		trace_seq_printf(s, "%pS <- %ps", (void *)rh->ret_ip, (void *)rh->func);
 	else
-		trace_seq_printf(s, "%pS", (void *)head[0]);
+		trace_seq_printf(s, "%pS", (void *)kh->ip);
 	trace_seq_putc(s, ')');
 	rkp_event_print_args(tev->owner, iter->ent, iter->ent_size, s);
 	trace_seq_putc(s, '\n');
@@ -422,31 +426,6 @@ int rkp_tev_enabled(void *ev)
 	return rkp_tev_in_use(tev);
 }
 
-/*
- * A record being written from Rust (rust/events/hit.rs, which mirrors the
- * layout as RkpTevRec in rust/ffi/glue.rs): the hit's addresses, registers
- * and size, the trace instance being written and its reservation. The
- * asserts pin every member Rust names; rkp_tev_rec_size is checked at load.
- */
-struct rkp_tev_rec {
-	unsigned long a0;		/* __probe_ip, or __probe_func */
-	unsigned long a1;		/* __probe_ret_ip of a return event */
-	struct pt_regs *regs;
-	struct rkp_tev_link *link;	/* the instance being written */
-	unsigned int size;		/* the record's bytes after the header */
-	int perf;			/* RKP_TEV_PERF*: perf and BPF */
-	struct trace_event_buffer fb;
-};
-static_assert(offsetof(struct rkp_tev_rec, a0) == 0);
-static_assert(offsetof(struct rkp_tev_rec, a1) == 8);
-static_assert(offsetof(struct rkp_tev_rec, regs) == 16);
-static_assert(offsetof(struct rkp_tev_rec, link) == 24);
-static_assert(offsetof(struct rkp_tev_rec, size) == 32);
-static_assert(offsetof(struct rkp_tev_rec, perf) == 36);
-static_assert(offsetof(struct rkp_tev_rec, fb) == 40);
-/* RkpTevRec's fb is six words. */
-static_assert(sizeof(struct trace_event_buffer) == 6 * sizeof(u64));
-const unsigned int rkp_tev_rec_size = sizeof(struct rkp_tev_rec);
 
 #ifdef CONFIG_BPF_EVENTS
 /*
@@ -622,6 +601,20 @@ notrace unsigned int rkp_tev_wants(void *ev, struct pt_regs *regs)
 const unsigned int rkp_tev_perf_on_off = offsetof(struct rkp_tev, perf_on);
 const unsigned int rkp_tev_wants_bits[3] = { RKP_TEV_TRACE, RKP_TEV_PERF, RKP_TEV_PERF_RAN };
 
+/* Writes the probe's addresses into a record's head. */
+static __always_inline void rkp_tev_fill_head(const struct rkp_tev *tev, void *head,
+					      const struct rkp_tev_rec *rec)
+{
+	if (tev->is_return) {
+		struct rkp_kretprobe_head *h = head;
+
+		h->func = rec->a0;
+		h->ret_ip = rec->a1;
+	} else {
+		((struct rkp_kprobe_head *)head)->ip = rec->a0;
+	}
+}
+
 /*
  * Reserves the record in the first trace instance from pos on that has the
  * event enabled and not soft-disabled (trace_trigger_soft_disabled(), which
@@ -631,11 +624,11 @@ const unsigned int rkp_tev_wants_bits[3] = { RKP_TEV_TRACE, RKP_TEV_PERF, RKP_TE
 static __always_inline void *rkp_tev_reserve_from(struct rkp_tev *tev, struct rkp_tev_rec *rec,
 					  struct list_head *pos)
 {
-	unsigned int hdr = tev->is_return ? 24 : 16;
+	unsigned int hdr = RKP_TEV_HEAD_SIZE(tev->is_return);
 
 	for (; pos != &tev->links; pos = READ_ONCE(pos->next)) {
 		struct rkp_tev_link *link = list_entry(pos, struct rkp_tev_link, list);
-		unsigned long *head;
+		void *head;
 
 		if (trace_trigger_soft_disabled(link->file))
 			continue;
@@ -644,9 +637,7 @@ static __always_inline void *rkp_tev_reserve_from(struct rkp_tev *tev, struct rk
 			continue;
 		rec->fb.regs = rec->regs;
 		rec->link = link;
-		head[1] = rec->a0;
-		if (tev->is_return)
-			head[2] = rec->a1;
+		rkp_tev_fill_head(tev, head, rec);
 		return head;
 	}
 	return NULL;
@@ -699,8 +690,8 @@ notrace void rkp_tev_perf(void *ev, struct rkp_tev_rec *rec, void *ctx)
 	struct rkp_tev *tev = ev;
 	struct trace_event_call *call = &tev->call;
 	struct hlist_head __percpu *events = READ_ONCE(call->perf_events);
-	unsigned int hdr = tev->is_return ? 24 : 16;
-	unsigned long *ent;
+	unsigned int hdr = RKP_TEV_HEAD_SIZE(tev->is_return);
+	void *ent;
 	int rsize, rctx;
 
 	/* Seen with perf_on set by this hit (rec->perf): not freed before it ends. */
@@ -712,9 +703,7 @@ notrace void rkp_tev_perf(void *ev, struct rkp_tev_rec *rec, void *ctx)
 	if (!ent)
 		return;
 	/* The common fields are perf_tp_event()'s (perf_trace_buf_update()). */
-	ent[1] = rec->a0;
-	if (tev->is_return)
-		ent[2] = rec->a1;
+	rkp_tev_fill_head(tev, ent, rec);
 	rkp_event_fill(ctx, ent, hdr + rec->size);
 	if (rec->perf & RKP_TEV_PERF_RAN)
 		perf_tp_event(call->event.type, 1, ent, rsize, rec->regs,

@@ -58,7 +58,6 @@ int rkp_tev_remove(struct mutex *event_mutex, void *ev);
 void rkp_tev_free(void *ev);
 int rkp_tev_enabled(void *ev);
 struct rkp_tev_rec;
-extern const unsigned int rkp_tev_rec_size;
 void *rkp_tev_reserve(void *ev, struct rkp_tev_rec *rec);
 void *rkp_tev_commit(void *ev, struct rkp_tev_rec *rec);
 void rkp_tev_perf(void *ev, struct rkp_tev_rec *rec, void *ctx);

@@ -27,10 +27,9 @@ pub(crate) struct RkpField {
     pub(crate) is_signed: c_int,
 }
 
-/// `struct rkp_tev_rec` of `../events/trace_event.c`: a record being written
-/// from Rust, reserved in one trace instance after another. The C side
-/// asserts the offsets below; its size is checked at load
-/// (`rkp_tev_rec_size`).
+/// `struct rkp_tev_rec` of `../events/trace_event.h`: a record being written
+/// from Rust, reserved in one trace instance after another. Its layout is
+/// checked against C's at compile time (`rust/events/mod.rs`).
 #[repr(C)]
 pub(crate) struct RkpTevRec {
     /// `__probe_ip`, or `__probe_func` of a return event.
@@ -57,17 +56,6 @@ pub(crate) const RKP_TEV_TRACE: c_uint = 1;
 pub(crate) const RKP_TEV_PERF: c_uint = 2;
 /// [`rkp_tev_wants`]: for perf alone: the BPF programs ran.
 pub(crate) const RKP_TEV_PERF_RAN: c_uint = 4;
-
-const _: () = {
-    use core::mem::offset_of;
-    assert!(offset_of!(RkpTevRec, a0) == 0);
-    assert!(offset_of!(RkpTevRec, a1) == 8);
-    assert!(offset_of!(RkpTevRec, regs) == 16);
-    assert!(offset_of!(RkpTevRec, link) == 24);
-    assert!(offset_of!(RkpTevRec, size) == 32);
-    assert!(offset_of!(RkpTevRec, perf) == 36);
-    assert!(offset_of!(RkpTevRec, fb) == 40);
-};
 
 extern "C" {
     /// `raw_smp_processor_id()`; the hit paths read it inline
@@ -207,10 +195,6 @@ extern "C" {
 
     /// Whether some trace instance has the event enabled.
     pub(crate) fn rkp_tev_enabled(ev: *mut c_void) -> c_int;
-
-    /// The size of `struct rkp_tev_rec`, checked against [`RkpTevRec`] at
-    /// load.
-    pub(crate) static rkp_tev_rec_size: c_uint;
 
     /// What a hit of the event must build, as `RKP_TEV_*` bits: records
     /// in the trace instances, and one for perf and BPF. BPF programs that
