@@ -1,14 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Registration of one probe or of a batch through the C ABI, shared by
-//! [`Kprobe`] and [`Kretprobe`]. Process context, may sleep.
+//! `Kprobe` and `Kretprobe` (each describes its C calls with [`Batch`]).
+//! Process context, may sleep.
 
-use super::{
-    abi::RkpKprobe,
-    kprobe::{Kprobe, KprobeHandler},
-    kretprobe::{Kretprobe, KretprobeHandler},
-    raw::*,
-};
+use super::{abi::RkpKprobe, raw::*};
 use kernel::{ffi::c_int, prelude::*};
 
 /// A probe that can be registered in a batch.
@@ -89,7 +85,7 @@ pub(super) fn set_enabled_raw(kp: *mut RkpKprobe, on: bool) -> Result {
 
 /// Registers probes all or nothing through `P::REGISTER`. Process context,
 /// may sleep.
-fn register_batch<P: Batch>(probes: &mut [Pin<&mut P>]) -> Result {
+pub(super) fn register_batch<P: Batch>(probes: &mut [Pin<&mut P>]) -> Result {
     let mut raw = batch_raw(probes, false)?;
     let n = c_int::try_from(raw.len()).map_err(|_| EINVAL)?;
     // SAFETY: each pointer is the pinned C structure of a probe, which
@@ -106,7 +102,7 @@ fn register_batch<P: Batch>(probes: &mut [Pin<&mut P>]) -> Result {
 }
 
 /// Unregisters probes through `P::UNREGISTER`. Process context, may sleep.
-fn unregister_batch<P: Batch>(probes: &mut [Pin<&mut P>]) -> Result {
+pub(super) fn unregister_batch<P: Batch>(probes: &mut [Pin<&mut P>]) -> Result {
     let mut raw = batch_raw(probes, true)?;
     let n = c_int::try_from(raw.len()).map_err(|_| EINVAL)?;
     // SAFETY: registered probes (checked by `batch_raw`).
@@ -116,28 +112,4 @@ fn unregister_batch<P: Batch>(probes: &mut [Pin<&mut P>]) -> Result {
         unsafe { p.as_mut().set_registered(false) };
     }
     Ok(())
-}
-
-/// Registers probes all or nothing, with one text synchronisation for the
-/// batch (`rkp_register_kprobes`). Process context, may sleep.
-pub fn register_kprobes<H: KprobeHandler>(probes: &mut [Pin<&mut Kprobe<H>>]) -> Result {
-    register_batch(probes)
-}
-
-/// Unregisters probes registered by [`register_kprobes`] or one by one, with
-/// one grace period for the batch. Process context, may sleep.
-pub fn unregister_kprobes<H: KprobeHandler>(probes: &mut [Pin<&mut Kprobe<H>>]) -> Result {
-    unregister_batch(probes)
-}
-
-/// Registers return probes all or nothing (`rkp_register_kretprobes`).
-/// Process context, may sleep.
-pub fn register_kretprobes<H: KretprobeHandler>(probes: &mut [Pin<&mut Kretprobe<H>>]) -> Result {
-    register_batch(probes)
-}
-
-/// Unregisters return probes (`rkp_unregister_kretprobes`). Process
-/// context, may sleep.
-pub fn unregister_kretprobes<H: KretprobeHandler>(probes: &mut [Pin<&mut Kretprobe<H>>]) -> Result {
-    unregister_batch(probes)
 }

@@ -8,7 +8,7 @@
 
 use super::{
     abi::RkpKprobe,
-    batch::{register_single, set_enabled_raw, Batch},
+    batch::{register_batch, register_single, set_enabled_raw, unregister_batch, Batch},
     raw::*,
     Action, Regs, Target,
 };
@@ -249,4 +249,16 @@ impl<H: KprobeHandler> Batch for Kprobe<H> {
         // INVARIANT: the caller's contract.
         unsafe { self.get_unchecked_mut() }.registered = on;
     }
+}
+
+/// Registers probes all or nothing, with one text synchronisation for the
+/// batch (`rkp_register_kprobes`). Process context, may sleep.
+pub fn register_kprobes<H: KprobeHandler>(probes: &mut [Pin<&mut Kprobe<H>>]) -> Result {
+    register_batch(probes)
+}
+
+/// Unregisters probes registered by [`register_kprobes`] or one by one, with
+/// one grace period for the batch. Process context, may sleep.
+pub fn unregister_kprobes<H: KprobeHandler>(probes: &mut [Pin<&mut Kprobe<H>>]) -> Result {
+    unregister_batch(probes)
 }

@@ -9,7 +9,7 @@
 
 use super::{
     abi::{RkpKretprobe, RkpKretprobeInstance},
-    batch::{register_single, set_enabled_raw, Batch},
+    batch::{register_batch, register_single, set_enabled_raw, unregister_batch, Batch},
     raw::*,
     Regs, Target,
 };
@@ -240,4 +240,16 @@ impl<H: KretprobeHandler> Batch for Kretprobe<H> {
         // INVARIANT: the caller's contract.
         unsafe { self.get_unchecked_mut() }.registered = on;
     }
+}
+
+/// Registers return probes all or nothing (`rkp_register_kretprobes`).
+/// Process context, may sleep.
+pub fn register_kretprobes<H: KretprobeHandler>(probes: &mut [Pin<&mut Kretprobe<H>>]) -> Result {
+    register_batch(probes)
+}
+
+/// Unregisters return probes (`rkp_unregister_kretprobes`). Process
+/// context, may sleep.
+pub fn unregister_kretprobes<H: KretprobeHandler>(probes: &mut [Pin<&mut Kretprobe<H>>]) -> Result {
+    unregister_batch(probes)
 }

@@ -266,8 +266,8 @@ mod kprobe;
 mod kretprobe;
 pub mod param;
 
-pub use batch::{
-    register_kprobes, register_kretprobes, unregister_kprobes, unregister_kretprobes, Batch,
+pub use batch::Batch;
+pub use kprobe::{register_kprobes, unregister_kprobes, Kprobe, KprobeHandler, ProbeInfo};
+pub use kretprobe::{
+    register_kretprobes, unregister_kretprobes, Kretprobe, KretprobeHandler, RetInfo,
 };
-pub use kprobe::{Kprobe, KprobeHandler, ProbeInfo};
-pub use kretprobe::{Kretprobe, KretprobeHandler, RetInfo};

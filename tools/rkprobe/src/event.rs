@@ -14,43 +14,12 @@ use std::collections::HashSet;
 
 use crate::fetcharg::Features;
 use crate::finder::{is_glob, TraceEvent};
-use crate::spec::{is_c_func_name, ProbePoint, ProbeSpec};
+use crate::spec::{is_c_func_name, ProbeSpec};
 
 /// perf's default group.
 pub const DEFAULT_GROUP: &str = "probe";
 /// perf's `MAX_EVENT_INDEX`.
 const MAX_EVENT_INDEX: u32 = 1024;
-
-/// perf's `synthesize_perf_probe_point()`, for messages.
-pub fn synthesize_point(pp: &ProbePoint) -> String {
-    let mut s = String::new();
-    if let Some(f) = &pp.function {
-        s.push_str(f);
-        if pp.offset != 0 {
-            s.push_str(&format!("+{}", pp.offset));
-        } else if pp.line != 0 {
-            s.push_str(&format!(":{}", pp.line));
-        } else if pp.retprobe {
-            s.push_str("%return");
-        }
-    }
-    if let Some(file) = &pp.file {
-        let mut f = file.as_str();
-        if f.len() > 30 {
-            let tail = f.get(f.len() - 30..).unwrap_or(f);
-            f = match tail.find('/') {
-                Some(i) => tail.get(i + 1..).unwrap_or(tail),
-                None => tail,
-            };
-        }
-        s.push('@');
-        s.push_str(f);
-        if pp.function.is_none() && pp.line != 0 {
-            s.push_str(&format!(":{}", pp.line));
-        }
-    }
-    s
-}
 
 /// A probe ready to be written.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -197,21 +166,5 @@ mod tests {
         t.insert("foo_1".to_string());
         assert_eq!(new_event_name("foo", &t, false, true).unwrap(), "foo_2");
         assert!(new_event_name("foo", &t, false, false).is_err());
-    }
-
-    #[test]
-    fn points() {
-        let pp = ProbePoint {
-            function: Some("vfs_read".into()),
-            line: 3,
-            ..ProbePoint::default()
-        };
-        assert_eq!(synthesize_point(&pp), "vfs_read:3");
-        let pp = ProbePoint {
-            file: Some("fs/read_write.c".into()),
-            line: 470,
-            ..ProbePoint::default()
-        };
-        assert_eq!(synthesize_point(&pp), "@fs/read_write.c:470");
     }
 }

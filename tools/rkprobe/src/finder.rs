@@ -968,7 +968,7 @@ pub fn find_probes(
     if events.is_empty() {
         return fail(format!(
             "Probe point '{}' not found.",
-            crate::event::synthesize_point(&s.point)
+            crate::spec::synthesize_point(&s.point)
         ));
     }
     for e in &mut events {

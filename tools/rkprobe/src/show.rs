@@ -263,7 +263,7 @@ fn parse_off(s: &str) -> Option<u64> {
 /// address of a point, with their types, as perf prints them.
 pub fn vars(di: &Debuginfo<'_>, point: &str, features: Features) -> Result<String, String> {
     let mut s = spec::parse(point).map_err(|e| format!("Semantic error :{e}"))?;
-    let where_ = crate::event::synthesize_point(&s.point);
+    let where_ = crate::spec::synthesize_point(&s.point);
     s.args = vec![ArgSpec {
         var: ARG_VARS.into(),
         ..ArgSpec::default()

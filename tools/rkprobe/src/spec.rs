@@ -411,6 +411,37 @@ pub fn needs_dwarf(spec: &ProbeSpec) -> bool {
             .any(|a| a.is_c_var() || a.var == ARG_VARS || a.var == ARG_PARAMS)
 }
 
+/// perf's `synthesize_perf_probe_point()`, for messages.
+pub fn synthesize_point(pp: &ProbePoint) -> String {
+    let mut s = String::new();
+    if let Some(f) = &pp.function {
+        s.push_str(f);
+        if pp.offset != 0 {
+            s.push_str(&format!("+{}", pp.offset));
+        } else if pp.line != 0 {
+            s.push_str(&format!(":{}", pp.line));
+        } else if pp.retprobe {
+            s.push_str("%return");
+        }
+    }
+    if let Some(file) = &pp.file {
+        let mut f = file.as_str();
+        if f.len() > 30 {
+            let tail = f.get(f.len() - 30..).unwrap_or(f);
+            f = match tail.find('/') {
+                Some(i) => tail.get(i + 1..).unwrap_or(tail),
+                None => tail,
+            };
+        }
+        s.push('@');
+        s.push_str(f);
+        if pp.function.is_none() && pp.line != 0 {
+            s.push_str(&format!(":{}", pp.line));
+        }
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -496,5 +527,21 @@ mod tests {
         assert_eq!(c_number("-3]"), Some((-3, "]")));
         assert_eq!(c_number("0"), Some((0, "")));
         assert_eq!(c_number("x"), None);
+    }
+
+    #[test]
+    fn synthesized_points() {
+        let pp = ProbePoint {
+            function: Some("vfs_read".into()),
+            line: 3,
+            ..ProbePoint::default()
+        };
+        assert_eq!(synthesize_point(&pp), "vfs_read:3");
+        let pp = ProbePoint {
+            file: Some("fs/read_write.c".into()),
+            line: 470,
+            ..ProbePoint::default()
+        };
+        assert_eq!(synthesize_point(&pp), "@fs/read_write.c:470");
     }
 }
