@@ -6,7 +6,8 @@
 //! call to a C helper: the hit paths read them on every hit (about 15
 //! instructions a hit with the calls). Likewise the preempt count's
 //! increment and decrement (`preempt_disable/enable_notrace()`), and this
-//! CPU's copy of glue.c's per-CPU probe state (`this_cpu_ptr()`).
+//! CPU's copy of glue.c's per-CPU probe state (`this_cpu_ptr()`), and
+//! the flags register (`native_save_fl()`).
 //!
 //! Any context, NMI included. The loads are volatile (never merged or moved
 //! across other code): the CPU number may change between two reads where
@@ -196,4 +197,14 @@ pub(crate) fn this_cpu_ptr(p: *mut u8) -> *mut u8 {
         )
     };
     p.wrapping_add(off)
+}
+
+/// This CPU's flags register (`native_save_fl()`), read through the stack.
+/// Any context.
+#[inline(always)]
+pub(crate) fn save_flags() -> u64 {
+    let flags: u64;
+    // SAFETY: reads the flags register through the stack; no other effect.
+    unsafe { core::arch::asm!("pushfq", "pop {}", out(reg) flags, options(preserves_flags)) };
+    flags
 }

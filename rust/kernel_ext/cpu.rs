@@ -57,10 +57,7 @@ pub(crate) fn preemptible() -> bool {
     if ffi::percpu::preempt_count_raw() & !PREEMPT_NEED_RESCHED != 0 {
         return false;
     }
-    let flags: u64;
-    // SAFETY: reads the flags register through the stack; no other effect.
-    unsafe { core::arch::asm!("pushfq", "pop {}", out(reg) flags, options(preserves_flags)) };
-    flags & crate::pure::emulate::FLAG_IF != 0
+    ffi::percpu::save_flags() & crate::pure::emulate::FLAG_IF != 0
 }
 
 /// Checks the inline per-CPU reads that [`raw_smp_processor_id`],
