@@ -23,9 +23,9 @@ use crate::{
     pure::probe_events::{
         bytes::Fmt,
         exec::{self, always_stores},
-        fetch::FetchInsn,
         parse::split_symbol_offset,
         print::write_print_fmt,
+        program::FetchInsn,
         ByteWrite, Errno, EventLayout, ParseError, ProbeDef, ProbeLocation, ProbeSpec,
         FETCH_INSN_MAX,
     },

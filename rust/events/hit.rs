@@ -26,7 +26,8 @@ use crate::{
         exec::{
             data_size, store_args, strncpy_chunked, strnlen_chunked, ArgSource, Fast, FetchEnv,
         },
-        fetch::{FetchInsn, Register},
+        program::FetchInsn,
+        regs::Register,
         stage::Staged,
         Errno,
     },

@@ -61,8 +61,8 @@ use crate::{
     kprobe::Core,
     pure::probe_events::{
         exec::Fast,
-        fetch::FetchInsn,
         layout::{Field, NoMemory, TextRef},
+        program::FetchInsn,
         EventLayout, ProbeSpec, Store, FETCH_INSN_MAX,
     },
 };

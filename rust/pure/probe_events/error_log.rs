@@ -39,7 +39,7 @@ fn write_command<W: ByteWrite + ?Sized, E: super::ProbeEnv + ?Sized>(
             w.write_bytes(b" ")?;
         }
         let arg_len = if expand && i >= 2 {
-            super::fetch::write_expanded_arg(w, arg, &offsets)?
+            super::argtext::write_expanded_arg(w, arg, &offsets)?
         } else {
             w.write_bytes(arg)?;
             arg.len()

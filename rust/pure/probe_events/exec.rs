@@ -20,7 +20,7 @@
 //! Nothing here allocates, panics or indexes out of bounds: it runs in the
 //! probe's handler. Errors are the kernel's negative errno values.
 
-use super::{error::Errno, fetch::FetchInsn, fetch::Register, types::Bitfield, MAX_STRING_SIZE};
+use super::{error::Errno, program::FetchInsn, regs::Register, types::Bitfield, MAX_STRING_SIZE};
 
 /// What a fetch program reads. Every method runs in the probe's handler:
 /// it may not sleep, allocate or fault.

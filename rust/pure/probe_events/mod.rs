@@ -22,11 +22,13 @@
 //!
 //! Files, from the bottom up (each uses only those above it): `kstr` (the
 //! kernel's string helpers), `error` (errno and error_log codes), `bytes`
-//! (byte output), `types` (fetch types), `fetch` (a fetcharg compiled into a
-//! program), `parse` (commands), `layout` (what an event keeps), `print`
+//! (byte output), `types` (fetch types), `regs` (registers), `program`
+//! (fetch programs), `argtext` (fetcharg names and listed text), `fetch` (a
+//! fetcharg compiled into a program), `parse` (commands), `layout` (what an event keeps), `print`
 //! (the listing and trace output), `error_log` (error_log's text); `exec`
 //! and `stage` run programs at a hit.
 
+pub mod argtext;
 pub mod bytes;
 pub mod error;
 pub mod error_log;
@@ -36,18 +38,23 @@ pub mod kstr;
 pub mod layout;
 pub mod parse;
 pub mod print;
+pub mod program;
+pub mod regs;
 pub mod stage;
 pub mod types;
 
+pub use argtext::{ArgName, ArgText};
 pub use bytes::ByteWrite;
 pub use error::{Errno, ErrorCode, ErrorLog, ParseError};
 pub use error_log::write_error_log;
-pub use fetch::{ArgContext, ArgName, ArgText, FetchArg, FetchInsn, FetchProgram, Register};
+pub use fetch::{ArgContext, FetchArg};
 pub use layout::{EventLayout, Layout, ProbeSpec, Spec, Store};
 pub use parse::{
     parse_command, Command, DeleteCmd, EventName, FetchArgs, ProbeDef, ProbeLocation, WriteLines,
 };
 pub use print::{write_listing, SymbolResolver};
+pub use program::{FetchInsn, FetchProgram};
+pub use regs::Register;
 pub use types::{ArgType, Bitfield, FetchType};
 
 /// Most fetchargs a probe can have.

@@ -9,6 +9,7 @@
 
 use core::fmt;
 
+use super::argtext;
 use super::bytes::{ByteWrite, Fmt, SliceWriter};
 use super::error::{Errno, ErrorCode, ParseError};
 use super::fetch::{self, ArgContext, ArgEnv, FetchArg};
@@ -490,7 +491,7 @@ fn parse_probe<'a, E: ProbeEnv + ?Sized>(
     let offsets = env.dentry_offsets();
     let mut used = 0usize;
     for arg in Argv::new(args_text) {
-        if let Some(n) = fetch::expanded_len(arg, &offsets) {
+        if let Some(n) = argtext::expanded_len(arg, &offsets) {
             if n >= MAX_DENTRY_ARGS_LEN - used {
                 return Err(ParseError::silent(Errno::ENOMEM));
             }
@@ -544,7 +545,7 @@ fn parse_event_name(text: &[u8], offset: usize) -> Result<EventNameParts<'_>, Pa
             return Err(log_err(ErrorCode::GroupTooLong, 0, offset));
         }
         let g = head(text, slash);
-        if !fetch::is_good_name(g, true) {
+        if !argtext::is_good_name(g, true) {
             return Err(log_err(ErrorCode::BadGroupName, 0, offset));
         }
         group = Some(g);
@@ -560,7 +561,7 @@ fn parse_event_name(text: &[u8], offset: usize) -> Result<EventNameParts<'_>, Pa
     if event.len() >= MAX_EVENT_NAME_LEN {
         return Err(log_err(ErrorCode::EventTooLong, 0, offset));
     }
-    if !fetch::is_good_name(event, false) {
+    if !argtext::is_good_name(event, false) {
         return Err(log_err(ErrorCode::BadEventName, 0, offset));
     }
     Ok((group, Some(event)))

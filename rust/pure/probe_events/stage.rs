@@ -32,7 +32,7 @@
 //! Nothing here allocates, panics or indexes out of bounds: it runs in the
 //! probe's handler.
 
-use super::{error::Errno, exec::FetchEnv, fetch::Register};
+use super::{error::Errno, exec::FetchEnv, regs::Register};
 use core::cell::Cell;
 
 /// The most strings staged a hit; further ones are read twice.

@@ -10,9 +10,10 @@ use probe_events_support::*;
 use rkprobes_host::pure::probe_events::{
     error::ErrorCode as E,
     error_log::write_command_and_caret,
-    fetch::{FetchInsn as I, Register},
     parse::{split_symbol_offset, Argv},
     print::{write_arg_value, write_print_fmt, Element, NoSymbols},
+    program::FetchInsn as I,
+    regs::Register,
     ArgType, Bitfield, Command, DeleteCmd, Errno, FetchType, ParseError, ProbeLocation,
     SyntaxOnlyEnv, WriteLines, DEFAULT_GROUP,
 };

@@ -13,9 +13,10 @@ use rkprobes_host::pure::probe_events::{
         always_stores, data_loc_len, data_loc_offset, data_size, process, store_args, ArgLayout,
         FetchEnv,
     },
-    fetch::{FetchInsn, Register},
     parse_command,
     print::{record_extent, write_record_args, NoSymbols},
+    program::FetchInsn,
+    regs::Register,
     ByteWrite, Command, Errno, ProbeDef, SyntaxOnlyEnv,
 };
 use std::collections::BTreeMap;

@@ -16,11 +16,12 @@ use rkprobes_host::pure::probe_events::{
     error::Errno,
     error_log::write_error_log,
     exec::{data_size, store_args, ArgLayout, FetchEnv},
-    fetch::{FetchInsn, Register},
     parse_command,
     print::{
         record_extent, write_arg_value, write_print_fmt, write_record_args, Element, NoSymbols,
     },
+    program::FetchInsn,
+    regs::Register,
     Command, FetchArg, ProbeDef, WriteLines, WRITE_BUFSIZE,
 };
 

@@ -14,7 +14,8 @@ use probe_events_support::*;
 use rkprobes_host::pure::probe_events::{
     error::Errno,
     exec::{data_size, fast, store_args, ArgLayout, ArgSource, Base, Fast, FetchEnv},
-    fetch::{FetchInsn, Register},
+    program::FetchInsn,
+    regs::Register,
     stage::{Staged, SLOTS},
     Command, ProbeDef,
 };
