@@ -39,6 +39,7 @@
 #include <linux/uaccess.h>
 
 #include "../ffi/glue.h"
+#include "../ffi/upcalls.h"
 #include "trace_event.h"
 
 /* One field of an event's arguments, described by Rust. */

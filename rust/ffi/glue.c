@@ -20,6 +20,7 @@
 #include <linux/workqueue.h>
 
 #include "glue.h"
+#include "upcalls.h"
 
 /*
  * rust/ffi/kallsyms.rs formats symbols into SYMBOL_BUF_LEN (1024) bytes, and

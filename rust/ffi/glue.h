@@ -40,11 +40,6 @@ const char *rkp_current_comm(void);
 long rkp_strncpy_user_nofault(char *dst, const void __user *src, long count);
 long rkp_strnlen_user_nofault(const void __user *src, long count);
 
-/* Implemented in Rust (rust/events/enable.rs, output.rs, hit.rs). */
-int rkp_event_set_enabled(void *owner, int on);
-void rkp_event_print_args(void *owner, const void *ent, int size, void *seq);
-void rkp_event_fill(void *ctx, void *ent, unsigned int size);
-
 /* rust/events/trace_event.c */
 struct mutex;
 struct rkp_field;
@@ -72,22 +67,6 @@ void rkp_tev_init(unsigned long addr);
 void rkp_tev_exit(void);
 extern const unsigned int rkp_tev_wants_bits[3];
 extern const unsigned int rkp_tev_perf_on_off;
-
-/* Implemented in Rust (rust/kprobe/kretprobe.rs). */
-void rkp_kretprobe_gc(void);
-
-/* Implemented in Rust (rust/kprobe/optimize.rs). */
-void rkp_optimizer_work(void);
-
-/* Implemented in Rust (rust/kprobe/mod.rs): rkp_ftrace_ops' callback. */
-struct ftrace_ops;
-struct ftrace_regs;
-void rkp_ftrace_hit(unsigned long ip, unsigned long parent_ip,
-		    struct ftrace_ops *op, struct ftrace_regs *fregs);
-
-/* Implemented in Rust (rust/kprobe/mod.rs): the page fault hook's callback. */
-struct pt_regs;
-void rkp_page_fault(struct pt_regs *regs);
 
 /* rust/ffi/glue.c, for rust/kprobe/mod.rs. */
 int rkp_page_fault_hook(void);
