@@ -18,6 +18,8 @@
 #include <asm/segment.h>
 #include <asm/unwind_hints.h>
 
+#include "pt_regs_asm.h"
+
 	.text
 SYM_CODE_START(rkp_kretprobe_trampoline)
 	/* Only reached by the stubs' direct calls. */
@@ -30,39 +32,11 @@ SYM_CODE_START(rkp_kretprobe_trampoline)
 	pushfq
 	/* Skip cs, ip, orig_ax. */
 	subq	$24, %rsp
-	pushq	%rdi
-	pushq	%rsi
-	pushq	%rdx
-	pushq	%rcx
-	pushq	%rax
-	pushq	%r8
-	pushq	%r9
-	pushq	%r10
-	pushq	%r11
-	pushq	%rbx
-	pushq	%rbp
-	pushq	%r12
-	pushq	%r13
-	pushq	%r14
-	pushq	%r15
+	RKP_SAVE_GPRS
 	ENCODE_FRAME_POINTER
 	movq	%rsp, %rdi
 	call	rkp_kretprobe_trampoline_callback
-	popq	%r15
-	popq	%r14
-	popq	%r13
-	popq	%r12
-	popq	%rbp
-	popq	%rbx
-	popq	%r11
-	popq	%r10
-	popq	%r9
-	popq	%r8
-	popq	%rax
-	popq	%rcx
-	popq	%rdx
-	popq	%rsi
-	popq	%rdi
+	RKP_RESTORE_GPRS
 	/* Skip orig_ax, ip, cs, flags and sp: the flags are in the ss slot. */
 	addq	$40, %rsp
 	popfq

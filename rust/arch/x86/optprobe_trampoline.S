@@ -30,18 +30,11 @@
 #include <asm/smap.h>
 #include <asm/unwind_hints.h>
 
+#include "pt_regs_asm.h"
+
 /* The detour's header, below the copy whose address the call pushed. */
 #define DETOUR_HDR_POINT	-21
 #define DETOUR_HDR_IP		-13
-
-/* struct pt_regs, in words. */
-#define PT_ORIG_AX	15
-#define PT_IP		16
-#define PT_CS		17
-#define PT_FLAGS	18
-#define PT_SP		19
-#define PT_SS		20
-#define PT_WORDS	21
 
 	.text
 SYM_CODE_START(rkp_optprobe_trampoline)
@@ -66,21 +59,7 @@ SYM_CODE_START(rkp_optprobe_trampoline)
 	cld
 	/* Skip cs, ip, orig_ax. */
 	subq	$24, %rsp
-	pushq	%rdi
-	pushq	%rsi
-	pushq	%rdx
-	pushq	%rcx
-	pushq	%rax
-	pushq	%r8
-	pushq	%r9
-	pushq	%r10
-	pushq	%r11
-	pushq	%rbx
-	pushq	%rbp
-	pushq	%r12
-	pushq	%r13
-	pushq	%r14
-	pushq	%r15
+	RKP_SAVE_GPRS
 	/* The stack pointer of the probed code: above the call's return address. */
 	leaq	(PT_WORDS + 1) * 8(%rsp), %rax
 	movq	%rax, PT_SP * 8(%rsp)
@@ -97,21 +76,7 @@ SYM_CODE_START(rkp_optprobe_trampoline)
 	/* The flags are restored last, from the ss slot (as the kernel's). */
 	movq	PT_FLAGS * 8(%rsp), %rdx
 	movq	%rdx, PT_SS * 8(%rsp)
-	popq	%r15
-	popq	%r14
-	popq	%r13
-	popq	%r12
-	popq	%rbp
-	popq	%rbx
-	popq	%r11
-	popq	%r10
-	popq	%r9
-	popq	%r8
-	popq	%rax
-	popq	%rcx
-	popq	%rdx
-	popq	%rsi
-	popq	%rdi
+	RKP_RESTORE_GPRS
 	UNWIND_HINT_IRET_REGS offset=8
 	/* Skip orig_ax, ip, cs, flags and sp; lea leaves the flags alone. */
 	leaq	5 * 8(%rsp), %rsp
