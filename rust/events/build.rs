@@ -37,6 +37,7 @@ use core::{
 use kernel::{
     ffi::{c_int, c_void},
     prelude::*,
+    types::Opaque,
 };
 
 impl Events {
@@ -139,7 +140,7 @@ impl Events {
         };
         KBox::pin(
             Probe {
-                rp,
+                rp: Opaque::new(rp),
                 spec,
                 symbol,
                 module,

@@ -15,7 +15,6 @@ use super::{
     Event, Events, Inner, LoggedError,
 };
 use crate::{
-    abi::{RkpKprobe, RkpKretprobe},
     ffi::rkp_tev_name_in_use,
     kernel_ext::{security, vec},
     pure::probe_events::{
@@ -68,30 +67,25 @@ impl Events {
                 if p.module.as_deref() != Some(name) {
                     continue;
                 }
-                let is_return = p.is_return();
-                let kp = p.as_mut().raw_kp();
+                let kp = p.client();
                 if p.registered() {
-                    // SAFETY: a registered probe.
-                    if unsafe { RkpKprobe::flags(kp) } & crate::abi::flags::GONE == 0 {
+                    if kp.flags() & crate::abi::flags::GONE == 0 {
                         continue;
                     }
-                    self.unregister_raw(is_return, kp);
+                    self.unregister_probe(p);
                 }
-                // SAFETY: the probe's own structure: its address in the
-                // module's old text is forgotten, and it is registered
-                // disabled, as at creation.
-                unsafe {
-                    (*kp).addr = core::ptr::null_mut();
-                    (*kp).flags = crate::abi::flags::DISABLED;
-                }
+                // Its address in the module's old text is forgotten, and it
+                // is registered disabled, as at creation.
+                kp.set_addr(0);
+                kp.update_flags(crate::abi::flags::DISABLED, u32::MAX);
                 // As the kernel's `__register_trace_kprobe()`, called for
                 // a coming module too.
                 let r = if let Err(e) = kprobes_locked_down() {
                     Err(e)
-                } else if is_return {
+                } else if p.is_return() {
                     self.core()
                         .kretprobes()
-                        .register(self.core(), &[kp.cast::<RkpKretprobe>()])
+                        .register(self.core(), &[p.rp_ptr()])
                 } else {
                     self.core().register_many(&[kp])
                 };
@@ -247,7 +241,7 @@ impl Events {
         // SAFETY: the probe is pinned in its box; only this field changes.
         unsafe { probe.as_mut().get_unchecked_mut() }.event = ev_ptr;
         // Registered disabled; enabling the event arms it.
-        let kp = probe.as_mut().raw_kp();
+        let kp = probe.client();
         let waiting = match def.location.module() {
             Some(m) => !env
                 .module_loaded(m)
@@ -258,10 +252,9 @@ impl Events {
             // Registered when the module comes (`module_coming`).
             Ok(())
         } else if def.is_return {
-            // `kp` is the first field of the probe's kretprobe.
             self.core()
                 .kretprobes()
-                .register(self.core(), &[kp.cast::<RkpKretprobe>()])
+                .register(self.core(), &[probe.rp_ptr()])
         } else {
             self.core().register_many(&[kp])
         };
@@ -385,10 +378,8 @@ impl Events {
                         let _em = self.event_mutex.lock();
                         vec::take(&mut evm.probes, j)
                     };
-                    if let Some(mut p) = taken {
-                        let is_return = p.is_return();
-                        let kp = p.as_mut().raw_kp();
-                        self.unregister_raw(is_return, kp);
+                    if let Some(p) = taken {
+                        self.unregister_probe(&p);
                     }
                 }
                 i += 1;

@@ -10,25 +10,25 @@
 //! Process context, may sleep (grace periods, the kernel's `event_mutex`);
 //! called with `Events::inner` held, or at unload.
 
-use super::{Event, Events};
+use super::{Event, Events, Probe};
 use crate::{
-    abi::{RkpKprobe, RkpKretprobe},
+    abi::RkpKretprobe,
     ffi::{rkp_tev_free, rkp_tev_remove},
     kernel_ext::{module, mutex::KernelMutexGuard, sync::synchronize_rcu, vec},
+    kprobe::client::Client,
 };
 use core::sync::atomic::Ordering;
 use kernel::prelude::*;
 
 impl Events {
-    /// Unregisters one probe structure.
-    pub(super) fn unregister_raw(&self, is_return: bool, kp: *mut RkpKprobe) {
-        if is_return {
-            // `kp` is the first field of the kretprobe.
+    /// Unregisters one probe.
+    pub(super) fn unregister_probe(&self, p: &Probe) {
+        if p.is_return() {
             self.core()
                 .kretprobes()
-                .unregister(self.core(), &[kp.cast::<RkpKretprobe>()]);
+                .unregister(self.core(), &[p.rp_ptr()]);
         } else {
-            self.core().unregister_many(&[kp]);
+            self.core().unregister_many(&[p.client()]);
         }
     }
 
@@ -37,10 +37,8 @@ impl Events {
     pub(super) fn unregister_probes(&self, ev: &mut Pin<KBox<Event>>) {
         // SAFETY: `probes` is not structurally pinned.
         let evm = unsafe { ev.as_mut().get_unchecked_mut() };
-        for p in evm.probes.iter_mut() {
-            let is_return = p.is_return();
-            let kp = p.as_mut().raw_kp();
-            self.unregister_raw(is_return, kp);
+        for p in evm.probes.iter() {
+            self.unregister_probe(p);
         }
     }
 
@@ -129,7 +127,7 @@ impl Events {
         if hit {
             synchronize_rcu();
         }
-        let mut kps: KVec<*mut RkpKprobe> = KVec::new();
+        let mut kps: KVec<Client> = KVec::new();
         let mut rps: KVec<*mut RkpKretprobe> = KVec::new();
         let mut batched = true;
         for ev in removed.iter_mut() {
@@ -139,13 +137,11 @@ impl Events {
             }
             // SAFETY: `probes` is not structurally pinned.
             let evm = unsafe { ev.as_mut().get_unchecked_mut() };
-            for p in evm.probes.iter_mut() {
-                let is_return = p.is_return();
-                let kp = p.as_mut().raw_kp();
-                let pushed = if is_return {
-                    rps.push(kp.cast(), GFP_KERNEL).is_ok()
+            for p in evm.probes.iter() {
+                let pushed = if p.is_return() {
+                    rps.push(p.rp_ptr(), GFP_KERNEL).is_ok()
                 } else {
-                    kps.push(kp, GFP_KERNEL).is_ok()
+                    kps.push(p.client(), GFP_KERNEL).is_ok()
                 };
                 if !pushed {
                     batched = false;

@@ -12,7 +12,7 @@
 //! `event_mutex`.
 
 use super::Event;
-use crate::{abi::RkpKprobe, kprobe::Core};
+use crate::kprobe::Core;
 use core::sync::atomic::Ordering;
 use kernel::{
     ffi::{c_int, c_void},
@@ -40,11 +40,10 @@ pub(crate) unsafe extern "C" fn rkp_event_set_enabled(owner: *mut c_void, on: c_
     }
     let mut ret = Ok(());
     for p in ev.probes.iter() {
-        let kp = p.kp_ptr();
+        let kp = p.client();
         // A probe waiting for its module, or of unloaded code, stays as it
         // is, as the kernel's do.
-        // SAFETY: the probe's own structure.
-        if !p.registered() || unsafe { RkpKprobe::flags(kp) } & crate::abi::flags::GONE != 0 {
+        if !p.registered() || kp.flags() & crate::abi::flags::GONE != 0 {
             continue;
         }
         let r = core.set_enabled(kp, on);
@@ -60,7 +59,7 @@ pub(crate) unsafe extern "C" fn rkp_event_set_enabled(owner: *mut c_void, on: c_
         Err(e) => {
             // All or nothing.
             for p in ev.probes.iter() {
-                let _ = core.set_enabled(p.kp_ptr(), false);
+                let _ = core.set_enabled(p.client(), false);
             }
             ev.enabled.store(false, Ordering::Release);
             e.to_errno()

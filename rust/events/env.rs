@@ -17,7 +17,7 @@ use crate::{
         kallsyms::{Kallsyms, SymbolBuf},
     },
     kernel_ext::sync::PreemptGuard,
-    kprobe::Core,
+    kprobe::{client::Client, Core},
     pure::probe_events::{DentryOffsets, FuncEntry, ProbeEnv, SymbolCheck},
 };
 use kernel::{
@@ -153,8 +153,12 @@ impl ProbeEnv for KernelEnv<'_> {
         let mut kp = empty_kprobe();
         kp.symbol_name = cname.as_char_ptr();
         kp.offset = offset as u32;
-        // SAFETY: a valid probe structure that lives across the call.
-        match unsafe { self.core.check_func_entry(&mut kp) } {
+        // SAFETY: a probe structure on this stack, valid across the call,
+        // with the C string `cname` as its symbol; it is never registered.
+        let Some(c) = (unsafe { Client::from_raw(&mut kp) }) else {
+            return FuncEntry::NoMemory;
+        };
+        match self.core.check_func_entry(c) {
             Ok(()) => FuncEntry::Entry,
             Err(e) if e == EINVAL => FuncEntry::NotEntry,
             Err(e) if e == ENOMEM => FuncEntry::NoMemory,

@@ -33,7 +33,10 @@ use crate::{
     },
 };
 use core::{cell::Cell, mem::MaybeUninit, sync::atomic::Ordering};
-use kernel::ffi::{c_int, c_long, c_uint, c_ulong, c_void};
+use kernel::{
+    ffi::{c_int, c_long, c_uint, c_ulong, c_void},
+    types::Opaque,
+};
 
 /// The offset of `r`'s word in the kernel's `struct pt_regs` (bindgen):
 /// the independent side of the check below. The `match` is exhaustive, so
@@ -432,7 +435,7 @@ pub(super) unsafe extern "C" fn kprobe_handler(
 ) -> c_int {
     // SAFETY: `kp` is the entry probe of a registered `Probe`'s `rp`, its
     // first field.
-    let probe = unsafe { &*kernel::container_of!(kp.cast::<RkpKretprobe>(), Probe, rp) };
+    let probe = unsafe { &*kernel::container_of!(kp.cast::<Opaque<RkpKretprobe>>(), Probe, rp) };
     record(probe, regs, None, || {
         // SAFETY: a registered probe's address is set.
         (unsafe { (*kp).addr } as usize, 0)

@@ -58,7 +58,7 @@ use crate::{
         notifier::{Handler, ModuleChain, ModuleEvent, ModuleState, Notifier, Notify},
         sync::rcu_barrier,
     },
-    kprobe::Core,
+    kprobe::{client::Client, Core},
     pure::probe_events::{
         exec::Fast,
         layout::{Field, NoMemory, TextRef},
@@ -73,6 +73,7 @@ use kernel::{
     prelude::*,
     str::CString,
     sync::Mutex,
+    types::Opaque,
 };
 
 /// The records' layout as C sees `trace_event.h` (`tev_layout.c`),
@@ -135,8 +136,9 @@ struct Arg {
 #[repr(C)]
 struct Probe {
     /// First, so that the handlers find the probe from the structure the
-    /// probe core passes them.
-    rp: RkpKretprobe,
+    /// probe core passes them; the probe core writes into it while the
+    /// probe is shared.
+    rp: Opaque<RkpKretprobe>,
     /// The probe as the listing shows it.
     spec: ProbeSpec<KVec<TextRef>, KVec<u8>>,
     /// NUL-terminated symbol name of the location, if any.
@@ -242,15 +244,25 @@ fn empty_kprobe() -> RkpKprobe {
 }
 
 impl Probe {
-    /// A return probe: the kretprobe has its return handler.
-    fn is_return(&self) -> bool {
-        self.rp.handler.is_some()
+    /// The kretprobe structure, for the probe core's kretprobe calls.
+    fn rp_ptr(&self) -> *mut RkpKretprobe {
+        self.rp.get()
     }
 
-    /// The probe core's structure of this probe (for a kretprobe, its entry
-    /// probe), for calls that take a raw pointer.
-    fn kp_ptr(&self) -> *mut RkpKprobe {
-        core::ptr::addr_of!(self.rp.kp).cast_mut()
+    /// The probe core's handle of this probe's kprobe (for a return probe,
+    /// its kretprobe's entry probe).
+    fn client(&self) -> Client {
+        // SAFETY: `rp` lives in the pinned probe, which stays at its address
+        // until it is destroyed, after its unregistration (the type
+        // invariant); its `symbol_name` is the probe's own `symbol` or null.
+        unsafe { Client::entry_of(self.rp_ptr()) }
+    }
+
+    /// A return probe: the kretprobe has its return handler.
+    fn is_return(&self) -> bool {
+        // SAFETY: a field set when the probe was made, which the probe core
+        // does not write.
+        unsafe { (*self.rp_ptr()).handler }.is_some()
     }
 
     /// Whether the probe is registered with the probe core (a probe on a
@@ -258,27 +270,24 @@ impl Probe {
     /// tracing core's callbacks under `event_mutex`.
     fn registered(&self) -> bool {
         if self.is_return() {
-            !self.rp.rkp_private.is_null()
+            // SAFETY: the kretprobe core writes it under the registration
+            // that the caller's lock keeps from running.
+            !unsafe { (*self.rp_ptr()).rkp_private }.is_null()
         } else {
-            !self.rp.kp.rkp_private.is_null()
+            !self.client().private().is_null()
         }
     }
 
     /// Hits lost: for a return probe, entries without a free instance too.
     fn nmissed(&self) -> u64 {
-        let entry = self.rp.kp.nmissed as u64;
+        // SAFETY: counters of the live structure, read as the kernel's
+        // `kprobe_profile` reads them, without synchronisation.
+        let (entry, ret) = unsafe { ((*self.rp_ptr()).kp.nmissed, (*self.rp_ptr()).nmissed) };
         if self.is_return() {
-            entry + self.rp.nmissed as u64
+            entry as u64 + ret as u64
         } else {
-            entry
+            entry as u64
         }
-    }
-
-    /// The probe core's structure of this probe.
-    fn raw_kp(self: Pin<&mut Self>) -> *mut RkpKprobe {
-        // SAFETY: only the address of a field is taken; nothing moves.
-        let this = unsafe { self.get_unchecked_mut() };
-        core::ptr::addr_of_mut!(this.rp.kp)
     }
 }
 

@@ -8,8 +8,7 @@
 //! state; client modules depend on rkprobes' symbols, so rkprobes cannot be
 //! unloaded while one is loaded.
 
-use super::Core;
-use core::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use super::{client::Client, Core};
 use kernel::{
     error::from_result,
     ffi::{c_int, c_uint, c_ulong},
@@ -17,45 +16,6 @@ use kernel::{
 };
 
 pub(crate) use crate::abi::{flags, RkpKprobe, RkpKretprobe};
-
-impl RkpKprobe {
-    /// The flags, read atomically: the hit path reads them while
-    /// `enable`/`disable` change them. Any context.
-    ///
-    /// # Safety
-    ///
-    /// `this` points to a registered probe (or one being registered).
-    pub(crate) unsafe fn flags(this: *mut Self) -> u32 {
-        // SAFETY: the field is an aligned `c_uint` of a live probe; all
-        // concurrent accesses are atomic.
-        unsafe { AtomicU32::from_ptr(core::ptr::addr_of_mut!((*this).flags)) }
-            .load(Ordering::Relaxed)
-    }
-
-    /// Sets or clears flag bits atomically. Any context.
-    ///
-    /// # Safety
-    ///
-    /// As for [`RkpKprobe::flags`].
-    pub(crate) unsafe fn update_flags(this: *mut Self, set: u32, clear: u32) {
-        // SAFETY: as in `flags`.
-        let f = unsafe { AtomicU32::from_ptr(core::ptr::addr_of_mut!((*this).flags)) };
-        let _ = f.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
-            Some((v & !clear) | set)
-        });
-    }
-
-    /// Counts a missed hit. Any context, including NMI.
-    ///
-    /// # Safety
-    ///
-    /// As for [`RkpKprobe::flags`].
-    pub(crate) unsafe fn inc_nmissed(this: *mut Self) {
-        // SAFETY: the field is an aligned `unsigned long` of a live probe.
-        unsafe { AtomicUsize::from_ptr(core::ptr::addr_of_mut!((*this).nmissed).cast()) }
-            .fetch_add(1, Ordering::Relaxed);
-    }
-}
 
 /// Converts a result to the C convention: 0 or a negative errno.
 fn to_c(r: Result) -> c_int {
@@ -86,7 +46,9 @@ fn check_abi(abi: c_uint) -> Result {
 /// `p` is a valid `struct rkp_kprobe` that stays allocated until unregistered.
 #[no_mangle]
 pub(crate) unsafe extern "C" fn rkp_register_kprobe_abi(p: *mut RkpKprobe, abi: c_uint) -> c_int {
-    to_c(check_abi(abi).and_then(|()| Core::get()?.register_many(&[p])))
+    // SAFETY: the caller's contract is `Client`'s.
+    let p = unsafe { Client::from_raw(p) };
+    to_c(check_abi(abi).and_then(|()| Core::get()?.register_many(&[p.ok_or(EINVAL)?])))
 }
 
 /// `void rkp_unregister_kprobe(struct rkp_kprobe *p)`. Process context; returns
@@ -97,23 +59,36 @@ pub(crate) unsafe extern "C" fn rkp_register_kprobe_abi(p: *mut RkpKprobe, abi: 
 /// `p` is a valid `struct rkp_kprobe`.
 #[no_mangle]
 pub(crate) unsafe extern "C" fn rkp_unregister_kprobe(p: *mut RkpKprobe) {
-    if let Ok(c) = Core::get() {
+    // SAFETY: the caller's contract is `Client`'s.
+    if let (Some(p), Ok(c)) = (unsafe { Client::from_raw(p) }, Core::get()) {
         c.unregister_many(&[p]);
     }
 }
 
-/// Builds a slice from the C array of `rkp_register_kprobes`.
+/// The C array of `rkp_register_kprobes`, its null entries as `None`.
 ///
 /// # Safety
 ///
-/// `kps` points to `num` valid probe pointers when `num > 0`.
-unsafe fn probes<'a>(kps: *mut *mut RkpKprobe, num: c_int) -> Result<&'a [*mut RkpKprobe]> {
+/// `kps` points to `num` probe pointers when `num > 0`, each null or
+/// meeting `Client`'s invariants.
+unsafe fn probes<'a>(kps: *mut *mut RkpKprobe, num: c_int) -> Result<&'a [Option<Client>]> {
     let n = usize::try_from(num).map_err(|_| EINVAL)?;
     if n == 0 || kps.is_null() {
         return Err(EINVAL);
     }
-    // SAFETY: the caller provides `num` elements at `kps`.
-    Ok(unsafe { core::slice::from_raw_parts(kps, n) })
+    // SAFETY: the caller provides `num` elements at `kps`; `Option<Client>`
+    // has the layout of a pointer, null for `None` (`Client` is a
+    // transparent `NonNull`), and the caller's contract is `Client`'s.
+    Ok(unsafe { core::slice::from_raw_parts(kps.cast::<Option<Client>>(), n) })
+}
+
+/// The probes of a batch to register: `EINVAL` for a null entry.
+fn all_probes(ps: &[Option<Client>]) -> Result<KVec<Client>> {
+    let mut v = KVec::with_capacity(ps.len(), GFP_KERNEL)?;
+    for p in ps {
+        v.push(p.ok_or(EINVAL)?, GFP_KERNEL)?;
+    }
+    Ok(v)
 }
 
 /// `int rkp_register_kprobes_abi(struct rkp_kprobe **kps, int num,
@@ -131,7 +106,7 @@ pub(crate) unsafe extern "C" fn rkp_register_kprobes_abi(
 ) -> c_int {
     to_c(check_abi(abi).and_then(|()| {
         // SAFETY: the caller's contract.
-        unsafe { probes(kps, num) }.and_then(|ps| Core::get()?.register_many(ps))
+        unsafe { probes(kps, num) }.and_then(|ps| Core::get()?.register_many(&all_probes(ps)?))
     }))
 }
 
@@ -145,7 +120,7 @@ pub(crate) unsafe extern "C" fn rkp_register_kprobes_abi(
 pub(crate) unsafe extern "C" fn rkp_unregister_kprobes(kps: *mut *mut RkpKprobe, num: c_int) {
     // SAFETY: the caller's contract.
     if let (Ok(ps), Ok(c)) = (unsafe { probes(kps, num) }, Core::get()) {
-        c.unregister_many(ps);
+        c.unregister_each(ps.iter().flatten().copied());
     }
 }
 
@@ -156,7 +131,9 @@ pub(crate) unsafe extern "C" fn rkp_unregister_kprobes(kps: *mut *mut RkpKprobe,
 /// `p` is a valid `struct rkp_kprobe`.
 #[no_mangle]
 pub(crate) unsafe extern "C" fn rkp_enable_kprobe(p: *mut RkpKprobe) -> c_int {
-    to_c(Core::get().and_then(|c| c.set_enabled(p, true)))
+    // SAFETY: the caller's contract is `Client`'s.
+    let p = unsafe { Client::from_raw(p) };
+    to_c(Core::get().and_then(|c| c.set_enabled(p.ok_or(EINVAL)?, true)))
 }
 
 /// `int rkp_disable_kprobe(struct rkp_kprobe *p)`. Process context.
@@ -166,7 +143,9 @@ pub(crate) unsafe extern "C" fn rkp_enable_kprobe(p: *mut RkpKprobe) -> c_int {
 /// `p` is a valid `struct rkp_kprobe`.
 #[no_mangle]
 pub(crate) unsafe extern "C" fn rkp_disable_kprobe(p: *mut RkpKprobe) -> c_int {
-    to_c(Core::get().and_then(|c| c.set_enabled(p, false)))
+    // SAFETY: the caller's contract is `Client`'s.
+    let p = unsafe { Client::from_raw(p) };
+    to_c(Core::get().and_then(|c| c.set_enabled(p.ok_or(EINVAL)?, false)))
 }
 
 /// Builds a slice from the C array of `rkp_register_kretprobes`.

@@ -14,7 +14,7 @@
 //! [`Core::read_original`] and [`Core::is_ftrace_site`] also run under
 //! `text_mutex`, when a point is armed, and take no lock.
 
-use super::{abi::RkpKprobe, point::OptState, Core};
+use super::{client::Client, point::OptState, Core};
 use crate::{
     arch,
     ffi::kallsyms::SymbolBuf,
@@ -38,23 +38,16 @@ impl Core {
     /// adjusted by the architecture (past ENDBR at a function entry), as the
     /// kernel's `_kprobe_addr()`. Returns the address, and the start and
     /// size of its function. Process context.
-    ///
-    /// # Safety
-    ///
-    /// `kp` is valid.
-    unsafe fn resolve(&self, kp: *mut RkpKprobe) -> Result<(usize, usize, usize)> {
-        // SAFETY: the caller's contract.
-        let (addr, sym, offset) = unsafe { ((*kp).addr as usize, (*kp).symbol_name, (*kp).offset) };
-        if (addr != 0) != sym.is_null() {
+    fn resolve(&self, kp: Client) -> Result<(usize, usize, usize)> {
+        let addr = kp.addr();
+        let (sym, offset) = kp.symbol();
+        if (addr != 0) == sym.is_some() {
             return Err(EINVAL);
         }
         let mut buf = SymbolBuf::new()?;
-        let base = if sym.is_null() {
-            addr
-        } else {
-            // SAFETY: a non-null `symbol_name` is a NUL-terminated string.
-            let name = unsafe { CStr::from_char_ptr(sym) };
-            self.ksyms.lookup(&mut buf, name).ok_or(ENOENT)?
+        let base = match sym {
+            None => addr,
+            Some(name) => self.ksyms.lookup(&mut buf, name).ok_or(ENOENT)?,
         };
         let addr = base.checked_add(offset as usize).ok_or(EINVAL)?;
         let sym = buf.symbolise(addr).ok_or(ENOENT)?;
@@ -70,13 +63,8 @@ impl Core {
     /// The kernel's `kprobe_on_func_entry()`: `EINVAL` unless `kp` resolves
     /// to a function's entry (past its ENDBR), `ENOENT` when it does not
     /// resolve. Process context.
-    ///
-    /// # Safety
-    ///
-    /// `kp` is valid.
-    pub(crate) unsafe fn check_func_entry(&self, kp: *mut RkpKprobe) -> Result {
-        // SAFETY: the caller's contract.
-        let (addr, func, _) = unsafe { self.resolve(kp) }?;
+    pub(crate) fn check_func_entry(&self, kp: Client) -> Result {
+        let (addr, func, _) = self.resolve(kp)?;
         if addr != arch::adjust_addr(func, 0)? {
             return Err(EINVAL);
         }
@@ -85,13 +73,8 @@ impl Core {
 
     /// Resolves where `kp` goes and checks that the address may be probed.
     /// Process context.
-    ///
-    /// # Safety
-    ///
-    /// `kp` is valid.
-    pub(super) unsafe fn target(&self, kp: *mut RkpKprobe) -> Result<Target> {
-        // SAFETY: the caller's contract.
-        let (addr, func, size) = unsafe { self.resolve(kp) }?;
+    pub(super) fn target(&self, kp: Client) -> Result<Target> {
+        let (addr, func, size) = self.resolve(kp)?;
         let ftrace = self.is_ftrace_site(addr);
         // An int3 on an ftrace call site would break ftrace's own patching.
         if ftrace && !arch::FTRACE_PROBES {

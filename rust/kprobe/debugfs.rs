@@ -7,10 +7,7 @@
 //! Context: process context (`seq_file` show and write), may sleep; each
 //! takes `Core::reg`.
 
-use super::{
-    abi::{flags, RkpKprobe},
-    kretprobe, Core,
-};
+use super::{abi::flags, kretprobe, Core};
 use crate::{
     ffi::kallsyms::SymbolBuf,
     kernel_ext::{
@@ -172,8 +169,7 @@ impl Show for ListFile {
             // SAFETY: registered points are live while the mutex is held.
             let p = unsafe { &*point };
             for kp in p.clients() {
-                // SAFETY: registered clients are valid.
-                let f = unsafe { RkpKprobe::flags(kp) };
+                let f = kp.flags();
                 let kind = if kretprobe::is_kretprobe(kp) {
                     'r'
                 } else {

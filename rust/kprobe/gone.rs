@@ -14,11 +14,7 @@
 //! loader calls it without `module_mutex`, under the notifier chain's
 //! read lock. It takes `Core::reg`, and allocates nothing.
 
-use super::{
-    abi::{flags, RkpKprobe},
-    point::Batch,
-    Core,
-};
+use super::{abi::flags, point::Batch, Core};
 use crate::kernel_ext::{
     module::Module,
     notifier::{Handler, ModuleChain, ModuleEvent, ModuleState, Notify},
@@ -68,8 +64,7 @@ impl Core {
             let _ = self.set_armed(&mut reg, &one, false, |_| true);
             drop(one);
             for kp in p.clients() {
-                // SAFETY: registered clients are valid.
-                unsafe { RkpKprobe::update_flags(kp, flags::GONE, 0) };
+                kp.update_flags(flags::GONE, 0);
             }
             // SAFETY: the registration mutex is held; the point is live.
             unsafe { self.table.remove(p) };

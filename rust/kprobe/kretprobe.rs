@@ -48,7 +48,7 @@
 mod pool;
 mod register;
 
-use super::{abi::RkpKprobe, Core};
+use super::{abi::RkpKprobe, client::Client, Core};
 use crate::{
     abi::RkpKretprobe,
     arch,
@@ -338,8 +338,7 @@ pub(crate) extern "C" fn rkp_kretprobe_gc() {
 }
 
 /// Whether `kp` is the entry probe of a kretprobe. Any context.
-pub(crate) fn is_kretprobe(kp: *mut RkpKprobe) -> bool {
-    // SAFETY: the caller passes a valid probe.
-    unsafe { (*kp).pre_handler }
+pub(crate) fn is_kretprobe(kp: Client) -> bool {
+    kp.pre_handler()
         .is_some_and(|h| core::ptr::eq(h as *const (), pre_handler as *const ()))
 }

@@ -145,6 +145,7 @@ pub(crate) mod slots;
 pub(crate) mod table;
 
 mod address;
+pub(crate) mod client;
 mod debugfs;
 mod gone;
 mod optimize;

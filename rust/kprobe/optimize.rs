@@ -48,7 +48,7 @@
 //! other functions run with `Core::reg` held.
 
 use super::{
-    abi::{flags, RkpKprobe},
+    abi::flags,
     point::{Batch, OptState, Point},
     Core, Registry,
 };
@@ -86,14 +86,11 @@ pub(crate) extern "C" fn rkp_optimizer_work() {
 /// kernel's `KPROBE_FLAG_OPTIMIZED`). Writer.
 fn set_optimized_flag(p: &Point, on: bool) {
     for kp in p.clients() {
-        // SAFETY: registered clients are valid.
-        unsafe {
-            if on {
-                RkpKprobe::update_flags(kp, flags::OPTIMIZED, 0)
-            } else {
-                RkpKprobe::update_flags(kp, 0, flags::OPTIMIZED)
-            }
-        };
+        if on {
+            kp.update_flags(flags::OPTIMIZED, 0);
+        } else {
+            kp.update_flags(0, flags::OPTIMIZED);
+        }
     }
 }
 

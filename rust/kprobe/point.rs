@@ -18,11 +18,7 @@
 //! sleep, allocate or take locks. The rest is the writer's: process context
 //! with `Core::reg` held.
 
-use super::{
-    abi::{flags, RkpKprobe},
-    blacklist::Reservation,
-    table::Chained,
-};
+use super::{abi::RkpKprobe, blacklist::Reservation, client::Client, table::Chained};
 use crate::{arch, ffi};
 use core::{
     cell::Cell,
@@ -30,24 +26,14 @@ use core::{
 };
 use kernel::ffi::c_ulong;
 
-/// The link of `kp` on its point's client list: the caller's structure is
-/// the list entry, as the kernel's `struct kprobe` is on its aggregate
-/// probe's list, so that a client costs rkprobes no memory.
-///
-/// The links are published with release stores, so that the hit path walks
-/// the list lock-free. Unlinking a client only redirects its predecessor's
-/// link and leaves its own alone (the kernel's `list_del_rcu()`): a reader
-/// standing on it walks on. Unregistration returns only after a grace
-/// period, so the caller's structure outlives every such reader.
-///
-/// # Safety
-///
-/// `kp` is valid for the returned lifetime.
-unsafe fn next_link<'a>(kp: *mut RkpKprobe) -> &'a AtomicPtr<RkpKprobe> {
-    // SAFETY: the field is an aligned pointer of a live probe; every
-    // concurrent access is atomic.
-    unsafe { AtomicPtr::from_ptr(core::ptr::addr_of_mut!((*kp).rkp_next)) }
-}
+// A client's link on its point's list is its own structure's (`Client::next`),
+// as the kernel's `struct kprobe` is on its aggregate probe's list, so that a
+// client costs rkprobes no memory. The links are published with release
+// stores, so that the hit path walks the list lock-free. Unlinking a client
+// only redirects its predecessor's link and leaves its own alone (the
+// kernel's `list_del_rcu()`): a reader standing on it walks on.
+// Unregistration returns only after a grace period, so the client's
+// structure outlives every such reader.
 
 /// Where a point is in jump optimization (`rust/kprobe/optimize.rs`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -164,24 +150,18 @@ unsafe impl Send for Point {}
 
 /// The client probes of a point, walked lock-free.
 pub(super) struct ClientIter<'a> {
-    next: *mut RkpKprobe,
+    next: Option<Client>,
     _point: core::marker::PhantomData<&'a Point>,
 }
 
 impl Iterator for ClientIter<'_> {
-    type Item = *mut RkpKprobe;
+    type Item = Client;
 
     #[inline(always)]
-    fn next(&mut self) -> Option<*mut RkpKprobe> {
-        let kp = self.next;
-        if kp.is_null() {
-            return None;
-        }
-        // SAFETY: probes reachable from a point stay valid for the walker's
-        // RCU read-side critical section, or the writer's mutex (the type
-        // invariant of `Point`).
-        self.next = unsafe { next_link(kp) }.load(Ordering::Acquire);
-        Some(kp)
+    fn next(&mut self) -> Option<Client> {
+        let c = self.next?;
+        self.next = c.next();
+        Some(c)
     }
 }
 
@@ -222,8 +202,12 @@ impl Point {
     /// The clients. Hit path or writer; the caller is in an RCU read-side
     /// critical section or holds `Core::reg`.
     pub(super) fn clients(&self) -> ClientIter<'_> {
+        // SAFETY: only clients are linked (`append`), and a linked client
+        // stays valid for the walker's RCU read-side critical section or the
+        // writer's mutex (the type invariant of `Point`).
+        let first = unsafe { Client::from_raw(self.clients.load(Ordering::Acquire)) };
         ClientIter {
-            next: self.clients.load(Ordering::Acquire),
+            next: first,
             _point: core::marker::PhantomData,
         }
     }
@@ -237,15 +221,9 @@ impl Point {
     /// preemption off): may not sleep, allocate or take locks.
     #[inline(always)]
     pub(crate) fn run_pre_handlers(&self, regs: *mut ffi::pt_regs) -> bool {
-        for kp in self.clients() {
-            // SAFETY: clients stay valid while registered, and unregistration
-            // waits for a grace period that this handler holds off.
-            let (h, f) = unsafe { ((*kp).pre_handler, RkpKprobe::flags(kp)) };
-            if let Some(h) = h {
-                // SAFETY: as above; the handler has the documented contract.
-                if f & flags::DISABLED == 0 && unsafe { h(kp, regs) } != 0 {
-                    return false;
-                }
+        for c in self.clients() {
+            if c.run_pre(regs) != 0 {
+                return false;
             }
         }
         true
@@ -261,30 +239,14 @@ impl Point {
 
     /// Runs the post-handlers of the enabled clients. int3 context.
     pub(crate) fn run_post_handlers(&self, regs: *mut ffi::pt_regs, flags: c_ulong) {
-        for kp in self.clients() {
-            // SAFETY: as in `run_pre_handlers`.
-            let (h, f) = unsafe { ((*kp).post_handler, RkpKprobe::flags(kp)) };
-            if let Some(h) = h {
-                if f & flags::DISABLED == 0 {
-                    // SAFETY: as in `run_pre_handlers`.
-                    unsafe { h(kp, regs, flags) };
-                }
-            }
+        for c in self.clients() {
+            c.run_post(regs, flags);
         }
     }
 
     /// Calls the fault handlers until one handles the fault. Exception context.
     pub(crate) fn run_fault_handlers(&self, regs: *mut ffi::pt_regs, trapnr: i32) -> bool {
-        for kp in self.clients() {
-            // SAFETY: as in `run_pre_handlers`.
-            if let Some(h) = unsafe { (*kp).fault_handler } {
-                // SAFETY: as in `run_pre_handlers`.
-                if unsafe { h(kp, regs, trapnr) } != 0 {
-                    return true;
-                }
-            }
-        }
-        false
+        self.clients().any(|c| c.run_fault(regs, trapnr))
     }
 
     /// Notes that a copy is about to run boosted. Hit path.
@@ -344,17 +306,14 @@ impl Point {
 
     /// Counts a hit whose handlers could not run. Exception context.
     pub(crate) fn missed(&self) {
-        for kp in self.clients() {
-            // SAFETY: as in `run_pre_handlers`.
-            unsafe { RkpKprobe::inc_nmissed(kp) };
+        for c in self.clients() {
+            c.inc_nmissed();
         }
     }
 
     /// Whether any client is enabled. Writer.
     pub(super) fn any_enabled(&self) -> bool {
-        self.clients()
-            // SAFETY: registered clients are valid.
-            .any(|kp| unsafe { RkpKprobe::flags(kp) } & flags::DISABLED == 0)
+        self.clients().any(|c| !c.is_disabled())
     }
 
     /// Whether no client is left: an unpublished point with no client is
@@ -363,66 +322,58 @@ impl Point {
         self.clients.load(Ordering::Relaxed).is_null()
     }
 
-    /// Appends `kp`, published to the hit path at once. Writer.
+    /// Appends `c`, published to the hit path at once. Writer.
     ///
     /// # Safety
     ///
-    /// `kp` is valid, on no point's list, and stays valid until unlinked
-    /// and a grace period has passed.
-    pub(super) unsafe fn append(&self, kp: *mut RkpKprobe) {
-        // SAFETY: the caller's contract; not published yet.
-        unsafe { next_link(kp) }.store(core::ptr::null_mut(), Ordering::Relaxed);
+    /// `c` is on no point's list, and stays valid until unlinked and a
+    /// grace period has passed.
+    pub(super) unsafe fn append(&self, c: Client) {
+        // Not published yet.
+        c.set_next(None);
         // Before the client is published (its link's release store, below).
-        // SAFETY: the caller's contract.
-        if unsafe { (*kp).post_handler }.is_some() {
+        if c.has_post_handler() {
             self.has_post.store(true, Ordering::Relaxed);
         }
-        let mut link = &self.clients;
-        loop {
-            let n = link.load(Ordering::Relaxed);
-            if n.is_null() {
-                break;
-            }
-            // SAFETY: linked probes are valid; only the writer changes links.
-            link = unsafe { next_link(n) };
+        match self.clients().last() {
+            // Release: a reader that sees the client sees its link.
+            Some(last) => last.set_next(Some(c)),
+            None => self.clients.store(c.as_ptr(), Ordering::Release),
         }
-        // Release: a reader that sees the probe sees its link.
-        link.store(kp, Ordering::Release);
     }
 
-    /// Whether `kp` is one of the clients. Writer.
-    pub(super) fn has_client(&self, kp: *mut RkpKprobe) -> bool {
-        self.clients().any(|c| c == kp)
+    /// Whether `c` is one of the clients. Writer.
+    pub(super) fn has_client(&self, c: Client) -> bool {
+        self.clients().any(|x| x == c)
     }
 
-    /// Unlinks `kp`, leaving its own link for readers standing on it (see
-    /// [`next_link`]). Writer; allocates nothing, cannot fail. Returns
-    /// whether it was linked.
-    pub(super) fn unlink(&self, kp: *mut RkpKprobe) -> bool {
-        let mut link = &self.clients;
-        loop {
-            let n = link.load(Ordering::Relaxed);
-            if n.is_null() {
-                return false;
+    /// Unlinks `c`, leaving its own link for readers standing on it. Writer;
+    /// allocates nothing, cannot fail. Returns whether it was linked.
+    pub(super) fn unlink(&self, c: Client) -> bool {
+        let mut prev: Option<Client> = None;
+        for x in self.clients() {
+            if x != c {
+                prev = Some(x);
+                continue;
             }
-            // SAFETY: linked probes are valid; only the writer changes links.
-            let next = unsafe { next_link(n) };
-            if n == kp {
-                link.store(next.load(Ordering::Relaxed), Ordering::Release);
-                // A hit that ran the client's pre-handler may still read
-                // the old value, or the new one and skip its post-handler:
-                // the race of the kernel's aggregate probe, whose
-                // `post_handler` is cleared the same way while a client
-                // leaves. Unregistration waits for such hits to end.
-                let post = self
-                    .clients()
-                    // SAFETY: linked probes are valid.
-                    .any(|c| unsafe { (*c).post_handler }.is_some());
-                self.has_post.store(post, Ordering::Relaxed);
-                return true;
+            let next = c.next();
+            match prev {
+                Some(p) => p.set_next(next),
+                None => self.clients.store(
+                    next.map_or(core::ptr::null_mut(), Client::as_ptr),
+                    Ordering::Release,
+                ),
             }
-            link = next;
+            // A hit that ran the client's pre-handler may still read the old
+            // value, or the new one and skip its post-handler: the race of
+            // the kernel's aggregate probe, whose `post_handler` is cleared
+            // the same way while a client leaves. Unregistration waits for
+            // such hits to end.
+            let post = self.clients().any(|x| x.has_post_handler());
+            self.has_post.store(post, Ordering::Relaxed);
+            return true;
         }
+        false
     }
 }
 

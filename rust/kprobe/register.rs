@@ -18,8 +18,9 @@
 //! (see the lock order in `mod.rs`).
 
 use super::{
-    abi::{flags, RkpKprobe},
+    abi::flags,
     address::Target,
+    client::Client,
     point::{Batch, Listed, OptState, Point},
     Core, Registry,
 };
@@ -52,7 +53,7 @@ impl Removal {
 impl Core {
     /// Registers `kps`, all or nothing, arming new points with one text
     /// synchronisation. Process context, may sleep.
-    pub(crate) fn register_many(&self, kps: &[*mut RkpKprobe]) -> Result {
+    pub(crate) fn register_many(&self, kps: &[Client]) -> Result {
         // As the kernel's kprobe_events under `LOCKDOWN_KPROBES`, for every
         // way in: the control file, the C ABI and the Rust API.
         security::locked_down_kprobes()?;
@@ -64,18 +65,17 @@ impl Core {
         unsafe { self.rt.wait_for_kprobe_optimizer() };
         let mut reg = self.reg.lock();
         for (i, &kp) in kps.iter().enumerate() {
-            // SAFETY: the caller passes valid probes.
-            if let Err(e) = unsafe { self.register_one(&mut reg, kp) } {
+            if let Err(e) = self.register_one(&mut reg, kp) {
                 // Never armed: unpublish and free what this call added (every
                 // probe before `i` was registered by it, or it would have
                 // failed there).
-                self.unregister_locked(&mut reg, kps.get(..i).unwrap_or(&[]));
+                self.unregister_locked(&mut reg, kps.iter().take(i).copied());
                 return Err(e);
             }
         }
         if let Err(e) = self.arm_points(&mut reg, kps) {
             // Disarms what was armed, as nothing was registered.
-            self.unregister_locked(&mut reg, kps);
+            self.unregister_locked(&mut reg, kps.iter().copied());
             return Err(e);
         }
         // A registration that grew the table leaves the replaced bucket
@@ -92,25 +92,15 @@ impl Core {
     }
 
     /// Adds `kp` to a new or existing point, unarmed. Process context.
-    ///
-    /// # Safety
-    ///
-    /// `kp` is valid and stays allocated until unregistered.
-    unsafe fn register_one(&self, reg: &mut Registry, kp: *mut RkpKprobe) -> Result {
-        if kp.is_null() {
-            return Err(EINVAL);
-        }
-        // SAFETY: the caller's contract.
-        if unsafe { !(*kp).rkp_private.is_null() } {
+    fn register_one(&self, reg: &mut Registry, kp: Client) -> Result {
+        if !kp.private().is_null() {
             // Already registered (the kernel's -EINVAL for re-registration).
             return Err(EINVAL);
         }
-        // SAFETY: the caller's contract.
-        let target = unsafe { self.target(kp) }?;
+        let target = self.target(kp)?;
         let point = match self.table.lookup(target.addr) {
             Some(point) => {
-                // SAFETY: the caller's contract.
-                if unsafe { (*kp).post_handler }.is_some() {
+                if kp.has_post_handler() {
                     // An optimized point runs no post-handler.
                     self.unoptimize_one(point);
                 }
@@ -127,27 +117,29 @@ impl Core {
         drop(target.module);
         let point = point?;
         // Only DISABLED is the caller's to set.
-        // SAFETY: the caller's contract; these fields are ours to write now,
-        // and the probe is ours until appended.
-        unsafe {
-            RkpKprobe::update_flags(kp, 0, !flags::DISABLED);
-            if target.ftrace {
-                RkpKprobe::update_flags(kp, flags::FTRACE, 0);
-            }
-            (*kp).addr = target.addr as *mut _;
-            (*kp).rkp_private = point.cast();
-            if (*point).opt_state() != OptState::None {
-                RkpKprobe::update_flags(kp, flags::OPTIMIZED, 0);
-            }
-            (*point).append(kp);
+        kp.update_flags(0, !flags::DISABLED);
+        if target.ftrace {
+            kp.update_flags(flags::FTRACE, 0);
         }
+        kp.set_addr(target.addr);
+        kp.set_private(point.cast());
+        // SAFETY: a point of the table or just made, live while the mutex is
+        // held.
+        let point = unsafe { &*point };
+        if point.opt_state() != OptState::None {
+            kp.update_flags(flags::OPTIMIZED, 0);
+        }
+        // SAFETY: not registered (checked above), so on no point's list; a
+        // client stays valid until unregistered (`Client`'s invariant), and
+        // unregistration waits for a grace period after the unlink.
+        unsafe { point.append(kp) };
         Ok(())
     }
 
     /// Whether `kp` is registered: found at its point, O(1) but for the
     /// clients of that point. Process context; takes the registration
     /// mutex. The caller passes a valid `kp`.
-    pub(crate) fn is_registered(&self, kp: *mut RkpKprobe) -> bool {
+    pub(crate) fn is_registered(&self, kp: Client) -> bool {
         let reg = self.reg.lock();
         self.point_of(&reg, kp).is_some()
     }
@@ -155,18 +147,15 @@ impl Core {
     /// The point of a registered probe `kp`: the one its `rkp_private`
     /// names, if that point is live and has `kp` among its clients (the
     /// kernel's `__get_valid_kprobe()`). Writer.
-    fn point_of<'a>(&'a self, reg: &Registry, kp: *mut RkpKprobe) -> Option<&'a Point> {
-        // SAFETY: the caller passes a valid probe.
-        let (p, addr, f) = unsafe { ((*kp).rkp_private, (*kp).addr, RkpKprobe::flags(kp)) };
+    fn point_of<'a>(&'a self, reg: &Registry, kp: Client) -> Option<&'a Point> {
+        let (p, addr, f) = (kp.private(), kp.addr(), kp.flags());
         if p.is_null() {
             return None;
         }
         let p = p.cast::<Point>().cast_const();
         let live = if f & flags::GONE == 0 {
             // A registered probe's `addr` is its point's.
-            self.table
-                .lookup(addr as usize)
-                .filter(|q| core::ptr::eq(*q, p))
+            self.table.lookup(addr).filter(|q| core::ptr::eq(*q, p))
         } else {
             // Points of unloaded code are off the table: a rare, linear
             // search.
@@ -178,7 +167,7 @@ impl Core {
         };
         let found = live.filter(|q| q.has_client(kp));
         if found.is_none() {
-            pr_err!("probe {:p} is not registered\n", kp);
+            pr_err!("probe {:p} is not registered\n", kp.as_ptr());
         }
         found
     }
@@ -203,7 +192,7 @@ impl Core {
     }
 
     /// Arms every point of `kps` that should be and is not. Writer.
-    fn arm_points(&self, reg: &mut Registry, kps: &[*mut RkpKprobe]) -> Result {
+    fn arm_points(&self, reg: &mut Registry, kps: &[Client]) -> Result {
         if !reg.enabled {
             return Ok(());
         }
@@ -211,7 +200,7 @@ impl Core {
         for &kp in kps {
             // SAFETY: a registered probe's `rkp_private` is its point, live
             // while the mutex is held.
-            batch.add(unsafe { &*(*kp).rkp_private.cast::<Point>() });
+            batch.add(unsafe { &*kp.private().cast::<Point>() });
         }
         let r = self.set_armed(reg, &batch, true, Point::any_enabled);
         for p in batch.iter() {
@@ -306,15 +295,20 @@ impl Core {
     /// Unregisters `kps`; returns when no CPU can be in their handlers or
     /// slots any more. Never fails, allocates nothing. Process context, may
     /// sleep.
-    pub(crate) fn unregister_many(&self, kps: &[*mut RkpKprobe]) {
+    pub(crate) fn unregister_many(&self, kps: &[Client]) {
+        self.unregister_each(kps.iter().copied());
+    }
+
+    /// [`Core::unregister_many`] of the probes `kps` yields.
+    pub(crate) fn unregister_each(&self, kps: impl Iterator<Item = Client>) {
         let mut reg = self.reg.lock();
         self.unregister_locked(&mut reg, kps);
     }
 
     /// Removes each of `kps` from its point. Writer.
-    fn unregister_locked(&self, reg: &mut Registry, kps: &[*mut RkpKprobe]) {
+    fn unregister_locked(&self, reg: &mut Registry, kps: impl Iterator<Item = Client>) {
         let mut removal = Removal::new();
-        for &kp in kps {
+        for kp in kps {
             self.unlink_client(reg, &mut removal, kp);
         }
         self.finish_removal(reg, removal);
@@ -324,18 +318,14 @@ impl Core {
     /// no longer registered when this returns, but readers may stand on it
     /// until [`Core::finish_removal`]'s grace period, which also frees its
     /// point if it was the last client. Writer; allocates nothing.
-    pub(super) fn unlink_client(&self, reg: &Registry, removal: &mut Removal, kp: *mut RkpKprobe) {
-        if kp.is_null() {
-            return;
-        }
+    pub(super) fn unlink_client(&self, reg: &Registry, removal: &mut Removal, kp: Client) {
         let Some(p) = self.point_of(reg, kp) else {
             return;
         };
         if p.unlink(kp) {
             removal.points.add(p);
         }
-        // SAFETY: the caller's probe; it is no longer registered.
-        unsafe { (*kp).rkp_private = core::ptr::null_mut() };
+        kp.set_private(core::ptr::null_mut());
     }
 
     /// Disarms the points of `removal` left with no enabled client,
@@ -387,13 +377,12 @@ impl Core {
     /// `rkp_enable_kprobe`/`rkp_disable_kprobe`. A probe that cannot be
     /// armed stays disabled, as the kernel's `enable_kprobe()` leaves it.
     /// Process context.
-    pub(crate) fn set_enabled(&self, kp: *mut RkpKprobe, enable: bool) -> Result {
+    pub(crate) fn set_enabled(&self, kp: Client, enable: bool) -> Result {
         let mut reg = self.reg.lock();
         let Some(p) = self.point_of(&reg, kp) else {
             return Err(EINVAL);
         };
-        // SAFETY: a registered probe.
-        if unsafe { RkpKprobe::flags(kp) } & flags::GONE != 0 {
+        if kp.flags() & flags::GONE != 0 {
             return Err(EINVAL);
         }
         let (set, clear) = if enable {
@@ -401,12 +390,10 @@ impl Core {
         } else {
             (flags::DISABLED, 0)
         };
-        // SAFETY: a registered probe.
-        unsafe { RkpKprobe::update_flags(kp, set, clear) };
+        kp.update_flags(set, clear);
         if enable {
             if let Err(e) = self.arm_points(&mut reg, &[kp]) {
-                // SAFETY: a registered probe.
-                unsafe { RkpKprobe::update_flags(kp, flags::DISABLED, 0) };
+                kp.update_flags(flags::DISABLED, 0);
                 return Err(e);
             }
             Ok(())

@@ -24,7 +24,7 @@ use crate::{
         cpu, delay, module, reclaim,
         sync::{synchronize_rcu, synchronize_rcu_tasks},
     },
-    kprobe::{abi::RkpKprobe, Core},
+    kprobe::{client::Client, Core},
 };
 use core::{pin::Pin, sync::atomic::Ordering};
 use kernel::{ffi::c_int, prelude::*};
@@ -83,7 +83,7 @@ impl Kretprobes {
     pub(crate) fn register(&self, core: &Core, rps: &[*mut RkpKretprobe]) -> Result {
         let mut pools = self.pools.lock();
         let mut made: KVec<*mut Pool> = KVec::with_capacity(rps.len(), GFP_KERNEL)?;
-        let mut kps: KVec<*mut RkpKprobe> = KVec::with_capacity(rps.len(), GFP_KERNEL)?;
+        let mut kps: KVec<Client> = KVec::with_capacity(rps.len(), GFP_KERNEL)?;
         let mut result = Ok(());
         for &rp in rps {
             // SAFETY: the caller passes valid kretprobes.
@@ -91,8 +91,9 @@ impl Kretprobes {
                 Ok(pool) => {
                     // Cannot fail: capacity reserved.
                     let _ = made.push(pool, GFP_KERNEL);
-                    // SAFETY: `rp` is valid.
-                    let _ = kps.push(unsafe { core::ptr::addr_of_mut!((*rp).kp) }, GFP_KERNEL);
+                    // SAFETY: `rp` is valid and stays so until unregistered
+                    // (the caller's contract).
+                    let _ = kps.push(unsafe { Client::entry_of(rp) }, GFP_KERNEL);
                 }
                 Err(e) => {
                     result = Err(e);
@@ -214,8 +215,8 @@ impl Kretprobes {
         if !r.rkp_private.is_null() || !r.kp.rkp_private.is_null() {
             return Err(EINVAL);
         }
-        // SAFETY: `r.kp` is valid.
-        unsafe { core.check_func_entry(&mut r.kp) }?;
+        // SAFETY: `rp` is valid for this call (the caller's contract).
+        core.check_func_entry(unsafe { Client::entry_of(rp) })?;
         if r.data_size > KRETPROBE_MAX_DATA_SIZE {
             return Err(E2BIG);
         }
@@ -251,12 +252,7 @@ impl Kretprobes {
             return None;
         }
         // SAFETY: the caller's contract.
-        let (pool, kp) = unsafe {
-            (
-                (*rp).rkp_private.cast::<Pool>(),
-                core::ptr::addr_of_mut!((*rp).kp),
-            )
-        };
+        let (pool, kp) = unsafe { ((*rp).rkp_private.cast::<Pool>(), Client::entry_of(rp)) };
         if pool.is_null() || !is_kretprobe(kp) || !core.is_registered(kp) {
             return None;
         }
@@ -272,7 +268,7 @@ impl Kretprobes {
     pub(crate) fn unregister(&self, core: &Core, rps: &[*mut RkpKretprobe]) {
         let mut pools = self.pools.lock();
         let (Ok(mut kps), Ok(mut mine), Ok(mut rks)) = (
-            KVec::<*mut RkpKprobe>::with_capacity(rps.len(), GFP_KERNEL),
+            KVec::<Client>::with_capacity(rps.len(), GFP_KERNEL),
             KVec::<*mut Pool>::with_capacity(rps.len(), GFP_KERNEL),
             KVec::<*mut RkpKretprobe>::with_capacity(rps.len(), GFP_KERNEL),
         ) else {
@@ -296,8 +292,8 @@ impl Kretprobes {
                 continue;
             }
             // Cannot fail: capacity reserved.
-            // SAFETY: `rp` is valid.
-            let _ = kps.push(unsafe { core::ptr::addr_of_mut!((*rp).kp) }, GFP_KERNEL);
+            // SAFETY: `rp` is valid (the caller's contract).
+            let _ = kps.push(unsafe { Client::entry_of(rp) }, GFP_KERNEL);
             let _ = mine.push(pool, GFP_KERNEL);
             let _ = rks.push(rp, GFP_KERNEL);
         }
@@ -320,8 +316,7 @@ impl Kretprobes {
             return;
         };
         // SAFETY: as above.
-        let kp = unsafe { core::ptr::addr_of_mut!((*rp).kp) };
-        core.unregister_many(&[kp]);
+        core.unregister_many(&[unsafe { Client::entry_of(rp) }]);
         self.retire(&[pool]);
         // SAFETY: the caller's kretprobe, no longer registered.
         unsafe { (*rp).rkp_private = core::ptr::null_mut() };

@@ -1,0 +1,221 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A client's probe structure as the probe core holds it.
+//!
+//! Clients (C modules through `include/rkprobes.h`, Rust modules through
+//! `rust/client/`, the events layer) own their `struct rkp_kprobe`; the core
+//! keeps a pointer to it from registration until unregistration returns,
+//! links it into its point's client list through the structure itself (as
+//! the kernel's aggregate probe lists the clients' `struct kprobe`), and
+//! reads and writes some of its fields while hits read others. [`Client`]
+//! is that pointer, made once at the ABI edge from the raw pointer a client
+//! passes, with the contract the C ABI states; from then on the core uses
+//! it through safe methods whose accesses are argued here, once.
+
+use crate::abi::{flags, RkpKprobe, RkpKretprobe};
+use crate::ffi;
+use core::ptr::NonNull;
+use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicUsize, Ordering};
+use kernel::{
+    ffi::{c_int, c_ulong, c_void},
+    str::CStr,
+};
+
+/// A client's `struct rkp_kprobe`.
+///
+/// # Invariants
+///
+/// The structure is valid, and neither moved nor freed, from the handle's
+/// creation until the probe's unregistration has returned (which waits
+/// until no hit can still be reading it); its `symbol_name` is null or a
+/// NUL-terminated string that lives as long. While it is registered its owner
+/// writes none of its fields but the `DISABLED` flag, through
+/// enable/disable; the core writes `addr`, `flags`, `nmissed`,
+/// `rkp_private` and `rkp_next`, always atomically, and hits read them
+/// atomically.
+#[derive(Clone, Copy, PartialEq, Eq)]
+#[repr(transparent)]
+pub(crate) struct Client(NonNull<RkpKprobe>);
+
+impl Client {
+    /// The handle of the structure at `kp`, or `None` for a null pointer.
+    ///
+    /// # Safety
+    ///
+    /// If not null, `kp` meets the type's invariants for as long as this
+    /// handle, or a copy of it, is used: a client's structure passed to a
+    /// registration stays valid until unregistered, as the C ABI requires.
+    pub(crate) unsafe fn from_raw(kp: *mut RkpKprobe) -> Option<Client> {
+        NonNull::new(kp).map(Client)
+    }
+
+    /// The entry probe of the kretprobe at `rp`.
+    ///
+    /// # Safety
+    ///
+    /// `rp` is valid and its entry probe meets the type's invariants for as
+    /// long as the handle, or a copy of it, is used.
+    pub(crate) unsafe fn entry_of(rp: *mut RkpKretprobe) -> Client {
+        // SAFETY: the caller's contract: `rp` is valid, so the address of
+        // its field is not null.
+        Client(unsafe { NonNull::new_unchecked(core::ptr::addr_of_mut!((*rp).kp)) })
+    }
+
+    /// The structure, for the client's handlers and for messages.
+    pub(crate) fn as_ptr(self) -> *mut RkpKprobe {
+        self.0.as_ptr()
+    }
+
+    fn flags_cell(&self) -> &AtomicU32 {
+        // SAFETY: an aligned `c_uint` of a valid structure (the type
+        // invariant), accessed atomically by every concurrent user.
+        unsafe { AtomicU32::from_ptr(core::ptr::addr_of_mut!((*self.as_ptr()).flags)) }
+    }
+
+    /// The flags. Any context.
+    #[inline(always)]
+    pub(crate) fn flags(self) -> u32 {
+        self.flags_cell().load(Ordering::Relaxed)
+    }
+
+    /// Sets, then clears, flag bits. Any context.
+    pub(crate) fn update_flags(self, set: u32, clear: u32) {
+        let _ = self
+            .flags_cell()
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
+                Some((v & !clear) | set)
+            });
+    }
+
+    /// Whether the client is disabled. Any context.
+    #[inline(always)]
+    pub(crate) fn is_disabled(self) -> bool {
+        self.flags() & flags::DISABLED != 0
+    }
+
+    /// Counts a hit whose handlers could not run. Any context, NMI included.
+    pub(crate) fn inc_nmissed(self) {
+        // SAFETY: an aligned `unsigned long` of a valid structure, accessed
+        // atomically by the core (the owner only reads it).
+        unsafe { AtomicUsize::from_ptr(core::ptr::addr_of_mut!((*self.as_ptr()).nmissed).cast()) }
+            .fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The probed address: the one the owner set, or, once registered, the
+    /// resolved one.
+    pub(crate) fn addr(self) -> usize {
+        // SAFETY: an aligned pointer field of a valid structure, written
+        // atomically by the core and not by the owner while registered.
+        unsafe { AtomicUsize::from_ptr(core::ptr::addr_of_mut!((*self.as_ptr()).addr).cast()) }
+            .load(Ordering::Relaxed)
+    }
+
+    /// Sets the probed address. Writer.
+    pub(crate) fn set_addr(self, addr: usize) {
+        // SAFETY: as in `addr`.
+        unsafe { AtomicUsize::from_ptr(core::ptr::addr_of_mut!((*self.as_ptr()).addr).cast()) }
+            .store(addr, Ordering::Relaxed);
+    }
+
+    /// The symbol the owner gave, if any, and the offset from it.
+    pub(crate) fn symbol(&self) -> (Option<&CStr>, u32) {
+        // SAFETY: fields of a valid structure that the owner does not change
+        // while it is registered or being registered.
+        let (sym, offset) = unsafe { ((*self.as_ptr()).symbol_name, (*self.as_ptr()).offset) };
+        if sym.is_null() {
+            return (None, offset);
+        }
+        // SAFETY: a non-null `symbol_name` is a NUL-terminated string that
+        // lives as long as the structure (the type invariant).
+        (Some(unsafe { CStr::from_char_ptr(sym) }), offset)
+    }
+
+    fn private_cell(&self) -> &AtomicPtr<c_void> {
+        // SAFETY: an aligned pointer field of a valid structure, accessed
+        // atomically by the core alone.
+        unsafe { AtomicPtr::from_ptr(core::ptr::addr_of_mut!((*self.as_ptr()).rkp_private)) }
+    }
+
+    /// The core's word: the probe's point while registered, else null.
+    pub(crate) fn private(self) -> *mut c_void {
+        self.private_cell().load(Ordering::Relaxed)
+    }
+
+    /// Sets the core's word. Writer.
+    pub(crate) fn set_private(self, p: *mut c_void) {
+        self.private_cell().store(p, Ordering::Relaxed);
+    }
+
+    fn next_cell(&self) -> &AtomicPtr<RkpKprobe> {
+        // SAFETY: an aligned pointer field of a valid structure; the writer
+        // stores it with release, the hit path loads it with acquire.
+        unsafe { AtomicPtr::from_ptr(core::ptr::addr_of_mut!((*self.as_ptr()).rkp_next)) }
+    }
+
+    /// The next client on the point's list (acquire: the hit path's walk).
+    #[inline(always)]
+    pub(crate) fn next(self) -> Option<Client> {
+        let n = self.next_cell().load(Ordering::Acquire);
+        // SAFETY: only clients are linked (`set_next`), and a linked client
+        // stays valid until a grace period after it was unlinked.
+        unsafe { Client::from_raw(n) }
+    }
+
+    /// Links `next` after this client, published with a release store.
+    /// Writer.
+    pub(crate) fn set_next(self, next: Option<Client>) {
+        self.next_cell().store(
+            next.map_or(core::ptr::null_mut(), Client::as_ptr),
+            Ordering::Release,
+        );
+    }
+
+    /// Whether the client has a post-handler.
+    pub(crate) fn has_post_handler(self) -> bool {
+        // SAFETY: a field the owner does not change while registered.
+        unsafe { (*self.as_ptr()).post_handler }.is_some()
+    }
+
+    /// Runs the pre-handler of an enabled client: its return value (non-zero
+    /// when it changed `regs->ip`), or 0 without one. Hit context.
+    #[inline(always)]
+    pub(crate) fn run_pre(self, regs: *mut ffi::pt_regs) -> c_int {
+        // SAFETY: a field the owner does not change while registered.
+        let h = unsafe { (*self.as_ptr()).pre_handler };
+        match h {
+            Some(h) if !self.is_disabled() => {
+                // SAFETY: the handler's contract of `include/rkprobes.h`: its
+                // own probe and the hit's registers.
+                unsafe { h(self.as_ptr(), regs) }
+            }
+            _ => 0,
+        }
+    }
+
+    /// Runs the post-handler of an enabled client. int3 context.
+    pub(crate) fn run_post(self, regs: *mut ffi::pt_regs, flags: c_ulong) {
+        // SAFETY: as in `run_pre`.
+        let h = unsafe { (*self.as_ptr()).post_handler };
+        if let Some(h) = h {
+            if !self.is_disabled() {
+                // SAFETY: as in `run_pre`.
+                unsafe { h(self.as_ptr(), regs, flags) };
+            }
+        }
+    }
+
+    /// Runs the fault handler: whether it handled the fault. Exception
+    /// context.
+    pub(crate) fn run_fault(self, regs: *mut ffi::pt_regs, trapnr: c_int) -> bool {
+        // SAFETY: as in `run_pre`.
+        let h = unsafe { (*self.as_ptr()).fault_handler };
+        // SAFETY: as in `run_pre`.
+        h.is_some_and(|h| unsafe { h(self.as_ptr(), regs, trapnr) } != 0)
+    }
+
+    /// The pre-handler, to tell one kind of client from another.
+    pub(crate) fn pre_handler(self) -> Option<crate::abi::PreHandler> {
+        // SAFETY: a field the owner does not change while registered.
+        unsafe { (*self.as_ptr()).pre_handler }
+    }
+}
