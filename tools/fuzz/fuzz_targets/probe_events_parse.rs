@@ -17,13 +17,39 @@ use core::fmt;
 
 use libfuzzer_sys::fuzz_target;
 use pure::probe_events::{
-    error::write_error_log,
+    error_log::write_error_log,
+    layout::{NoMemory, Store},
     parse_command,
     print::{record_extent, write_print_fmt, write_record_args, NoSymbols},
-    write_listing, ByteWrite, Command, SyntaxOnlyEnv, WriteLines,
+    write_listing, ByteWrite, Command, EventLayout, ProbeDef, ProbeSpec, SyntaxOnlyEnv,
+    WriteLines,
 };
 
 struct Buf(Vec<u8>);
+
+/// A `Vec` as the storage of what an event keeps.
+struct VecStore<T>(Vec<T>);
+
+impl<T> Store<T> for VecStore<T> {
+    fn try_push(&mut self, v: T) -> Result<(), NoMemory> {
+        self.0.push(v);
+        Ok(())
+    }
+
+    fn items(&self) -> &[T] {
+        &self.0
+    }
+}
+
+/// `cat kprobe_events` for `def`, from what the module keeps of it.
+fn listing(def: &ProbeDef<'_>) -> Vec<u8> {
+    let layout = EventLayout::new(def, VecStore(Vec::new()), VecStore(Vec::new())).unwrap();
+    let spec = ProbeSpec::new(def, VecStore(Vec::new()), VecStore(Vec::new())).unwrap();
+    let mut b = Buf(Vec::new());
+    let names = (def.group, def.event.as_bytes());
+    write_listing(&mut b, names, &layout.get(), &spec.get(), &SyntaxOnlyEnv).unwrap();
+    b.0
+}
 
 impl ByteWrite for Buf {
     fn write_bytes(&mut self, b: &[u8]) -> fmt::Result {
@@ -43,24 +69,22 @@ fn check(line: &[u8], data: &[u8]) {
             for a in def.args() {
                 assert!(a.is_ok());
             }
-            let mut b = Buf(Vec::new());
-            write_listing(&mut b, &def, &env).unwrap();
-            let listed = b.0;
+            let listed = listing(&def);
+            let kept = EventLayout::new(&def, VecStore(Vec::new()), VecStore(Vec::new())).unwrap();
+            let layout = kept.get();
             let mut fmt = Buf(Vec::new());
-            write_print_fmt(&mut fmt, &def).unwrap();
+            write_print_fmt(&mut fmt, &layout).unwrap();
             // The whole input as a record of this event.
             let mut out = Buf(Vec::new());
-            write_record_args(&mut out, &def, data, 16, &NoSymbols).unwrap();
+            write_record_args(&mut out, &layout, data, 16, &NoSymbols).unwrap();
             let fixed_end = 16 + def.size as usize;
             if let Some(head) = data.get(..fixed_end) {
-                assert!(record_extent(&def, head, 16, data.len()) <= data.len());
+                assert!(record_extent(&layout, head, 16, data.len()) <= data.len());
             }
             // Generated names of odd symbols may not be valid names, as in
             // the kernel; anything that parses back must list the same.
             if let Ok(Command::Probe(again)) = parse_command(&listed, &env) {
-                let mut b = Buf(Vec::new());
-                write_listing(&mut b, &again, &env).unwrap();
-                assert_eq!(b.0, listed);
+                assert_eq!(listing(&again), listed);
             }
         }
         Ok(_) => {}
