@@ -85,7 +85,7 @@ impl Events {
                 } else if p.is_return() {
                     self.core()
                         .kretprobes()
-                        .register(self.core(), &[p.rp_ptr()])
+                        .register(self.core(), &[p.ret_client()])
                 } else {
                     self.core().register_many(&[kp])
                 };
@@ -254,7 +254,7 @@ impl Events {
         } else if def.is_return {
             self.core()
                 .kretprobes()
-                .register(self.core(), &[probe.rp_ptr()])
+                .register(self.core(), &[probe.ret_client()])
         } else {
             self.core().register_many(&[kp])
         };

@@ -12,10 +12,9 @@
 
 use super::{Event, Events, Probe};
 use crate::{
-    abi::RkpKretprobe,
     ffi::{rkp_tev_free, rkp_tev_remove},
     kernel_ext::{module, mutex::KernelMutexGuard, sync::synchronize_rcu, vec},
-    kprobe::client::Client,
+    kprobe::client::{Client, RetClient},
 };
 use core::sync::atomic::Ordering;
 use kernel::prelude::*;
@@ -26,7 +25,7 @@ impl Events {
         if p.is_return() {
             self.core()
                 .kretprobes()
-                .unregister(self.core(), &[p.rp_ptr()]);
+                .unregister(self.core(), &[p.ret_client()]);
         } else {
             self.core().unregister_many(&[p.client()]);
         }
@@ -128,7 +127,7 @@ impl Events {
             synchronize_rcu();
         }
         let mut kps: KVec<Client> = KVec::new();
-        let mut rps: KVec<*mut RkpKretprobe> = KVec::new();
+        let mut rps: KVec<RetClient> = KVec::new();
         let mut batched = true;
         for ev in removed.iter_mut() {
             if !ev.tev.is_null() {
@@ -139,7 +138,7 @@ impl Events {
             let evm = unsafe { ev.as_mut().get_unchecked_mut() };
             for p in evm.probes.iter() {
                 let pushed = if p.is_return() {
-                    rps.push(p.rp_ptr(), GFP_KERNEL).is_ok()
+                    rps.push(p.ret_client(), GFP_KERNEL).is_ok()
                 } else {
                     kps.push(p.client(), GFP_KERNEL).is_ok()
                 };

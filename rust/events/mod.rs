@@ -58,7 +58,10 @@ use crate::{
         notifier::{Handler, ModuleChain, ModuleEvent, ModuleState, Notifier, Notify},
         sync::rcu_barrier,
     },
-    kprobe::{client::Client, Core},
+    kprobe::{
+        client::{Client, RetClient},
+        Core,
+    },
     pure::probe_events::{
         exec::Fast,
         layout::{Field, NoMemory, TextRef},
@@ -244,9 +247,16 @@ fn empty_kprobe() -> RkpKprobe {
 }
 
 impl Probe {
-    /// The kretprobe structure, for the probe core's kretprobe calls.
+    /// The kretprobe structure.
     fn rp_ptr(&self) -> *mut RkpKretprobe {
         self.rp.get()
+    }
+
+    /// The probe core's handle of this probe's kretprobe (for a return
+    /// probe).
+    fn ret_client(&self) -> RetClient {
+        // SAFETY: as in `client`; `Opaque::get` is never null.
+        unsafe { RetClient::from_raw(self.rp_ptr()).unwrap_unchecked() }
     }
 
     /// The probe core's handle of this probe's kprobe (for a return probe,
@@ -349,12 +359,12 @@ impl Events {
 impl Event {
     /// A kretprobe event.
     fn is_return(&self) -> bool {
-        self.layout.get().is_return
+        self.layout.is_return()
     }
 
     /// Bytes of the fixed fields after the record's header.
     fn fixed_size(&self) -> usize {
-        self.layout.get().size as usize
+        self.layout.size() as usize
     }
 
     fn is_enabled(&self) -> bool {

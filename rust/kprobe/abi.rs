@@ -8,7 +8,10 @@
 //! state; client modules depend on rkprobes' symbols, so rkprobes cannot be
 //! unloaded while one is loaded.
 
-use super::{client::Client, Core};
+use super::{
+    client::{Client, RetClient},
+    Core,
+};
 use kernel::{
     error::from_result,
     ffi::{c_int, c_uint, c_ulong},
@@ -148,21 +151,33 @@ pub(crate) unsafe extern "C" fn rkp_disable_kprobe(p: *mut RkpKprobe) -> c_int {
     to_c(Core::get().and_then(|c| c.set_enabled(p.ok_or(EINVAL)?, false)))
 }
 
-/// Builds a slice from the C array of `rkp_register_kretprobes`.
+/// The C array of `rkp_register_kretprobes`, its null entries as `None`.
 ///
 /// # Safety
 ///
-/// `rps` points to `num` valid kretprobe pointers when `num > 0`.
+/// `rps` points to `num` kretprobe pointers when `num > 0`, each null or
+/// meeting `RetClient`'s invariants.
 unsafe fn kretprobes<'a>(
     rps: *mut *mut RkpKretprobe,
     num: c_int,
-) -> Result<&'a [*mut RkpKretprobe]> {
+) -> Result<&'a [Option<RetClient>]> {
     let n = usize::try_from(num).map_err(|_| EINVAL)?;
     if n == 0 || rps.is_null() {
         return Err(EINVAL);
     }
-    // SAFETY: the caller provides `num` elements at `rps`.
-    Ok(unsafe { core::slice::from_raw_parts(rps, n) })
+    // SAFETY: the caller provides `num` elements at `rps`;
+    // `Option<RetClient>` has the layout of a pointer, null for `None`, and
+    // the caller's contract is `RetClient`'s.
+    Ok(unsafe { core::slice::from_raw_parts(rps.cast::<Option<RetClient>>(), n) })
+}
+
+/// The kretprobes of a batch to register: `EINVAL` for a null entry.
+fn all_kretprobes(rs: &[Option<RetClient>]) -> Result<KVec<RetClient>> {
+    let mut v = KVec::with_capacity(rs.len(), GFP_KERNEL)?;
+    for r in rs {
+        v.push(r.ok_or(EINVAL)?, GFP_KERNEL)?;
+    }
+    Ok(v)
 }
 
 /// `int rkp_register_kretprobe_abi(struct rkp_kretprobe *rp, unsigned int
@@ -177,9 +192,11 @@ pub(crate) unsafe extern "C" fn rkp_register_kretprobe_abi(
     rp: *mut RkpKretprobe,
     abi: c_uint,
 ) -> c_int {
+    // SAFETY: the caller's contract is `RetClient`'s.
+    let rp = unsafe { RetClient::from_raw(rp) };
     to_c(check_abi(abi).and_then(|()| {
         let c = Core::get()?;
-        c.kretprobes().register(c, &[rp])
+        c.kretprobes().register(c, &[rp.ok_or(EINVAL)?])
     }))
 }
 
@@ -192,7 +209,8 @@ pub(crate) unsafe extern "C" fn rkp_register_kretprobe_abi(
 /// `rp` is a valid `struct rkp_kretprobe`.
 #[no_mangle]
 pub(crate) unsafe extern "C" fn rkp_unregister_kretprobe(rp: *mut RkpKretprobe) {
-    if let Ok(c) = Core::get() {
+    // SAFETY: the caller's contract is `RetClient`'s.
+    if let (Some(rp), Ok(c)) = (unsafe { RetClient::from_raw(rp) }, Core::get()) {
         c.kretprobes().unregister(c, &[rp]);
     }
 }
@@ -215,7 +233,7 @@ pub(crate) unsafe extern "C" fn rkp_register_kretprobes_abi(
         // SAFETY: the caller's contract.
         unsafe { kretprobes(rps, num) }.and_then(|rs| {
             let c = Core::get()?;
-            c.kretprobes().register(c, rs)
+            c.kretprobes().register(c, &all_kretprobes(rs)?)
         })
     }))
 }
@@ -230,7 +248,8 @@ pub(crate) unsafe extern "C" fn rkp_register_kretprobes_abi(
 pub(crate) unsafe extern "C" fn rkp_unregister_kretprobes(rps: *mut *mut RkpKretprobe, num: c_int) {
     // SAFETY: the caller's contract.
     if let (Ok(rs), Ok(c)) = (unsafe { kretprobes(rps, num) }, Core::get()) {
-        c.kretprobes().unregister(c, rs);
+        c.kretprobes()
+            .unregister_each(c, rs.iter().flatten().copied());
     }
 }
 

@@ -219,3 +219,56 @@ impl Client {
         unsafe { (*self.as_ptr()).pre_handler }
     }
 }
+
+/// A client's `struct rkp_kretprobe`.
+///
+/// # Invariants
+///
+/// As [`Client`]'s, for the kretprobe and its entry probe: valid and
+/// unmoved from the handle's creation until its unregistration has
+/// returned; while it is registered its owner writes none of its fields,
+/// and the core writes `rkp_private` (under the kretprobe registration
+/// mutex) and `nmissed` (atomically).
+#[derive(Clone, Copy, PartialEq, Eq)]
+#[repr(transparent)]
+pub(crate) struct RetClient(NonNull<RkpKretprobe>);
+
+impl RetClient {
+    /// The handle of the kretprobe at `rp`, or `None` for a null pointer.
+    ///
+    /// # Safety
+    ///
+    /// If not null, `rp` meets the type's invariants for as long as this
+    /// handle, or a copy of it, is used.
+    pub(crate) unsafe fn from_raw(rp: *mut RkpKretprobe) -> Option<RetClient> {
+        NonNull::new(rp).map(RetClient)
+    }
+
+    /// The structure, for the pool's back pointer and the handlers.
+    pub(crate) fn as_ptr(self) -> *mut RkpKretprobe {
+        self.0.as_ptr()
+    }
+
+    /// The entry probe.
+    pub(crate) fn entry(self) -> Client {
+        // SAFETY: the entry probe of a kretprobe that meets the invariants
+        // meets `Client`'s for as long.
+        unsafe { Client::entry_of(self.as_ptr()) }
+    }
+
+    fn private_cell(&self) -> &AtomicPtr<c_void> {
+        // SAFETY: an aligned pointer field of a valid structure, written by
+        // the core alone.
+        unsafe { AtomicPtr::from_ptr(core::ptr::addr_of_mut!((*self.as_ptr()).rkp_private)) }
+    }
+
+    /// The core's word: the kretprobe's pool while registered, else null.
+    pub(crate) fn private(self) -> *mut c_void {
+        self.private_cell().load(Ordering::Relaxed)
+    }
+
+    /// Sets the core's word. Writer.
+    pub(crate) fn set_private(self, p: *mut c_void) {
+        self.private_cell().store(p, Ordering::Relaxed);
+    }
+}

@@ -18,13 +18,16 @@
 
 use super::{is_kretprobe, pool::Pool, pre_handler, Kretprobes, Pools};
 use crate::{
-    abi::{RkpKretprobe, KRETPROBE_MAXACTIVE_MAX, KRETPROBE_MAX_DATA_SIZE},
+    abi::{KRETPROBE_MAXACTIVE_MAX, KRETPROBE_MAX_DATA_SIZE},
     ffi::runtime::Runtime,
     kernel_ext::{
         cpu, delay, module, reclaim,
         sync::{synchronize_rcu, synchronize_rcu_tasks},
     },
-    kprobe::{client::Client, Core},
+    kprobe::{
+        client::{Client, RetClient},
+        Core,
+    },
 };
 use core::{pin::Pin, sync::atomic::Ordering};
 use kernel::{ffi::c_int, prelude::*};
@@ -80,20 +83,17 @@ impl Kretprobes {
     }
 
     /// Registers `rps`, all or nothing. Process context, may sleep.
-    pub(crate) fn register(&self, core: &Core, rps: &[*mut RkpKretprobe]) -> Result {
+    pub(crate) fn register(&self, core: &Core, rps: &[RetClient]) -> Result {
         let mut pools = self.pools.lock();
         let mut made: KVec<*mut Pool> = KVec::with_capacity(rps.len(), GFP_KERNEL)?;
         let mut kps: KVec<Client> = KVec::with_capacity(rps.len(), GFP_KERNEL)?;
         let mut result = Ok(());
         for &rp in rps {
-            // SAFETY: the caller passes valid kretprobes.
-            match unsafe { self.prepare(core, rp) } {
+            match self.prepare(core, rp) {
                 Ok(pool) => {
                     // Cannot fail: capacity reserved.
                     let _ = made.push(pool, GFP_KERNEL);
-                    // SAFETY: `rp` is valid and stays so until unregistered
-                    // (the caller's contract).
-                    let _ = kps.push(unsafe { Client::entry_of(rp) }, GFP_KERNEL);
+                    let _ = kps.push(rp.entry(), GFP_KERNEL);
                 }
                 Err(e) => {
                     result = Err(e);
@@ -105,8 +105,7 @@ impl Kretprobes {
             for (&rp, &pool) in rps.iter().zip(made.iter()) {
                 // SAFETY: never listed or registered, so no instance was out.
                 drop(unsafe { KBox::from_raw(pool) });
-                // SAFETY: `rp` is valid; it is not registered.
-                unsafe { (*rp).rkp_private = core::ptr::null_mut() };
+                rp.set_private(core::ptr::null_mut());
             }
             return Err(e);
         }
@@ -122,8 +121,7 @@ impl Kretprobes {
             // with frames out wait as zombies.
             self.retire(&made);
             for &rp in rps.iter().take(made.len()) {
-                // SAFETY: `rp` is valid; it is not registered.
-                unsafe { (*rp).rkp_private = core::ptr::null_mut() };
+                rp.set_private(core::ptr::null_mut());
             }
             self.free_drained(&mut pools, &made);
             return Err(e);
@@ -201,22 +199,17 @@ impl Kretprobes {
     }
 
     /// Checks `rp` as the kernel's `register_kretprobe()` does and gives it
-    /// a pool. Process context.
-    ///
-    /// # Safety
-    ///
-    /// `rp` is valid.
-    unsafe fn prepare(&self, core: &Core, rp: *mut RkpKretprobe) -> Result<*mut Pool> {
-        if rp.is_null() {
+    /// a pool. Process context, with the pools' mutex held.
+    fn prepare(&self, core: &Core, rp: RetClient) -> Result<*mut Pool> {
+        if !rp.private().is_null() || !rp.entry().private().is_null() {
             return Err(EINVAL);
         }
-        // SAFETY: the caller's contract.
-        let r = unsafe { &mut *rp };
-        if !r.rkp_private.is_null() || !r.kp.rkp_private.is_null() {
-            return Err(EINVAL);
-        }
-        // SAFETY: `rp` is valid for this call (the caller's contract).
-        core.check_func_entry(unsafe { Client::entry_of(rp) })?;
+        core.check_func_entry(rp.entry())?;
+        // SAFETY: not registered (checked above), so no hit reads it, and
+        // registrations, which alone write it, are serialised by the pools'
+        // mutex that the caller holds; its owner does not touch it during
+        // the call (`RetClient`'s invariant).
+        let r = unsafe { &mut *rp.as_ptr() };
         if r.data_size > KRETPROBE_MAX_DATA_SIZE {
             return Err(E2BIG);
         }
@@ -229,7 +222,7 @@ impl Kretprobes {
         if max > KRETPROBE_MAXACTIVE_MAX {
             return Err(E2BIG);
         }
-        let pool = KBox::into_raw(Pool::new(rp, max, r.data_size, *core.runtime())?);
+        let pool = KBox::into_raw(Pool::new(rp.as_ptr(), max, r.data_size, *core.runtime())?);
         r.maxactive = max as c_int;
         r.nmissed = 0;
         r.kp.pre_handler = Some(pre_handler);
@@ -243,46 +236,47 @@ impl Kretprobes {
     /// kernel's `__get_valid_kprobe()` finds a kprobe by its address: its
     /// entry probe is registered, which only `register` does after giving
     /// `rkp_private` its pool, and that pool names it. Writer.
-    ///
-    /// # Safety
-    ///
-    /// `rp` is null or valid.
-    unsafe fn registered_pool(&self, core: &Core, rp: *mut RkpKretprobe) -> Option<*mut Pool> {
-        if rp.is_null() {
-            return None;
-        }
-        // SAFETY: the caller's contract.
-        let (pool, kp) = unsafe { ((*rp).rkp_private.cast::<Pool>(), Client::entry_of(rp)) };
+    fn registered_pool(&self, core: &Core, rp: RetClient) -> Option<*mut Pool> {
+        let (pool, kp) = (rp.private().cast::<Pool>(), rp.entry());
         if pool.is_null() || !is_kretprobe(kp) || !core.is_registered(kp) {
             return None;
         }
         // SAFETY: a registered kretprobe's pool is listed, so live while
         // the mutex is held.
-        let names_it = core::ptr::eq(unsafe { &*pool }.rp.load(Ordering::Acquire), rp);
+        let names_it = core::ptr::eq(unsafe { &*pool }.rp.load(Ordering::Acquire), rp.as_ptr());
         names_it.then_some(pool)
     }
 
     /// Unregisters `rps`. Instances still out keep their pool alive as a
     /// zombie, and rkprobes loaded, until their frames return. Process
     /// context, may sleep; O(1) per kretprobe.
-    pub(crate) fn unregister(&self, core: &Core, rps: &[*mut RkpKretprobe]) {
+    pub(crate) fn unregister(&self, core: &Core, rps: &[RetClient]) {
+        self.unregister_each(core, rps.iter().copied());
+    }
+
+    /// [`Kretprobes::unregister`] of the kretprobes `rps` yields.
+    pub(crate) fn unregister_each(
+        &self,
+        core: &Core,
+        rps: impl Iterator<Item = RetClient> + Clone,
+    ) {
         let mut pools = self.pools.lock();
+        let n = rps.clone().count();
         let (Ok(mut kps), Ok(mut mine), Ok(mut rks)) = (
-            KVec::<Client>::with_capacity(rps.len(), GFP_KERNEL),
-            KVec::<*mut Pool>::with_capacity(rps.len(), GFP_KERNEL),
-            KVec::<*mut RkpKretprobe>::with_capacity(rps.len(), GFP_KERNEL),
+            KVec::<Client>::with_capacity(n, GFP_KERNEL),
+            KVec::<*mut Pool>::with_capacity(n, GFP_KERNEL),
+            KVec::<RetClient>::with_capacity(n, GFP_KERNEL),
         ) else {
             // Without memory for the batch, one at a time, with nothing to
             // allocate.
             drop(pools);
-            for &rp in rps {
+            for rp in rps {
                 self.unregister_one(core, rp);
             }
             return;
         };
-        for &rp in rps {
-            // SAFETY: the caller passes valid kretprobes.
-            let Some(pool) = (unsafe { self.registered_pool(core, rp) }) else {
+        for rp in rps {
+            let Some(pool) = self.registered_pool(core, rp) else {
                 continue;
             };
             // SAFETY: listed, so live while the mutex is held.
@@ -292,8 +286,7 @@ impl Kretprobes {
                 continue;
             }
             // Cannot fail: capacity reserved.
-            // SAFETY: `rp` is valid (the caller's contract).
-            let _ = kps.push(unsafe { Client::entry_of(rp) }, GFP_KERNEL);
+            let _ = kps.push(rp.entry(), GFP_KERNEL);
             let _ = mine.push(pool, GFP_KERNEL);
             let _ = rks.push(rp, GFP_KERNEL);
         }
@@ -301,25 +294,21 @@ impl Kretprobes {
         core.unregister_many(&kps);
         self.retire(&mine);
         for &rp in rks.iter() {
-            // SAFETY: the caller's kretprobe, no longer registered.
-            unsafe { (*rp).rkp_private = core::ptr::null_mut() };
+            rp.set_private(core::ptr::null_mut());
         }
         self.free_drained(&mut pools, &mine);
     }
 
     /// Unregisters one kretprobe without allocating; its pool is freed by
     /// the reclaim work. Process context.
-    fn unregister_one(&self, core: &Core, rp: *mut RkpKretprobe) {
+    fn unregister_one(&self, core: &Core, rp: RetClient) {
         let _pools = self.pools.lock();
-        // SAFETY: the caller passes a valid kretprobe.
-        let Some(pool) = (unsafe { self.registered_pool(core, rp) }) else {
+        let Some(pool) = self.registered_pool(core, rp) else {
             return;
         };
-        // SAFETY: as above.
-        core.unregister_many(&[unsafe { Client::entry_of(rp) }]);
+        core.unregister_many(&[rp.entry()]);
         self.retire(&[pool]);
-        // SAFETY: the caller's kretprobe, no longer registered.
-        unsafe { (*rp).rkp_private = core::ptr::null_mut() };
+        rp.set_private(core::ptr::null_mut());
         reclaim::kick_later();
     }
 

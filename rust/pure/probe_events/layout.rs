@@ -164,6 +164,16 @@ impl<F: Store<Field>, T: Store<u8>> EventLayout<F, T> {
         })
     }
 
+    /// A kretprobe event.
+    pub fn is_return(&self) -> bool {
+        self.is_return
+    }
+
+    /// Bytes of the fixed fields after the record's head.
+    pub fn size(&self) -> u32 {
+        self.size
+    }
+
     /// The layout, to read.
     pub fn get(&self) -> Layout<'_> {
         Layout {

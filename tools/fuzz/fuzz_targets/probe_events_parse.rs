@@ -21,8 +21,7 @@ use pure::probe_events::{
     layout::{NoMemory, Store},
     parse_command,
     print::{record_extent, write_print_fmt, write_record_args, NoSymbols},
-    write_listing, ByteWrite, Command, EventLayout, ProbeDef, ProbeSpec, SyntaxOnlyEnv,
-    WriteLines,
+    write_listing, ByteWrite, Command, EventLayout, ProbeDef, ProbeSpec, SyntaxOnlyEnv, WriteLines,
 };
 
 struct Buf(Vec<u8>);
