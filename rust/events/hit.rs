@@ -249,8 +249,8 @@ struct FillCtx<'a> {
 ///
 /// The loop over the instances is here, with the trace core's reserve and
 /// commit behind two thin C calls, so that the arguments are stored by
-/// this function itself (the record used to be built across three calls
-/// between Rust and C, 60 instructions a hit more; performance.rst). The
+/// this function itself (building the record across calls between Rust
+/// and C costs 60 instructions a hit more; performance.rst). The
 /// test of who listens is inlined into the handlers, which are all it is.
 #[inline(always)]
 fn record(

@@ -58,8 +58,8 @@ impl PreemptNotraceGuard {
     /// Disables preemption.
     #[inline(always)]
     pub(crate) fn new() -> Self {
-        // Inline, as the kernel's: a call each way was 7 instructions of a
-        // jump-optimized hit (insn-profile).
+        // Inline, as the kernel's: a call each way costs 7 instructions of
+        // a jump-optimized hit (insn-profile).
         ffi::percpu::preempt_count_inc();
         // INVARIANT: disabled just above.
         Self {

@@ -33,7 +33,7 @@ unsafe fn usage<'a>(task: *mut c_void) -> &'a AtomicI32 {
 /// Takes a reference on the current task (`get_task_struct(current)`) and
 /// returns it raw, for [`put_raw`] to drop. Any context, NMI included.
 ///
-/// Inline, as the kernel's `refcount_inc()` is (the calls were 14
+/// Inline, as the kernel's `refcount_inc()` is (the calls cost 14
 /// instructions of every kretprobe hit): the running task's count is above
 /// zero, so the one increment is the whole work unless the count is
 /// saturated, which is left to the kernel's own `refcount_inc()` to report.

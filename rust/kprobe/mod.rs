@@ -253,7 +253,7 @@ pub(crate) struct Core {
 impl Handler<DieChain> for Core {
     /// int3 and faults, handled by the architecture. Exception context,
     /// NMI-like. Inline into the notifier's callback: a call with the event
-    /// built in memory was 10 instructions of every int3 hit.
+    /// built in memory costs 10 instructions of every int3 hit.
     #[inline(always)]
     fn notify(&self, event: DieEvent<'_>) -> Notify {
         arch::die_notify(self, event)

@@ -170,7 +170,7 @@ fn int3(core: &Core, regs: &mut ffi::pt_regs) -> bool {
 /// Runs the probed instruction: emulates it, or sends `ip` to its copy.
 /// `post`: some client has a post-handler ([`Point::has_post`]), so the
 /// copy must trap back. int3 context; the caller pushed a frame unless `reenter`.
-/// Inline (as a call, its prologue and epilogue were 12 instructions a hit).
+/// Inline: as a call, its prologue and epilogue cost 12 instructions a hit.
 #[inline(always)]
 fn setup(point: &Point, regs: &mut ffi::pt_regs, ctl: &Ctl, reenter: bool, post: bool) -> bool {
     if let Some(copy) = point.detour() {
@@ -187,8 +187,8 @@ fn setup(point: &Point, regs: &mut ffi::pt_regs, ctl: &Ctl, reenter: bool, post:
         return true;
     }
     let insn = &point.arch;
-    // A discriminant test (`!=` is the derived `PartialEq`, which LLVM
-    // left out of line: a call and 14 instructions a hit).
+    // A discriminant test: `!=` is the derived `PartialEq`, which LLVM
+    // leaves out of line (a call and 14 instructions a hit).
     if !matches!(insn.op, Op::Step) {
         emulate(insn, point.addr, regs);
         if !reenter {
