@@ -16,7 +16,7 @@ use super::{
 };
 use crate::{
     ffi::rkp_tev_name_in_use,
-    kernel_ext::{security, vec},
+    kernel_ext::{locked_down_kprobes, vec},
     pure::probe_events::{
         parse_command, write_error_log, Command, DeleteCmd, Errno, ParseError, ProbeDef, WriteLines,
     },
@@ -80,7 +80,7 @@ impl Events {
                 kp.update_flags(crate::abi::flags::DISABLED, u32::MAX);
                 // As the kernel's `__register_trace_kprobe()`, called for
                 // a coming module too.
-                let r = if let Err(e) = kprobes_locked_down() {
+                let r = if let Err(e) = locked_down_kprobes() {
                     Err(e)
                 } else if p.is_return() {
                     self.core()
@@ -208,7 +208,7 @@ impl Events {
         // checks against an existing event (and, for a new one, after its
         // name was found free), before anything is resolved or registered,
         // and also for a probe whose module is not loaded yet.
-        if let Err(e) = kprobes_locked_down() {
+        if let Err(e) = locked_down_kprobes() {
             if existing.is_none() && self.name_in_use(def)? {
                 return Err(ParseError::event_exists());
             }
@@ -397,11 +397,4 @@ impl Events {
         }
         Ok(())
     }
-}
-
-/// `security_locked_down(LOCKDOWN_KPROBES)`: `EPERM` while the kernel's
-/// lockdown forbids new kprobes (confidentiality), as the kernel's
-/// kprobe_events asks before registering each probe. Process context.
-fn kprobes_locked_down() -> Result {
-    security::locked_down_kprobes()
 }

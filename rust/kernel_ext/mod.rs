@@ -14,19 +14,36 @@
 
 pub(crate) mod cpu;
 pub(crate) mod debugfs;
-pub(crate) mod delay;
-pub(crate) mod errno;
 pub(crate) mod execmem;
 pub(crate) mod module;
 pub(crate) mod mutex;
 pub(crate) mod nofault;
 pub(crate) mod notifier;
-pub(crate) mod optwork;
-pub(crate) mod reclaim;
-pub(crate) mod security;
-pub(crate) mod sites;
 pub(crate) mod str;
 pub(crate) mod sync;
 pub(crate) mod task;
 pub(crate) mod text;
 pub(crate) mod vec;
+pub(crate) mod work;
+
+use crate::ffi;
+use kernel::prelude::*;
+
+/// `EILSEQ`, which the 6.12 kernel crate does not name: not an instruction
+/// boundary, or an instruction that raises an exception (int3, ud2, ...).
+pub(crate) fn eilseq() -> Error {
+    Error::from_errno(-(ffi::EILSEQ as i32))
+}
+
+/// `EOPNOTSUPP`, which the 6.12 kernel crate does not name: an instruction
+/// that cannot be run out of line or emulated.
+pub(crate) fn eopnotsupp() -> Error {
+    Error::from_errno(-(ffi::EOPNOTSUPP as i32))
+}
+
+/// `security_locked_down(LOCKDOWN_KPROBES)`: `EPERM` while the kernel's
+/// lockdown forbids new kprobes (confidentiality). Process context.
+pub(crate) fn locked_down_kprobes() -> Result {
+    // SAFETY: no preconditions.
+    kernel::error::to_result(unsafe { ffi::rkp_locked_down_kprobes() })
+}

@@ -112,3 +112,10 @@ pub(crate) fn stack_trace_save(store: &mut [c_ulong], skip: u32) -> usize {
     // SAFETY: `store` has room for `len` entries.
     unsafe { ffi::stack_trace_save(store.as_mut_ptr(), len, skip) as usize }
 }
+
+/// Sleeps for at least `ms` milliseconds (`msleep()`). Process context.
+pub(crate) fn msleep(ms: u32) {
+    // SAFETY: process context is the caller's (documented) contract; the
+    // call has no other precondition.
+    unsafe { ffi::msleep(ms) };
+}

@@ -83,7 +83,7 @@ impl Show for OptimizerFile {
 }
 
 /// `/sys/kernel/debug/rkprobes/text_sites`: the jump-label and static-call
-/// sites of vmlinux that rkprobes indexed (`kernel_ext::sites`), one
+/// sites of vmlinux that rkprobes indexed (`kprobe::sites`), one
 /// `0xSTART-0xEND` range a line (END exclusive) in address order, as
 /// `blacklist` shows ranges; no probe may be placed in one. Writing `check [STRIDE]` asks the
 /// index and the kernel's own checks the same questions about every

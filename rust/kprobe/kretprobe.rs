@@ -53,7 +53,7 @@ use crate::{
     abi::RkpKretprobe,
     arch,
     ffi::{self, runtime::Runtime},
-    kernel_ext::{reclaim, task},
+    kernel_ext::{task, work::reclaim},
 };
 use core::sync::atomic::{AtomicI32, AtomicPtr, Ordering};
 use kernel::{

@@ -73,7 +73,7 @@
 //!                             (Core::optimize_pass, Core::unoptimize;
 //!                             text_poke_finish() takes nothing more). No
 //!                             lock of this table is taken under it.
-//!     e. jump_label_lock      kernel_ext/sites.rs: reading the jump-label
+//!     e. jump_label_lock      kprobe/sites.rs: reading the jump-label
 //!        (kernel)             and static-call sites (TextSites::new, at
 //!                             load, with no lock of rkprobes held;
 //!                             TextSites::reserved from check_address_safe
@@ -151,6 +151,7 @@ mod gone;
 mod optimize;
 mod point;
 mod register;
+mod sites;
 
 pub(crate) use debugfs::{EnabledFile, ListFile, OptimizationFile, OptimizerFile, TextSitesFile};
 pub(crate) use point::Point;
@@ -158,10 +159,7 @@ pub(crate) use point::Point;
 use crate::{
     arch,
     ffi::{self, kallsyms::Kallsyms, runtime::Runtime},
-    kernel_ext::{
-        notifier::{DieChain, DieEvent, Handler, ModuleChain, Notifier, Notify},
-        sites::TextSites,
-    },
+    kernel_ext::notifier::{DieChain, DieEvent, Handler, ModuleChain, Notifier, Notify},
 };
 use blacklist::Blacklist;
 use core::{
@@ -171,6 +169,7 @@ use core::{
 use kernel::{new_mutex, prelude::*, sync::Mutex};
 use point::{Listed, PointList};
 use register::Removal;
+use sites::TextSites;
 use slots::SlotCache;
 use table::Table;
 

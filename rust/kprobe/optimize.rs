@@ -54,7 +54,7 @@ use super::{
 };
 use crate::{
     arch::{self, OptRefusal},
-    kernel_ext::{optwork, sync::synchronize_rcu_tasks, text::TextGuard},
+    kernel_ext::{sync::synchronize_rcu_tasks, text::TextGuard, work::optimizer},
 };
 use core::sync::atomic::Ordering;
 use kernel::prelude::*;
@@ -99,7 +99,7 @@ impl Core {
     /// that became optimizable. Writer.
     pub(super) fn kick_optimizer(&self, reg: &Registry) {
         if self.may_optimize(reg) {
-            optwork::kick(OPTIMIZE_DELAY);
+            optimizer::kick(OPTIMIZE_DELAY);
         }
     }
 
@@ -211,7 +211,7 @@ impl Core {
         p.ran_boosted();
         p.set_opt_state(OptState::Queued);
         set_optimized_flag(p, true);
-        optwork::kick(OPTIMIZE_DELAY);
+        optimizer::kick(OPTIMIZE_DELAY);
         Queue::Queued
     }
 
@@ -403,6 +403,6 @@ impl Core {
     /// never queued again. Process context, without `Core::reg`.
     pub(super) fn stop_optimizer(&self) {
         self.reg.lock().stopping = true;
-        optwork::cancel();
+        optimizer::cancel();
     }
 }

@@ -27,7 +27,7 @@ use super::{
 use crate::{
     arch,
     kernel_ext::{
-        security,
+        self,
         sync::{synchronize_rcu, synchronize_rcu_tasks},
         text::TextGuard,
     },
@@ -56,7 +56,7 @@ impl Core {
     pub(crate) fn register_many(&self, kps: &[Client]) -> Result {
         // As the kernel's kprobe_events under `LOCKDOWN_KPROBES`, for every
         // way in: the control file, the C ABI and the Rust API.
-        security::locked_down_kprobes()?;
+        kernel_ext::locked_down_kprobes()?;
         // The kernel's own optimizer restores the text of a removed optprobe
         // asynchronously: until it has, the bytes rkprobes would copy are the
         // kernel's jump into a detour buffer that is about to be freed.

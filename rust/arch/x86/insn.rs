@@ -19,7 +19,7 @@
 
 use crate::{
     kernel_ext::{
-        errno::{eilseq, eopnotsupp},
+        eilseq, eopnotsupp,
         text::{self, TextGuard},
     },
     kprobe::{

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The kernel's jump-label and static-call site tables, as rkprobes reads
-//! them (`kernel_ext::sites`): vmlinux's tables found at run time, the
+//! them (`kprobe::sites`): vmlinux's tables found at run time, the
 //! walks of a table's entries, `jump_label_lock`, and the kernel's own
 //! checks (`jump_label_text_reserved()`, `static_call_text_reserved()`).
 

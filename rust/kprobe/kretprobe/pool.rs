@@ -17,7 +17,7 @@ use crate::{
     abi::{RkpKretprobe, RkpKretprobeInstance},
     arch,
     ffi::runtime::Runtime,
-    kernel_ext::{execmem::ExecPages, module, reclaim, sync::PreemptGuard, task},
+    kernel_ext::{execmem::ExecPages, module, sync::PreemptGuard, task, work::reclaim},
 };
 use core::{
     cell::Cell,

@@ -21,8 +21,10 @@ use crate::{
     abi::{KRETPROBE_MAXACTIVE_MAX, KRETPROBE_MAX_DATA_SIZE},
     ffi::runtime::Runtime,
     kernel_ext::{
-        cpu, delay, module, reclaim,
+        cpu, module,
         sync::{synchronize_rcu, synchronize_rcu_tasks},
+        task,
+        work::reclaim,
     },
     kprobe::{
         client::{Client, RetClient},
@@ -366,7 +368,7 @@ impl Kretprobes {
                 pr_info!("waiting for kretprobe frames to return\n");
             }
             waited = waited.wrapping_add(1);
-            delay::msleep(100);
+            task::msleep(100);
         }
         // Nothing queues reclaim work any more.
         reclaim::sync();
