@@ -307,8 +307,8 @@ EXPORT_SYMBOL_GPL(rkp_stack_trace_save);
 /*
  * Probes at ftrace call sites go through ftrace: one ftrace_ops, filtered
  * to the probed sites, whose callback is rkp_ftrace_hit() in
- * rust/kprobe/mod.rs (it hands the hit to rust/arch/x86/ftrace.rs),
- * through rkp_ftrace_func() below on a kernel with kCFI.
+ * rust/arch/x86/ftrace.rs, through rkp_ftrace_func() below on a kernel
+ * with kCFI.
  * Interrupts stay as they were, as in the kernel's kprobe_ftrace_handler():
  * rkprobes' per-CPU state is safe against interrupts and NMIs nesting on
  * the same CPU (arch/x86/ctl.rs's Ctl), and is also the callback's
@@ -322,7 +322,7 @@ EXPORT_SYMBOL_GPL(rkp_stack_trace_save);
  * too.
  */
 static_assert(offsetof(struct __arch_ftrace_regs, regs) == 0,
-	      "rust/kprobe/mod.rs: rkp_ftrace_hit reads ftrace_regs as pt_regs");
+	      "rust/arch/x86/ftrace.rs: rkp_ftrace_hit reads ftrace_regs as pt_regs");
 
 /*
  * The callback finds the probe core in the ops' private pointer, which

@@ -25,7 +25,7 @@ void rkp_event_fill(void *ctx, void *ent, unsigned int size);
 void rkp_kretprobe_gc(void);
 /* rust/kprobe/optimize.rs: the optimizer's work. */
 void rkp_optimizer_work(void);
-/* rust/kprobe/mod.rs: rkp_ftrace_ops' callback. */
+/* rust/arch/x86/ftrace.rs: rkp_ftrace_ops' callback. */
 void rkp_ftrace_hit(unsigned long ip, unsigned long parent_ip,
 		    struct ftrace_ops *op, struct ftrace_regs *fregs);
 /* rust/kprobe/mod.rs: the page fault tracepoint's callback. */

@@ -94,7 +94,7 @@ pub(crate) fn ftrace_disarm(_addr: usize, _last: bool) {}
 ///
 /// `regs` are the registers ftrace saved for this call, writable (IPMODIFY).
 #[cfg(CONFIG_DYNAMIC_FTRACE_WITH_REGS)]
-pub(crate) unsafe fn ftrace_hit(core: &Core, ip: usize, regs: *mut ffi::pt_regs) {
+unsafe fn ftrace_hit(core: &Core, ip: usize, regs: *mut ffi::pt_regs) {
     let Some(point) = core.lookup(ip) else {
         return;
     };
@@ -134,4 +134,77 @@ pub(crate) unsafe fn ftrace_hit(core: &Core, ip: usize, regs: *mut ffi::pt_regs)
         r.ip = Ctl::this_cpu_saved_first();
     }
     Ctl::this_cpu_pop_first();
+}
+
+/// rkprobes' ftrace callback (`rkp_ftrace_ops` in `ffi/glue.c`; on a kernel
+/// with kCFI through a C adapter of the exact `ftrace_func_t` type): a hit
+/// at the ftrace call site `ip`, with interrupts as the probed code had
+/// them (the kernel's `kprobe_ftrace_handler()`). The architecture handles
+/// it ([`ftrace_hit`]) with preemption off.
+///
+/// Unlike the kernel's handler, it takes no ftrace recursion lock
+/// (`ftrace_test_recursion_trylock()`, about 25 instructions a hit): the
+/// per-CPU control block is the recursion guard, as the BPF trampolines'
+/// per-CPU `active` counters are theirs. Nothing here before the block's
+/// depth test calls code that ftrace traces (it is rkprobes' own Rust,
+/// which has no `__fentry__` call sites), so the only way back into this
+/// callback before the test is an interrupt or NMI nesting on this CPU,
+/// which the block's push protocol handles; after it, a hit from a handler
+/// or from anything nesting finds the depth above zero and counts a miss,
+/// as the kernel's handler does after its lock (`kprobe_running()`).
+///
+/// The core comes from the ops (`private`, set when the ops is registered),
+/// not from [`Core::get`]: a load and a test fewer a hit.
+///
+/// # Safety
+///
+/// Called only by `rkp_ftrace_ops`' callback (`SAVE_REGS | IPMODIFY`), with
+/// ftrace's arguments: `op` is that ops, whose `private` is the live core
+/// while it is registered ([`ftrace_arm`]); `fregs` are the complete
+/// registers ftrace saved for this call, writable. ftrace calls a
+/// `SAVE_REGS` ops only with them: its regs caller saves all of them, and
+/// its list function, which a call without them can reach while an ops is
+/// being added, skips a `SAVE_REGS` ops then (`ftrace_ops_test()`). The
+/// kernel's `kprobe_ftrace_handler()` relies on the same.
+#[cfg(CONFIG_DYNAMIC_FTRACE_WITH_REGS)]
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rkp_ftrace_hit(
+    ip: kernel::ffi::c_ulong,
+    _parent_ip: kernel::ffi::c_ulong,
+    op: *mut kernel::ffi::c_void,
+    fregs: *mut kernel::ffi::c_void,
+) {
+    // `ftrace_get_regs()` without its test of `cs` (see the contract): x86's
+    // `struct ftrace_regs` is a `struct pt_regs`, its only member (glue.c
+    // asserts the offset).
+    let regs = fregs.cast::<ffi::pt_regs>();
+    // SAFETY: `op` is rkprobes' ops, whose `private` member, at the offset
+    // checked at load (`check_ftrace_ops`), holds the core while the ops is
+    // registered, which it is while ftrace calls it (the contract).
+    let core = unsafe {
+        &*op.cast::<u8>()
+            .add(FTRACE_OPS_PRIVATE_OFF)
+            .cast::<*const Core>()
+            .read()
+    };
+    let _preempt = crate::kernel_ext::sync::PreemptNotraceGuard::new();
+    // SAFETY: the caller's contract; preemption is off.
+    unsafe { ftrace_hit(core, ip, regs) };
+}
+
+/// `offsetof(struct ftrace_ops, private)` in 6.12: after `func`, `next` and
+/// `flags`, in every configuration.
+#[cfg(CONFIG_DYNAMIC_FTRACE_WITH_REGS)]
+const FTRACE_OPS_PRIVATE_OFF: usize = 3 * 8;
+
+/// Checks [`FTRACE_OPS_PRIVATE_OFF`] against the C side's. Process context,
+/// before any probe exists.
+pub(crate) fn check_ftrace_ops() -> Result {
+    #[cfg(CONFIG_DYNAMIC_FTRACE_WITH_REGS)]
+    // SAFETY: a constant of glue.c.
+    if unsafe { ffi::rkp_ftrace_ops_private_off } as usize != FTRACE_OPS_PRIVATE_OFF {
+        pr_err!("struct ftrace_ops' private member is not where rkprobes reads it\n");
+        return Err(EINVAL);
+    }
+    Ok(())
 }
