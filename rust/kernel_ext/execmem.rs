@@ -34,14 +34,16 @@ pub(crate) struct ExecPages {
 }
 
 impl ExecPages {
-    /// Allocates `npages` pages, fills them with int3 (a stray jump
-    /// anywhere else traps), lets `init` write its code into them (it is
+    /// Allocates `npages` pages, fills them with `fill` (the architecture's
+    /// one-byte trap, so that a stray jump anywhere else traps), lets `init`
+    /// write its code into them (it is
     /// given their address and their bytes), and makes them read-only and
     /// executable. Nothing is left allocated when `init` or a step fails.
     /// Process context, may sleep.
     pub(crate) fn new(
         rt: &Runtime,
         npages: usize,
+        fill: u8,
         init: impl FnOnce(usize, &mut [u8]) -> Result,
     ) -> Result<Self> {
         let size = npages.checked_mul(PAGE_SIZE).ok_or(E2BIG)?;
@@ -57,7 +59,7 @@ impl ExecPages {
         };
         // SAFETY: a fresh writable allocation of `size` bytes, not shared.
         let region = unsafe { core::slice::from_raw_parts_mut(mem, size) };
-        region.fill(0xcc);
+        region.fill(fill);
         if let Err(e) = init(mem as usize, region) {
             free();
             return Err(e);

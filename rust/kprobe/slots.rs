@@ -5,7 +5,8 @@
 //! A probed instruction is copied into a slot in an executable page, where
 //! it runs followed by an int3 (or by a jump back, when boosted).
 //! Pages are `ExecPages` (within ±2 GiB of kernel and module text, so that
-//! RIP-relative operands and rel32 jumps can reach back), filled with int3;
+//! RIP-relative operands and rel32 jumps can reach back), filled with the
+//! architecture's trap; the slot size is the architecture's (`arch::SLOT_SIZE`);
 //! slot contents are then written with `text_poke()` like any other text.
 //!
 //! A slot is freed only after every CPU has left it: the probe core frees it
@@ -17,15 +18,14 @@
 //! released the cache's mutex.
 
 use crate::{
+    arch,
     ffi::runtime::Runtime,
     kernel_ext::{execmem::ExecPages, text::TextGuard},
 };
 use kernel::{new_mutex, page::PAGE_SIZE, prelude::*, sync::Mutex};
 
-/// Size of a slot: two copies of the longest x86 instruction (15 bytes), one
-/// followed by an int3, one by a rel32 jump back (5 bytes), rounded up to
-/// keep slots 16-byte aligned.
-pub(crate) const SLOT_SIZE: usize = 48;
+/// Size of a slot, the architecture's.
+pub(crate) use arch::SLOT_SIZE;
 const SLOTS_PER_PAGE: usize = PAGE_SIZE / SLOT_SIZE;
 
 /// One executable page and which of its slots are in use.
@@ -81,9 +81,10 @@ impl SlotCache {
         let (page, index) = match found {
             Some(f) => f,
             None => {
-                // Filled with int3: a stray jump into an unused slot traps.
+                // Filled with the trap: a stray jump into an unused slot
+                // traps.
                 let page = SlotPage {
-                    page: ExecPages::new(&self.rt, 1, |_, _| Ok(()))?,
+                    page: ExecPages::new(&self.rt, 1, arch::TRAP_FILL, |_, _| Ok(()))?,
                     used: [false; SLOTS_PER_PAGE],
                     nused: 0,
                 };

@@ -23,7 +23,7 @@ use crate::{
         text::{self, TextGuard},
     },
     kprobe::{
-        slots::{Slot, SlotCache, SLOT_SIZE},
+        slots::{Slot, SlotCache},
         Core,
     },
     pure::insn::{
@@ -35,6 +35,14 @@ use kernel::prelude::*;
 
 /// The int3 opcode.
 pub(super) const INT3: u8 = 0xcc;
+
+/// What executable pages of rkprobes are filled with: a stray jump traps.
+pub(crate) const TRAP_FILL: u8 = INT3;
+
+/// Size of an out-of-line slot: two copies of the longest x86 instruction
+/// (15 bytes), one followed by an int3, one by a rel32 jump back (5 bytes),
+/// rounded up to keep slots 16-byte aligned.
+pub(crate) const SLOT_SIZE: usize = 48;
 
 /// Length of `jmp rel32`.
 const JMP32_SIZE: usize = 5;

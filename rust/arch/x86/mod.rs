@@ -19,7 +19,9 @@ mod trap_path;
 pub(crate) use ctl::{init_ctl, run_busy};
 #[cfg(CONFIG_DYNAMIC_FTRACE_WITH_REGS)]
 pub(crate) use ftrace::{check_ftrace_ops, ftrace_arm, ftrace_disarm, FTRACE_PROBES};
-pub(crate) use insn::{adjust_addr, arm, disarm, prepare, release, text_unchanged, ArchInsn};
+pub(crate) use insn::{
+    adjust_addr, arm, disarm, prepare, release, text_unchanged, ArchInsn, SLOT_SIZE, TRAP_FILL,
+};
 pub(crate) use kprobes::{die_notify, page_fault, DIE_NOTIFIER_PRIORITY};
 pub(crate) use opt::{
     can_optimize_here, optimize, prepare_optimized, region_unchanged, release_optimized,

@@ -32,12 +32,12 @@
 //! rest runs in process context with `Core::reg` held, and the patching
 //! functions with `text_mutex` held too.
 
-use super::insn::{read_resting, INT3};
+use super::insn::{read_resting, INT3, SLOT_SIZE};
 use crate::{
     ffi::{self, kallsyms::SymbolBuf},
     kernel_ext::{sync::PreemptNotraceGuard, text::TextGuard},
     kprobe::{
-        slots::{Slot, SlotCache, SLOT_SIZE},
+        slots::{Slot, SlotCache},
         Core, Point,
     },
     pure::insn::{analyze::JMP32_INSN_SIZE, FuncCode, IndirectJumpCheck, OptimizeRefusal},

@@ -127,9 +127,12 @@ impl Pool {
         let this = core::ptr::from_ref::<Pool>(&pool);
         // A stray jump anywhere but a stub traps: the pages come filled
         // with int3.
-        pool.stubs = Some(ExecPages::new(&rt, npages, |base, region| {
-            Self::write_stubs(this, max, base, region)
-        })?);
+        pool.stubs = Some(ExecPages::new(
+            &rt,
+            npages,
+            arch::TRAP_FILL,
+            |base, region| Self::write_stubs(this, max, base, region),
+        )?);
         Ok(pool)
     }
 
