@@ -18,7 +18,7 @@ use kernel::{
     prelude::*,
 };
 
-pub(crate) use crate::abi::{flags, RkpKprobe, RkpKretprobe};
+use crate::abi::{RkpKprobe, RkpKretprobe};
 
 /// Converts a result to the C convention: 0 or a negative errno.
 fn to_c(r: Result) -> c_int {

@@ -7,7 +7,8 @@
 //! Context: process context (`seq_file` show and write), may sleep; each
 //! takes `Core::reg`.
 
-use super::{abi::flags, kretprobe, Core};
+use super::{kretprobe, Core};
+use crate::abi::flags;
 use crate::{
     ffi::kallsyms::SymbolBuf,
     kernel_ext::{

@@ -14,7 +14,8 @@
 //! loader calls it without `module_mutex`, under the notifier chain's
 //! read lock. It takes `Core::reg`, and allocates nothing.
 
-use super::{abi::flags, point::Batch, Core};
+use super::{point::Batch, Core};
+use crate::abi::flags;
 use crate::kernel_ext::{
     module::Module,
     notifier::{Handler, ModuleChain, ModuleEvent, ModuleState, Notify},

@@ -48,9 +48,9 @@
 mod pool;
 mod register;
 
-use super::{abi::RkpKprobe, client::Client, Core};
+use super::{client::Client, Core};
 use crate::{
-    abi::RkpKretprobe,
+    abi::{RkpKprobe, RkpKretprobe},
     arch,
     ffi::{self, runtime::Runtime},
     kernel_ext::{task, work::reclaim},

@@ -48,11 +48,11 @@
 //! other functions run with `Core::reg` held.
 
 use super::{
-    abi::flags,
     point::{Batch, OptState, Point},
     Core, Registry,
 };
 use crate::{
+    abi::flags,
     arch::{self, OptRefusal},
     kernel_ext::{sync::synchronize_rcu_tasks, text::TextGuard, work::optimizer},
 };

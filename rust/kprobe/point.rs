@@ -18,7 +18,8 @@
 //! sleep, allocate or take locks. The rest is the writer's: process context
 //! with `Core::reg` held.
 
-use super::{abi::RkpKprobe, blacklist::Reservation, client::Client, table::Chained};
+use super::{blacklist::Reservation, client::Client, table::Chained};
+use crate::abi::RkpKprobe;
 use crate::{arch, ffi};
 use core::{
     cell::Cell,

@@ -18,13 +18,13 @@
 //! (see the lock order in `mod.rs`).
 
 use super::{
-    abi::flags,
     address::Target,
     client::Client,
     point::{Batch, Listed, OptState, Point},
     Core, Registry,
 };
 use crate::{
+    abi::flags,
     arch,
     kernel_ext::{
         self,
