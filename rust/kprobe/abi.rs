@@ -68,28 +68,31 @@ pub(crate) unsafe extern "C" fn rkp_unregister_kprobe(p: *mut RkpKprobe) {
     }
 }
 
-/// The C array of `rkp_register_kprobes`, its null entries as `None`.
+/// A C array of `num` probe pointers (`rkp_register_kprobes`,
+/// `rkp_register_kretprobes` and their unregistrations), its null entries as
+/// `None`.
 ///
 /// # Safety
 ///
-/// `kps` points to `num` probe pointers when `num > 0`, each null or
-/// meeting `Client`'s invariants.
-unsafe fn probes<'a>(kps: *mut *mut RkpKprobe, num: c_int) -> Result<&'a [Option<Client>]> {
+/// `H` is a transparent `NonNull<P>` (`Client` for `struct rkp_kprobe`,
+/// `RetClient` for `struct rkp_kretprobe`); `ptrs` points to `num` pointers
+/// when `num > 0`, each null or meeting `H`'s invariants.
+unsafe fn c_array<'a, P, H>(ptrs: *mut *mut P, num: c_int) -> Result<&'a [Option<H>]> {
     let n = usize::try_from(num).map_err(|_| EINVAL)?;
-    if n == 0 || kps.is_null() {
+    if n == 0 || ptrs.is_null() {
         return Err(EINVAL);
     }
-    // SAFETY: the caller provides `num` elements at `kps`; `Option<Client>`
-    // has the layout of a pointer, null for `None` (`Client` is a
-    // transparent `NonNull`), and the caller's contract is `Client`'s.
-    Ok(unsafe { core::slice::from_raw_parts(kps.cast::<Option<Client>>(), n) })
+    // SAFETY: the caller provides `num` elements at `ptrs`; `Option<H>` has
+    // the layout of a pointer, null for `None` (`H` is a transparent
+    // `NonNull`), and the caller's contract is `H`'s.
+    Ok(unsafe { core::slice::from_raw_parts(ptrs.cast::<Option<H>>(), n) })
 }
 
-/// The probes of a batch to register: `EINVAL` for a null entry.
-fn all_probes(ps: &[Option<Client>]) -> Result<KVec<Client>> {
-    let mut v = KVec::with_capacity(ps.len(), GFP_KERNEL)?;
-    for p in ps {
-        v.push(p.ok_or(EINVAL)?, GFP_KERNEL)?;
+/// The handles of a batch to register: `EINVAL` for a null entry.
+fn all<H: Copy>(hs: &[Option<H>]) -> Result<KVec<H>> {
+    let mut v = KVec::with_capacity(hs.len(), GFP_KERNEL)?;
+    for h in hs {
+        v.push(h.ok_or(EINVAL)?, GFP_KERNEL)?;
     }
     Ok(v)
 }
@@ -109,7 +112,8 @@ pub(crate) unsafe extern "C" fn rkp_register_kprobes_abi(
 ) -> c_int {
     to_c(check_abi(abi).and_then(|()| {
         // SAFETY: the caller's contract.
-        unsafe { probes(kps, num) }.and_then(|ps| Core::get()?.register_many(&all_probes(ps)?))
+        unsafe { c_array::<_, Client>(kps, num) }
+            .and_then(|ps| Core::get()?.register_many(&all(ps)?))
     }))
 }
 
@@ -122,7 +126,7 @@ pub(crate) unsafe extern "C" fn rkp_register_kprobes_abi(
 #[no_mangle]
 pub(crate) unsafe extern "C" fn rkp_unregister_kprobes(kps: *mut *mut RkpKprobe, num: c_int) {
     // SAFETY: the caller's contract.
-    if let (Ok(ps), Ok(c)) = (unsafe { probes(kps, num) }, Core::get()) {
+    if let (Ok(ps), Ok(c)) = (unsafe { c_array::<_, Client>(kps, num) }, Core::get()) {
         c.unregister_each(ps.iter().flatten().copied());
     }
 }
@@ -149,35 +153,6 @@ pub(crate) unsafe extern "C" fn rkp_disable_kprobe(p: *mut RkpKprobe) -> c_int {
     // SAFETY: the caller's contract is `Client`'s.
     let p = unsafe { Client::from_raw(p) };
     to_c(Core::get().and_then(|c| c.set_enabled(p.ok_or(EINVAL)?, false)))
-}
-
-/// The C array of `rkp_register_kretprobes`, its null entries as `None`.
-///
-/// # Safety
-///
-/// `rps` points to `num` kretprobe pointers when `num > 0`, each null or
-/// meeting `RetClient`'s invariants.
-unsafe fn kretprobes<'a>(
-    rps: *mut *mut RkpKretprobe,
-    num: c_int,
-) -> Result<&'a [Option<RetClient>]> {
-    let n = usize::try_from(num).map_err(|_| EINVAL)?;
-    if n == 0 || rps.is_null() {
-        return Err(EINVAL);
-    }
-    // SAFETY: the caller provides `num` elements at `rps`;
-    // `Option<RetClient>` has the layout of a pointer, null for `None`, and
-    // the caller's contract is `RetClient`'s.
-    Ok(unsafe { core::slice::from_raw_parts(rps.cast::<Option<RetClient>>(), n) })
-}
-
-/// The kretprobes of a batch to register: `EINVAL` for a null entry.
-fn all_kretprobes(rs: &[Option<RetClient>]) -> Result<KVec<RetClient>> {
-    let mut v = KVec::with_capacity(rs.len(), GFP_KERNEL)?;
-    for r in rs {
-        v.push(r.ok_or(EINVAL)?, GFP_KERNEL)?;
-    }
-    Ok(v)
 }
 
 /// `int rkp_register_kretprobe_abi(struct rkp_kretprobe *rp, unsigned int
@@ -231,9 +206,9 @@ pub(crate) unsafe extern "C" fn rkp_register_kretprobes_abi(
 ) -> c_int {
     to_c(check_abi(abi).and_then(|()| {
         // SAFETY: the caller's contract.
-        unsafe { kretprobes(rps, num) }.and_then(|rs| {
+        unsafe { c_array::<_, RetClient>(rps, num) }.and_then(|rs| {
             let c = Core::get()?;
-            c.kretprobes().register(c, &all_kretprobes(rs)?)
+            c.kretprobes().register(c, &all(rs)?)
         })
     }))
 }
@@ -247,7 +222,7 @@ pub(crate) unsafe extern "C" fn rkp_register_kretprobes_abi(
 #[no_mangle]
 pub(crate) unsafe extern "C" fn rkp_unregister_kretprobes(rps: *mut *mut RkpKretprobe, num: c_int) {
     // SAFETY: the caller's contract.
-    if let (Ok(rs), Ok(c)) = (unsafe { kretprobes(rps, num) }, Core::get()) {
+    if let (Ok(rs), Ok(c)) = (unsafe { c_array::<_, RetClient>(rps, num) }, Core::get()) {
         c.kretprobes()
             .unregister_each(c, rs.iter().flatten().copied());
     }
