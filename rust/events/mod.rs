@@ -280,9 +280,7 @@ impl Probe {
     /// tracing core's callbacks under `event_mutex`.
     fn registered(&self) -> bool {
         if self.is_return() {
-            // SAFETY: the kretprobe core writes it under the registration
-            // that the caller's lock keeps from running.
-            !unsafe { (*self.rp_ptr()).rkp_private }.is_null()
+            !self.ret_client().private().is_null()
         } else {
             !self.client().private().is_null()
         }
@@ -290,13 +288,11 @@ impl Probe {
 
     /// Hits lost: for a return probe, entries without a free instance too.
     fn nmissed(&self) -> u64 {
-        // SAFETY: counters of the live structure, read as the kernel's
-        // `kprobe_profile` reads them, without synchronisation.
-        let (entry, ret) = unsafe { ((*self.rp_ptr()).kp.nmissed, (*self.rp_ptr()).nmissed) };
+        let entry = self.client().nmissed();
         if self.is_return() {
-            entry as u64 + ret as u64
+            entry + self.ret_client().nmissed()
         } else {
-            entry as u64
+            entry
         }
     }
 }

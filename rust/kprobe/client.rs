@@ -15,7 +15,7 @@
 use crate::abi::{flags, RkpKprobe, RkpKretprobe};
 use crate::ffi;
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicI32, AtomicPtr, AtomicU32, AtomicUsize, Ordering};
 use kernel::{
     ffi::{c_int, c_ulong, c_void},
     str::CStr,
@@ -91,6 +91,13 @@ impl Client {
     #[inline(always)]
     pub(crate) fn is_disabled(self) -> bool {
         self.flags() & flags::DISABLED != 0
+    }
+
+    /// Hits whose handlers could not run. Any context.
+    pub(crate) fn nmissed(self) -> u64 {
+        // SAFETY: as in `inc_nmissed`.
+        unsafe { AtomicUsize::from_ptr(core::ptr::addr_of_mut!((*self.as_ptr()).nmissed).cast()) }
+            .load(Ordering::Relaxed) as u64
     }
 
     /// Counts a hit whose handlers could not run. Any context, NMI included.
@@ -260,6 +267,15 @@ impl RetClient {
         // SAFETY: an aligned pointer field of a valid structure, written by
         // the core alone.
         unsafe { AtomicPtr::from_ptr(core::ptr::addr_of_mut!((*self.as_ptr()).rkp_private)) }
+    }
+
+    /// Entries that found no free instance. Any context.
+    pub(crate) fn nmissed(self) -> u64 {
+        // SAFETY: an aligned `int` of a valid structure, incremented
+        // atomically by the entry handler (the owner only reads it).
+        let n = unsafe { AtomicI32::from_ptr(core::ptr::addr_of_mut!((*self.as_ptr()).nmissed)) }
+            .load(Ordering::Relaxed);
+        n as u32 as u64
     }
 
     /// The core's word: the kretprobe's pool while registered, else null.

@@ -62,7 +62,7 @@ const ARMED_FTRACE: u8 = 2;
 /// # Invariants
 ///
 /// `clients` is the head of a list of registered probes in registration
-/// order, linked through their `rkp_next` (see [`next_link`]), non-empty
+/// order, linked through their `rkp_next` (see [`Client::next`]), non-empty
 /// while the point is in the table. `module` is the module
 /// containing `addr` (null for vmlinux), only ever compared: as in the
 /// kernel, a probe holds no reference on it, and the module notifier kills
