@@ -127,14 +127,13 @@ pub fn name_events(
 pub fn definitions(
     di: &crate::debuginfo::Debuginfo<'_>,
     text: &str,
-    features: Features,
-    max_probes: usize,
+    opts: &crate::finder::Options,
     taken: &mut HashSet<String>,
     allow_suffix: bool,
 ) -> Result<(Vec<NamedEvent>, Vec<String>), String> {
+    let features = opts.features;
     let s = crate::spec::parse(text).map_err(|e| format!("Semantic error :{e}"))?;
-    let (mut tevs, warnings) =
-        crate::finder::find_probes(di, &s, features, max_probes).map_err(|e| e.0)?;
+    let (mut tevs, warnings) = crate::finder::find_probes(di, &s, opts).map_err(|e| e.0)?;
     if let Some(m) = di.module {
         for t in &mut tevs {
             t.symbol = format!("{m}:{}", t.symbol);

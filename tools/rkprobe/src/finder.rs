@@ -13,6 +13,7 @@
 //! function declaration lines and the inlined call sites.
 
 use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use crate::debuginfo::{Debuginfo, DieRef};
@@ -22,6 +23,58 @@ use crate::translate::{self, Site, Translated};
 
 /// perf's default `--max-probes`.
 pub const MAX_PROBES: usize = 128;
+
+/// How a search goes, beyond the specification.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// What the target control file accepts.
+    pub features: Features,
+    /// `--max-probes`: how many probe points one specification may give.
+    pub max_probes: usize,
+    /// `--no-inlines`: an inline function's inlined copies are not
+    /// searched (only functions with code of their own are probed).
+    pub no_inlines: bool,
+    /// `--source`: where the source tree is, for lazy patterns and
+    /// `--line` (see [`find_source_path`]).
+    pub source_prefix: Option<PathBuf>,
+}
+
+impl Options {
+    /// perf's defaults for `features`.
+    pub fn new(features: Features) -> Options {
+        Options {
+            features,
+            max_probes: MAX_PROBES,
+            no_inlines: false,
+            source_prefix: None,
+        }
+    }
+}
+
+/// perf's `find_source_path()`: where to read a source file the DWARF
+/// names `raw` (a path the compilation directory is already joined to).
+/// Without a prefix, `raw` itself. With one, `PREFIX/raw`, then with the
+/// leading directories of `raw` dropped one at a time
+/// (`/build/linux/fs/read_write.c` is found as `PREFIX/fs/read_write.c`).
+pub fn find_source_path(raw: &str, prefix: Option<&Path>) -> Result<PathBuf, std::io::Error> {
+    let Some(prefix) = prefix else {
+        std::fs::metadata(raw)?;
+        return Ok(PathBuf::from(raw));
+    };
+    let mut rest = raw.trim_start_matches('/');
+    loop {
+        let p = prefix.join(rest);
+        match std::fs::metadata(&p) {
+            Ok(_) => return Ok(p),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+        match rest.split_once('/') {
+            Some((_, tail)) if !tail.is_empty() => rest = tail,
+            _ => return Err(std::io::ErrorKind::NotFound.into()),
+        }
+    }
+}
 
 /// One probe point found, with its arguments.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -124,15 +177,140 @@ pub fn glob_match(s: &str, pat: &str) -> bool {
     m(s.as_bytes(), pat.as_bytes())
 }
 
-/// The lines (file, line) of function `sp` that can be probed, as perf's
-/// `--line` finds them (`die_walk_lines()` over the function).
-pub fn probeable_lines(di: &Debuginfo<'_>, sp: DieRef) -> Vec<(Rc<str>, u32)> {
+/// What `--line` shows (perf's `struct line_range` as the user gives it):
+/// `FUNC[@SRC][:START[+NUM|-END]]` or `SRC[:START[+NUM|-END]]`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LineRangeSpec {
+    /// The function (a name or a glob).
+    pub function: Option<String>,
+    /// The source file (its tail is matched).
+    pub file: Option<String>,
+    /// The first line: relative to the function's declaration line with a
+    /// function, absolute without.
+    pub start: i64,
+    /// The last line, likewise; `None` for "to the end".
+    pub end: Option<i64>,
+}
+
+/// perf's `parse_line_range_desc()`, with its messages.
+pub fn parse_line_range(arg: &str) -> Result<LineRangeSpec, String> {
+    let sem = |m: String| format!("Semantic error :{m}");
+    let mut lr = LineRangeSpec::default();
+    let (name, range) = match arg.split_once(':') {
+        Some((n, r)) => (n, Some(r)),
+        None => (arg, None),
+    };
+    if let Some(r) = range {
+        fn num<'s>(s: &'s str, what: &str) -> Result<(i64, &'s str), String> {
+            spec::c_number(s)
+                .ok_or_else(|| format!("Semantic error :'{what}' is not a valid number."))
+        }
+        let (start, rest) = num(r, "start line")?;
+        lr.start = start;
+        let rest = match rest.as_bytes().first() {
+            Some(&c @ (b'+' | b'-')) => {
+                let (n, rest) = num(rest.get(1..).unwrap_or(""), "end line")?;
+                // START+NUM is NUM lines from START, START among them.
+                lr.end = Some(if c == b'+' {
+                    start.saturating_add(n).saturating_sub(1)
+                } else {
+                    n
+                });
+                rest
+            }
+            _ => rest,
+        };
+        if lr.end.is_some_and(|e| lr.start > e) {
+            return Err(sem("Start line must be smaller than end line.".into()));
+        }
+        if !rest.is_empty() {
+            return Err(sem(format!("Tailing with invalid str '{rest}'.")));
+        }
+    }
+    if let Some((f, file)) = name.split_once('@') {
+        lr.function = Some(f.to_string());
+        lr.file = Some(file.to_string());
+    } else if name.contains(['/', '.']) {
+        lr.file = Some(name.to_string());
+    } else if spec::is_c_func_name(name) {
+        lr.function = Some(name.to_string());
+    } else {
+        return Err(sem(format!("'{name}' is not a valid function name.")));
+    }
+    Ok(lr)
+}
+
+/// The lines `--line` found (perf's `struct line_range` once filled).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FoundLines {
+    /// The source file, as the DWARF names it.
+    pub path: Rc<str>,
+    /// The function's declaration line (line numbers are shown relative
+    /// to it), 0 without a function.
+    pub offset: u32,
+    /// The first line to show, absolute.
+    pub start: i64,
+    /// The last line to show, absolute; `None` for a few lines past the
+    /// last probeable one, as perf shows.
+    pub end: Option<i64>,
+    /// The lines that can be probed.
+    pub lines: BTreeSet<u32>,
+}
+
+/// perf's `debuginfo__find_line_range()`: the probeable lines of a
+/// function (every instance of an inline one) or of a source file, in the
+/// first compilation unit that has any. A line counts when the line table
+/// has a statement for it (or it is a declaration line or an inlined call
+/// site) and the line that address maps back to is the same line.
+pub fn find_line_range(
+    di: &Debuginfo<'_>,
+    lr: &LineRangeSpec,
+    features: Features,
+) -> Result<Option<FoundLines>, FindError> {
     let spec = ProbeSpec::default();
-    let f = Finder::new(di, &spec, Features::LINUX_6_12);
-    f.walk_lines(sp, false)
-        .into_iter()
-        .map(|(file, l, _)| (file, l))
-        .collect()
+    let mut f = Finder::new(di, &spec, features);
+    // Only the units that define a function of that name can have it.
+    let units: Vec<usize> = match &lr.function {
+        Some(func) if !is_glob(func) => {
+            let mut u: Vec<usize> = di
+                .functions()
+                .get(func.as_str())
+                .map(|l| l.iter().map(|d| d.unit).collect())
+                .unwrap_or_default();
+            u.dedup();
+            u
+        }
+        _ => (0..di.unit_count()).collect(),
+    };
+    for unit in units {
+        let Some(cu) = di.cu_die(unit) else { continue };
+        f.cu = cu;
+        let fname = match &lr.file {
+            Some(file) => match f.cu_find_realpath(unit, file) {
+                Some(p) => Some(p),
+                None => continue,
+            },
+            None => None,
+        };
+        let found = match &lr.function {
+            Some(func) => f.line_range_of_function(unit, func, lr),
+            None => fname.and_then(|fname| {
+                let end = lr.end.unwrap_or(i64::from(i32::MAX));
+                f.line_range_walk(cu, true, &fname, lr.start, end)
+                    .map(|(path, lines)| FoundLines {
+                        path,
+                        offset: 0,
+                        start: lr.start,
+                        end: lr.end,
+                        lines,
+                    })
+            }),
+        };
+        if found.is_some() {
+            return Ok(found);
+        }
+    }
+    Ok(None)
 }
 
 /// perf's `strlazymatch()`: a glob over the whole line, white space in
@@ -166,9 +344,14 @@ pub struct Finder<'d, 'a> {
     di: &'d Debuginfo<'a>,
     features: Features,
     max_probes: usize,
+    no_inlines: bool,
+    source_prefix: Option<PathBuf>,
     spec: &'d ProbeSpec,
     /// Found so far.
     pub events: Vec<TraceEvent>,
+    /// For each event, the scope it was found in (the function or
+    /// inlined instance) and where it is: what `--vars` lists from.
+    pub sites: Vec<(DieRef, Site)>,
     /// Warnings perf would print on the way.
     pub warnings: Vec<String>,
     cu: DieRef,
@@ -186,8 +369,11 @@ impl<'d, 'a> Finder<'d, 'a> {
             di,
             features,
             max_probes: MAX_PROBES,
+            no_inlines: false,
+            source_prefix: None,
             spec,
             events: Vec::new(),
+            sites: Vec::new(),
             warnings: Vec::new(),
             cu: DieRef {
                 unit: 0,
@@ -202,6 +388,14 @@ impl<'d, 'a> Finder<'d, 'a> {
     /// Sets `--max-probes`.
     pub fn max_probes(mut self, n: usize) -> Self {
         self.max_probes = n;
+        self
+    }
+
+    /// Takes `--max-probes`, `--no-inlines` and `--source` from `opts`.
+    pub fn options(mut self, opts: &Options) -> Self {
+        self.max_probes = opts.max_probes;
+        self.no_inlines = opts.no_inlines;
+        self.source_prefix = opts.source_prefix.clone();
         self
     }
 
@@ -331,7 +525,7 @@ impl<'d, 'a> Finder<'d, 'a> {
                     }
                     _ => {}
                 }
-            } else {
+            } else if !self.no_inlines {
                 self.walk_instances(sp)?;
             }
             if !glob {
@@ -341,11 +535,14 @@ impl<'d, 'a> Finder<'d, 'a> {
         Ok(())
     }
 
-    /// perf's `die_walk_instances()` with `probe_point_inline_cb()`: every
-    /// concrete instance of the abstract function `origin` in its CU.
-    fn walk_instances(&mut self, origin: DieRef) -> Result<(), FindError> {
+    /// perf's `die_walk_instances()`: the concrete instances of the
+    /// abstract function `origin` in its CU (inlined copies and
+    /// out-of-line ones), depth first, without an inlined copy "called"
+    /// from the function's own declaration line (redundant).
+    fn instances(&self, origin: DieRef) -> Vec<DieRef> {
+        let mut out = Vec::new();
         let Some(cu) = self.di.cu_die(origin.unit) else {
-            return Ok(());
+            return out;
         };
         let mut stack = self.di.children(cu);
         stack.reverse();
@@ -363,7 +560,6 @@ impl<'d, 'a> Finder<'d, 'a> {
                 continue;
             }
             if self.di.tag(d) == gimli::DW_TAG_inlined_subroutine {
-                // An instance "called" from its own declaration is redundant.
                 let same_line = self.di.call_line(d) == self.di.decl_line(origin);
                 let cf = self.di.udata(d, gimli::DW_AT_call_file);
                 let df = self.di.udata(origin, gimli::DW_AT_decl_file);
@@ -371,6 +567,15 @@ impl<'d, 'a> Finder<'d, 'a> {
                     continue;
                 }
             }
+            out.push(d);
+        }
+        out
+    }
+
+    /// perf's `die_walk_instances()` with `probe_point_inline_cb()`: a
+    /// probe at every instance of the abstract function `origin`.
+    fn walk_instances(&mut self, origin: DieRef) -> Result<(), FindError> {
+        for d in self.instances(origin) {
             let Some(addr) = self.di.die_entrypc(d) else {
                 let n = self.di.name(d).unwrap_or_default();
                 self.warnings
@@ -514,6 +719,7 @@ impl<'d, 'a> Finder<'d, 'a> {
             }
         }
         self.events.push(ev);
+        self.sites.push((sc_die, site.clone()));
         Ok(())
     }
 
@@ -636,11 +842,13 @@ impl<'d, 'a> Finder<'d, 'a> {
             let Some(fname) = self.fname.clone() else {
                 return Ok(());
             };
-            let text = std::fs::read(&*fname).map_err(|e| {
-                FindError(format!(
-                    "Failed to find source file path.\nFailed to open {fname}: {e}"
-                ))
-            })?;
+            let text = find_source_path(&fname, self.source_prefix.as_deref())
+                .and_then(std::fs::read)
+                .map_err(|e| {
+                    FindError(format!(
+                        "Failed to find source file path.\nFailed to open {fname}: {e}"
+                    ))
+                })?;
             let set = lazy_match_lines(&String::from_utf8_lossy(&text), &pat);
             if set.is_empty() {
                 // perf reads the file again for the next unit.
@@ -663,6 +871,84 @@ impl<'d, 'a> Finder<'d, 'a> {
             self.call_probe_finder(sc, addr)?;
         }
         Ok(())
+    }
+
+    /// perf's `line_range_search_cb()` over the functions of `unit`: the
+    /// first definition of `func` (declared in the file asked for) gives
+    /// the lines, from every instance if it is an inline function.
+    fn line_range_of_function(
+        &mut self,
+        unit: usize,
+        func: &str,
+        lr: &LineRangeSpec,
+    ) -> Option<FoundLines> {
+        let subprograms = self.di.subprograms(unit);
+        for &sp in subprograms.iter() {
+            if let Some(file) = &lr.file {
+                match self.di.decl_file(sp) {
+                    Some(d) if strtailcmp(file, &d) => {}
+                    _ => continue,
+                }
+            }
+            if !(self.match_name(sp, func) && self.is_func_def(sp)) {
+                continue;
+            }
+            let fname = self.di.decl_file(sp)?;
+            let offset = self.di.decl_line(sp).unwrap_or(0);
+            let start = i64::from(offset).saturating_add(lr.start);
+            let end = lr.end.map(|e| i64::from(offset).saturating_add(e));
+            let lno_e = end.unwrap_or(i64::from(i32::MAX));
+            let scopes = if self.is_func_instance(sp) {
+                vec![sp]
+            } else {
+                self.instances(sp)
+            };
+            let mut path = None;
+            let mut lines = BTreeSet::new();
+            for d in scopes {
+                if let Some((p, l)) = self.line_range_walk(d, false, &fname, start, lno_e) {
+                    path.get_or_insert(p);
+                    lines.extend(l);
+                }
+            }
+            // perf stops at the first definition of the name in a CU.
+            return path.map(|path| FoundLines {
+                path,
+                offset,
+                start,
+                end,
+                lines,
+            });
+        }
+        None
+    }
+
+    /// perf's `find_line_range_by_line()` with `line_range_walk_cb()`: the
+    /// lines of `rt` in `fname` between `start` and `end` that map back to
+    /// themselves, with the file's name as the line table gives it.
+    fn line_range_walk(
+        &self,
+        rt: DieRef,
+        is_cu: bool,
+        fname: &str,
+        start: i64,
+        end: i64,
+    ) -> Option<(Rc<str>, BTreeSet<u32>)> {
+        let mut path = None;
+        let mut lines = BTreeSet::new();
+        for (file, line, addr) in self.walk_lines(rt, is_cu) {
+            if !strtailcmp(&file, fname) || i64::from(line) < start || i64::from(line) > end {
+                continue;
+            }
+            if let Some((f, l)) = self.cu_find_lineinfo(addr) {
+                if l != line || *f != *file {
+                    continue;
+                }
+            }
+            path.get_or_insert(file);
+            lines.insert(line);
+        }
+        path.map(|p| (p, lines))
     }
 
     /// perf's `die_walk_lines()`: the statement lines (file, line, address)
@@ -712,7 +998,11 @@ impl<'d, 'a> Finder<'d, 'a> {
         out
     }
 
-    /// perf's `__die_walk_funclines_cb()` over the children of `d`.
+    /// perf's `__die_walk_funclines_cb()` over the children of `d`: each
+    /// inlined instance's call site, and, when `recursive`, its
+    /// declaration line and what is inlined in it, both at its entry.
+    /// (The declaration line of a function inlined into the function
+    /// walked is not the walked function's line.)
     fn funclines(&self, d: DieRef, recursive: bool, out: &mut Vec<(Rc<str>, u32, u64)>) {
         for c in self.di.children(d) {
             if self.di.tag(c) == gimli::DW_TAG_inlined_subroutine {
@@ -726,13 +1016,13 @@ impl<'d, 'a> Finder<'d, 'a> {
                         addr = Some(a);
                     }
                 }
+                if !recursive {
+                    continue;
+                }
                 if let (Some(a), Some(f), Some(l)) =
                     (addr, self.di.decl_file(c), self.di.decl_line(c))
                 {
                     out.push((f, l, a));
-                }
-                if !recursive {
-                    continue;
                 }
             }
             self.funclines(c, recursive, out);
@@ -935,13 +1225,13 @@ pub fn find_from_symbols(
 pub fn find_probes(
     di: &Debuginfo<'_>,
     s: &ProbeSpec,
-    features: Features,
-    max_probes: usize,
+    opts: &Options,
 ) -> Result<(Vec<TraceEvent>, Vec<String>), FindError> {
+    let (features, max_probes) = (opts.features, opts.max_probes);
     if s.point.retprobe {
         return Ok((find_from_symbols(di, s, max_probes)?, Vec::new()));
     }
-    let mut f = Finder::new(di, s, features).max_probes(max_probes);
+    let mut f = Finder::new(di, s, features).options(opts);
     let r = f.find();
     let mut events = std::mem::take(&mut f.events);
     let warnings = std::mem::take(&mut f.warnings);
@@ -953,7 +1243,7 @@ pub fn find_probes(
         let mut alt = s.clone();
         alt.point.lazy_line = None;
         if alt.point.function.is_some() {
-            return find_probes(di, &alt, features, max_probes);
+            return find_probes(di, &alt, opts);
         }
     }
     if let Err(e) = r {

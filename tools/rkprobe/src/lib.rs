@@ -15,12 +15,18 @@
 #![warn(missing_docs, rust_2018_idioms)]
 
 pub mod buildid;
+pub mod cli;
+pub mod control;
 pub mod debuginfo;
 pub mod event;
 pub mod fetcharg;
 pub mod finder;
+pub mod json;
+pub mod kallsyms;
+pub mod modfile;
 pub mod regs;
 pub mod show;
 pub mod spec;
 pub mod specgen;
+pub mod strfilter;
 pub mod translate;

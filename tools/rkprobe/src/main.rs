@@ -10,115 +10,58 @@
 //! rkprobe --list; rkprobe --del 'vfs_*'; rkprobe --vars vfs_read:5
 //! rkprobe --line vfs_read; rkprobe --funcs 'vfs_*'
 //! ```
+//!
+//! The command line is `rkprobe::cli`; this file finds the debuginfo,
+//! runs the command and prints what perf prints, messages included: each
+//! failure ends with perf's line for the command that failed.
 
 use std::collections::HashSet;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Instant;
 
 use clap::Parser;
 
+use rkprobe::cli::{Cli, Command};
+use rkprobe::control::{Control, Defined, Target};
 use rkprobe::debuginfo::{Debuginfo, Sections};
-use rkprobe::event::{self, NamedEvent};
+use rkprobe::event::{self, NamedEvent, DEFAULT_GROUP};
 use rkprobe::fetcharg::Features;
 use rkprobe::finder;
+use rkprobe::json::Value;
+use rkprobe::show;
+use rkprobe::spec;
+use rkprobe::strfilter::Filter;
 
-/// rkprobes' control file.
-const RKPROBES_EVENTS: &str = "/sys/kernel/debug/rkprobes/kprobe_events";
-/// The kernel's control file.
-const TRACEFS_EVENTS: &str = "/sys/kernel/tracing/kprobe_events";
+/// perf's default filter of `--funcs`.
+const DEFAULT_FUNC_FILTER: &str = "!_* & !*@plt";
+/// perf's default filter of `--vars` (with `--externs`, the symbol tables
+/// and CRCs of exported symbols).
+const DEFAULT_VAR_FILTER: &str = "!__k???tab_* & !__crc_*";
 
-#[derive(Parser, Debug)]
-#[command(
-    name = "rkprobe",
-    about = "Define kprobe events from debuginfo, as perf probe does, for rkprobes or the kernel"
-)]
-struct Cli {
-    /// vmlinux with DWARF (default: looked for as perf looks for it).
-    #[arg(short = 'k', long = "vmlinux")]
-    vmlinux: Option<PathBuf>,
-    /// A module's .ko with DWARF: probes in the module (MODULE:symbol+offset).
-    #[arg(
-        short = 'm',
-        long = "module",
-        value_name = "MODULE.ko",
-        conflicts_with = "vmlinux"
-    )]
-    module: Option<PathBuf>,
-    /// Print the kprobe_events line(s) of a probe and change nothing.
-    #[arg(short = 'D', long = "definition", value_name = "PROBE")]
-    definition: Vec<String>,
-    /// Add a probe event.
-    #[arg(short = 'a', long = "add", value_name = "PROBE")]
-    add: Vec<String>,
-    /// Delete the events matching GLOB (`GROUP:EVENT` or `EVENT`).
-    #[arg(short = 'd', long = "del", value_name = "GLOB")]
-    del: Vec<String>,
-    /// List the events defined, with their source places and arguments.
-    #[arg(short = 'l', long = "list", value_name = "GLOB", num_args = 0..=1, default_missing_value = "*")]
-    list: Option<String>,
-    /// Show the source lines of FUNC[:RANGE] that can be probed.
-    #[arg(short = 'L', long = "line", value_name = "FUNC[:RANGE]")]
-    line: Option<String>,
-    /// Show the variables available at a probe point.
-    #[arg(short = 'V', long = "vars", value_name = "PROBE")]
-    vars: Vec<String>,
-    /// Show the functions (FILTER: a glob; default all not starting with _).
-    #[arg(short = 'F', long = "funcs", value_name = "FILTER", num_args = 0..=1, default_missing_value = "!_*")]
-    funcs: Option<String>,
-    /// With --add or --del: show what would be written, write nothing.
-    #[arg(short = 'n', long = "dry-run")]
-    dry_run: bool,
-    /// Allow numbered names for events that already exist.
-    #[arg(short = 'f', long = "force")]
-    force: bool,
-    /// Fewer messages.
-    #[arg(short = 'q', long = "quiet")]
-    quiet: bool,
-    /// More messages (warnings met on the way).
-    #[arg(short = 'v', long = "verbose")]
-    verbose: bool,
-    /// Write to the kernel's tracing/kprobe_events instead of rkprobes'.
-    #[arg(long = "tracefs")]
-    tracefs: bool,
-    /// Use the vmlinux or module file even when its build-id is not the
-    /// running kernel's (or the loaded module's).
-    #[arg(long = "ignore-build-id")]
-    ignore_build_id: bool,
-    /// How many probe points one specification may give.
-    #[arg(long = "max-probes", default_value_t = finder::MAX_PROBES)]
-    max_probes: usize,
-    /// Reproduce perf 6.1's mistakes (first operation of a location only,
-    /// no DWARF 5 bitfields), to compare with it.
-    #[arg(long = "perf-quirks", hide = true)]
-    perf_quirks: bool,
-    /// Definitions of every specification in FILE, one per line, each
-    /// introduced by "== SPEC" (for the differential test).
-    #[arg(long = "batch", hide = true)]
-    batch: Option<PathBuf>,
-    /// A probe to add, as words (joined by spaces).
-    #[arg(trailing_var_arg = true)]
-    probe: Vec<String>,
-}
-
-/// What kprobe_events accepts, from the tracing README when readable, as
-/// perf asks; rkprobes takes what Linux 6.12 takes.
-fn features(cli: &Cli) -> Features {
-    let f = if cli.tracefs {
-        [
-            "/sys/kernel/tracing/README",
-            "/sys/kernel/debug/tracing/README",
-        ]
-        .iter()
-        .find_map(|p| std::fs::read_to_string(p).ok())
-        .map(|r| Features::from_readme(&r))
-        .unwrap_or(Features::LINUX_6_12)
-    } else {
-        Features::LINUX_6_12
+/// What kprobe_events accepts: with `--tracefs`, from the tracing README
+/// when readable, as perf asks; rkprobes takes what Linux 6.12 takes.
+fn features(cli: &Cli, control: &Control) -> Features {
+    let f = match (cli.tracefs, control.readme()) {
+        (true, Some(readme)) => std::fs::read_to_string(readme)
+            .map(|r| Features::from_readme(&r))
+            .unwrap_or(Features::LINUX_6_12),
+        _ => Features::LINUX_6_12,
     };
     Features {
         perf_quirks: cli.perf_quirks,
         ..f
+    }
+}
+
+/// The search options of the command line.
+fn options(cli: &Cli, features: Features) -> finder::Options {
+    finder::Options {
+        features,
+        max_probes: cli.max_probes,
+        no_inlines: cli.no_inlines,
+        source_prefix: cli.source.clone(),
     }
 }
 
@@ -151,10 +94,24 @@ fn check_build_id(bytes: &[u8], path: &Path, module: Option<&str>) -> Result<(),
     )
 }
 
-/// perf's search for the running kernel's vmlinux.
-fn find_vmlinux() -> Option<PathBuf> {
-    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").ok()?;
-    let r = release.trim();
+/// The running kernel's release (`uname -r`).
+fn release() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|r| r.trim().to_string())
+        .unwrap_or_default()
+}
+
+/// `path` under `--symfs`: perf prepends it to absolute paths.
+fn in_symfs(cli: &Cli, path: &Path) -> PathBuf {
+    match &cli.symfs {
+        Some(root) if path.is_absolute() => root.join(path.strip_prefix("/").unwrap_or(path)),
+        _ => path.to_path_buf(),
+    }
+}
+
+/// perf's search for the running kernel's vmlinux (under `--symfs`).
+fn vmlinux_candidates(cli: &Cli) -> Vec<PathBuf> {
+    let r = release();
     [
         format!("/lib/modules/{r}/build/vmlinux"),
         format!("/usr/lib/debug/boot/vmlinux-{r}"),
@@ -163,23 +120,87 @@ fn find_vmlinux() -> Option<PathBuf> {
         "vmlinux".to_string(),
     ]
     .into_iter()
-    .map(PathBuf::from)
-    .find(|p| p.exists())
+    .map(|p| in_symfs(cli, Path::new(&p)))
+    .collect()
+}
+
+/// The file the debuginfo comes from, and whether the user named it
+/// (`-k`, or `-m` with a path) rather than rkprobe finding it.
+fn debuginfo_file(cli: &Cli) -> Result<(PathBuf, bool), String> {
+    if let Some(m) = &cli.module {
+        if rkprobe::modfile::is_path(m) {
+            return Ok((in_symfs(cli, Path::new(m)), true));
+        }
+        let root = cli.symfs.clone().unwrap_or_else(|| PathBuf::from("/"));
+        return Ok((rkprobe::modfile::find(m, &root, &release())?, false));
+    }
+    if let Some(k) = &cli.vmlinux {
+        return Ok((in_symfs(cli, k), true));
+    }
+    let candidates = vmlinux_candidates(cli);
+    match candidates.iter().find(|p| p.exists()) {
+        Some(p) => Ok((p.clone(), false)),
+        None => Err(format!(
+            "Failed to find the path for the kernel: no vmlinux at {}.\n Hint: give one with -k VMLINUX",
+            candidates
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    }
+}
+
+/// A file's name without `.ko`, `.ko.xz`... (a module without
+/// `.modinfo` is named after its file).
+fn file_stem(path: &Path) -> String {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    rkprobe::modfile::module_stem(name)
+        .map(str::to_string)
+        .or_else(|| {
+            path.file_stem()
+                .and_then(|s| s.to_str())
+                .map(str::to_string)
+        })
+        .unwrap_or_default()
+}
+
+/// The debuginfo file's bytes, checked against the running kernel (or
+/// loaded module) as perf checks: for `--add` and `--list`, or when
+/// rkprobe found the file itself, unless `--ignore-build-id`.
+fn load(cli: &Cli, cmd: Command) -> Result<(PathBuf, Vec<u8>), String> {
+    let (path, given) = debuginfo_file(cli)?;
+    let started = Instant::now();
+    if cli.verbose > 0 {
+        eprintln!("Reading debuginfo from {}", path.display());
+    }
+    let bytes = rkprobe::modfile::read(&path)?;
+    if !cli.ignore_build_id && (!given || matches!(cmd, Command::Add | Command::List)) {
+        let module = cli.module.is_some().then(|| file_stem(&path));
+        let module = module.map(|m| rkprobe::modfile::normalize(&m));
+        check_build_id(&bytes, &path, module.as_deref())?;
+    }
+    if cli.verbose > 0 {
+        eprintln!(
+            "Read {} MB in {:.2} s",
+            bytes.len() >> 20,
+            started.elapsed().as_secs_f64()
+        );
+    }
+    Ok((path, bytes))
 }
 
 /// Finds and names the events of one specification.
 fn events_of(
+    cli: &Cli,
     di: &Debuginfo<'_>,
     text: &str,
-    features: Features,
-    max_probes: usize,
+    opts: &finder::Options,
     taken: &mut HashSet<String>,
     allow_suffix: bool,
-    verbose: bool,
 ) -> Result<Vec<NamedEvent>, String> {
-    let (events, warnings) =
-        event::definitions(di, text, features, max_probes, taken, allow_suffix)?;
-    if verbose {
+    let (events, warnings) = event::definitions(di, text, opts, taken, allow_suffix)?;
+    if cli.verbose > 0 {
         for w in warnings {
             eprintln!("{w}");
         }
@@ -187,215 +208,473 @@ fn events_of(
     Ok(events)
 }
 
-/// The event names already in a control file.
-fn existing_events(path: &Path) -> HashSet<String> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| {
-            let head = l.split_ascii_whitespace().next()?;
-            let (_, ge) = head.split_once(':')?;
-            Some(ge.rsplit('/').next()?.to_string())
-        })
-        .collect()
+/// A filter from the command line's texts, OR'ed as perf combines
+/// repeated options; perf's message when one does not parse.
+fn filter_of(texts: &[String]) -> Result<Option<Filter>, String> {
+    let mut out: Option<Filter> = None;
+    for t in texts {
+        let f = Filter::parse(t).map_err(|e| e.message(t))?;
+        out = Some(match out {
+            Some(o) => o.or(f),
+            None => f,
+        });
+    }
+    Ok(out)
 }
 
-/// `--del`: removes the events matching any of `globs` from `control`
-/// (perf's "Removed event: GROUP:EVENT"); an error when none matches.
-fn delete(cli: &Cli, control: &Path) -> Result<(), String> {
-    let text = std::fs::read_to_string(control)
-        .map_err(|e| format!("Failed to open {}: {e}", control.display()))?;
-    let mut found = Vec::new();
-    for line in text.lines() {
-        let Some(head) = line.split_ascii_whitespace().next() else {
-            continue;
-        };
-        let Some((_, ge)) = head.split_once(':') else {
-            continue;
-        };
-        let full = ge.replace('/', ":");
-        let ev = ge.rsplit('/').next().unwrap_or(ge);
-        let hit = cli.del.iter().any(|g| {
-            let g = g.replace('/', ":");
-            if g.contains(':') {
-                finder::glob_match(&full, &g)
-            } else {
-                finder::glob_match(ev, &g)
+/// One of the default filters above (which parse: the unit tests of
+/// `strfilter` check them).
+fn default_filter(text: &str) -> Filter {
+    Filter::parse(text).unwrap_or_else(|_| Filter::any())
+}
+
+/// The `--json` record of an event to be written.
+fn event_json(e: &NamedEvent, spec: &str) -> Value {
+    let (module, symbol) = match e.tev.symbol.split_once(':') {
+        Some((m, s)) => (Some(m), s),
+        None => (None, e.tev.symbol.as_str()),
+    };
+    let args = e
+        .tev
+        .args
+        .iter()
+        .flatten()
+        .map(|a| {
+            let mut fetch = a.clone();
+            fetch.name = None;
+            Value::Object(vec![
+                ("name", a.name.clone().into()),
+                ("fetch", fetch.render().into()),
+            ])
+        })
+        .collect();
+    Value::Object(vec![
+        ("spec", spec.into()),
+        ("group", e.group.as_str().into()),
+        ("event", e.event.as_str().into()),
+        ("retprobe", e.tev.retprobe.into()),
+        ("symbol", symbol.into()),
+        ("offset", e.tev.offset.into()),
+        ("module", module.into()),
+        ("args", Value::Array(args)),
+        ("command", e.command().into()),
+    ])
+}
+
+/// `--definition --bootconfig`: the events as boot-time kprobe events
+/// (Documentation/trace/boottime-trace.rst). The kernel puts them in the
+/// group `kprobes` and reads `probes` (several probes of one event in one
+/// list); a return probe is `SYMBOL%return`.
+fn bootconfig(events: &[NamedEvent], warn: bool) -> String {
+    let mut out = String::new();
+    let mut cur: Option<&str> = None;
+    for e in events {
+        if warn && e.group != DEFAULT_GROUP {
+            eprintln!("WARN: Group name {} is ignored", e.group);
+        }
+        if cur != Some(e.event.as_str()) {
+            if cur.is_some() {
+                out.push('\n');
             }
-        });
-        if hit {
-            found.push((ge.to_string(), full));
+            out.push_str(&format!("ftrace.event.kprobes.{}.probes = ", e.event));
+            cur = Some(&e.event);
+        } else {
+            out.push_str(", ");
         }
+        let t = &e.tev;
+        let mut probe = if t.retprobe && t.offset == 0 {
+            format!("{}%return", t.symbol)
+        } else {
+            format!("{}+{}", t.symbol, t.offset)
+        };
+        for a in t.args.iter().flatten() {
+            probe.push(' ');
+            probe.push_str(&a.render());
+        }
+        out.push_str(&format!("'{probe}'"));
     }
+    if cur.is_some() {
+        out.push('\n');
+    }
+    out
+}
+
+/// `--del`: removes the events that pass the filter (perf's "Removed
+/// event: GROUP:EVENT" for each); an error when none does.
+fn delete(cli: &Cli, control: &Control) -> Result<(), String> {
+    let filter = filter_of(&cli.del)?.unwrap_or_else(Filter::any);
+    let mut seen = HashSet::new();
+    let found: Vec<Defined> = control
+        .events()?
+        .into_iter()
+        .filter(|d| d.passes(&filter) && seen.insert(d.full_name()))
+        .collect();
     if found.is_empty() {
-        return Err(format!("  Error: No matched event: {}", cli.del.join(" ")));
+        return Err(format!("\"{filter}\" does not hit any event."));
     }
-    for (ge, full) in found {
-        if !cli.dry_run {
-            let mut f = std::fs::OpenOptions::new()
-                .append(true)
-                .open(control)
-                .map_err(|e| format!("Failed to open {}: {e}", control.display()))?;
-            // One write() a command: the kernel's parser (and rkprobes')
-            // takes each write as whole lines.
-            f.write_all(format!("-:{ge}\n").as_bytes())
-                .map_err(|e| format!("Failed to delete event {full}: {e}"))?;
+    let commands: Vec<(String, Option<String>)> = found
+        .iter()
+        .map(|d| (format!("-:{}/{}", d.group, d.event), None))
+        .collect();
+    if cli.dry_run {
+        let mut out = std::io::stdout().lock();
+        for (c, _) in &commands {
+            let _ = writeln!(out, "{c}");
         }
-        if !cli.quiet {
-            eprintln!("Removed event: {full}");
+    }
+    if !cli.quiet {
+        for d in &found {
+            eprintln!("Removed event: {}", d.full_name());
         }
+    }
+    if !cli.dry_run {
+        control.write(&commands)?;
     }
     Ok(())
 }
 
-fn run(cli: Cli) -> Result<(), String> {
-    let control = Path::new(if cli.tracefs {
-        TRACEFS_EVENTS
-    } else {
-        RKPROBES_EVENTS
-    });
-    if !cli.del.is_empty() {
-        return delete(&cli, control);
+/// perf's report of events added, and how to use them.
+fn report_added(cli: &Cli, control: &Control, added: &[(spec::ProbeSpec, NamedEvent)]) {
+    if cli.quiet {
+        return;
     }
-    let path = match (&cli.module, &cli.vmlinux) {
-        (Some(p), _) | (None, Some(p)) => p.clone(),
-        (None, None) => {
-            find_vmlinux().ok_or("Failed to find the path for the kernel: use -k VMLINUX")?
+    eprintln!(
+        "Added new event{}",
+        if added.len() > 1 { "s:" } else { ":" }
+    );
+    for (s, e) in added {
+        let mut line = format!(
+            "  {:<20} (on {}",
+            format!("{}:{}", e.group, e.event),
+            spec::synthesize_point(&s.point)
+        );
+        if let Some((m, _)) = e.tev.symbol.split_once(':') {
+            line.push_str(&format!(" in {m}"));
         }
+        if !s.args.is_empty() {
+            let args: Vec<String> = s.args.iter().map(spec::ArgSpec::synthesize).collect();
+            line.push_str(&format!(" with {}", args.join(" ")));
+        }
+        line.push(')');
+        eprintln!("{line}");
+    }
+    let Some((_, last)) = added.last() else {
+        return;
     };
-    let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
-    let sections =
-        Sections::from_elf_named(&bytes, stem).map_err(|e| format!("{}: {e}", path.display()))?;
-    if cli.module.is_some() && sections.module.is_none() {
-        return Err(format!(
-            "{}: not a module (a relocatable .ko)",
-            path.display()
-        ));
+    if cli.dry_run {
+        return;
     }
-    if !cli.ignore_build_id {
-        check_build_id(&bytes, &path, sections.module.as_deref())?;
+    let (g, e) = (&last.group, &last.event);
+    eprintln!("\nYou can now use it:\n");
+    eprintln!("\techo 1 > {}", control.enable_path(g, e).display());
+    eprintln!("\tperf record -e {g}:{e} -aR sleep 1");
+    // rkprobes' events are tracepoints for BPF; the kernel's kprobe
+    // events take kprobe programs, not bpftrace's tracepoint ones.
+    if control.target == Target::Rkprobes {
+        eprintln!("\tbpftrace -e 'tracepoint:{g}:{e} {{ @[comm] = count(); }}'");
     }
-    let di = Debuginfo::new(&sections).map_err(|e| format!("{}: {e}", path.display()))?;
-    let features = features(&cli);
+    eprintln!();
+}
+
+/// Prints `v` as JSON on standard output.
+fn print_json(v: &Value) {
+    println!("{}", v.to_pretty());
+}
+
+/// `--funcs` without a debuginfo file: the running kernel's function
+/// symbols (a module's with `-m NAME`), as perf's kernel map falls back
+/// to kallsyms.
+fn kallsyms_funcs(cli: &Cli) -> Result<Vec<String>, String> {
+    let module = cli.module.as_deref().map(rkprobe::modfile::normalize);
+    Ok(rkprobe::kallsyms::read()?
+        .into_iter()
+        .filter(|s| s.module == module)
+        .map(|s| s.name)
+        .collect())
+}
+
+fn run(cli: &Cli, cmd: Command) -> Result<(), String> {
+    let control = Control::locate(if cli.tracefs {
+        Target::Tracefs
+    } else {
+        Target::Rkprobes
+    });
+    if cmd == Command::Del {
+        return delete(cli, &control);
+    }
+    let features = features(cli, &control);
+    let opts = options(cli, features);
+
+    // --list and --funcs do without debuginfo, as perf's do.
+    let mut load_error = None;
+    let loaded = match load(cli, cmd) {
+        Ok(l) => Some(l),
+        Err(e) if cmd == Command::List => {
+            if cli.verbose > 0 {
+                eprintln!("{e}\nListing without source places.");
+            }
+            None
+        }
+        Err(e) if cmd == Command::Funcs && cli.vmlinux.is_none() => {
+            if cli.verbose > 0 {
+                eprintln!("{e}\nListing the functions of kallsyms.");
+            }
+            load_error = Some(e);
+            None
+        }
+        Err(e) => return Err(e),
+    };
+    let sections = match &loaded {
+        Some((path, bytes)) => {
+            let s = Sections::from_elf_named(bytes, &file_stem(path))
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            if cli.module.is_some() && s.module.is_none() {
+                return Err(format!(
+                    "{}: not a module (a relocatable .ko)",
+                    path.display()
+                ));
+            }
+            Some(s)
+        }
+        None => None,
+    };
+    let di = match (&sections, &loaded) {
+        (Some(s), Some((path, _))) => {
+            let started = Instant::now();
+            let di = Debuginfo::new(s).map_err(|e| format!("{}: {e}", path.display()))?;
+            if cli.verbose > 0 {
+                eprintln!(
+                    "Read {} compilation units in {:.2} s",
+                    di.unit_count(),
+                    started.elapsed().as_secs_f64()
+                );
+            }
+            Some(di)
+        }
+        _ => None,
+    };
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
 
-    if let Some(glob) = &cli.list {
-        let text = std::fs::read_to_string(control)
-            .map_err(|e| format!("Failed to open {}: {e}", control.display()))?;
-        let g = (glob != "*").then_some(glob.as_str());
-        let _ = write!(out, "{}", rkprobe::show::list(&di, &text, g));
-        return Ok(());
-    }
-    if let Some(range) = &cli.line {
-        let _ = write!(out, "{}", rkprobe::show::line_range(&di, range)?);
-        return Ok(());
-    }
-    if !cli.vars.is_empty() {
-        for v in &cli.vars {
-            let _ = write!(out, "{}", rkprobe::show::vars(&di, v, features)?);
+    match cmd {
+        Command::List => {
+            let filter =
+                filter_of(cli.list.as_deref().unwrap_or_default())?.unwrap_or_else(Filter::any);
+            let events = control.events()?;
+            let listed = show::list(di.as_ref(), &events, &filter);
+            if cli.json {
+                print_json(&Value::Array(
+                    listed.iter().map(show::Listed::json).collect(),
+                ));
+            } else {
+                for l in &listed {
+                    let _ = writeln!(out, "{}", l.text());
+                }
+            }
+            return Ok(());
         }
-        return Ok(());
-    }
-    if let Some(filter) = &cli.funcs {
-        let f = (filter != "!_*").then_some(filter.as_str());
-        let _ = write!(out, "{}", rkprobe::show::funcs(&di, f));
-        return Ok(());
+        Command::Funcs => {
+            let given = cli.funcs.as_deref().unwrap_or_default();
+            let filter = match (filter_of(given)?, filter_of(&cli.filter)?) {
+                (Some(f), Some(g)) => f.or(g),
+                (Some(f), None) | (None, Some(f)) => f,
+                (None, None) => default_filter(DEFAULT_FUNC_FILTER),
+            };
+            let names = match &di {
+                Some(di) => show::funcs(di.symbols.all().iter().map(|s| s.name.as_str()), &filter),
+                None => {
+                    // Nothing in kallsyms either (a module not loaded):
+                    // why the file could not be read is the answer.
+                    let all = kallsyms_funcs(cli).unwrap_or_default();
+                    if all.is_empty() {
+                        return Err(load_error.unwrap_or_else(|| "No symbols.".into()));
+                    }
+                    show::funcs(all.iter().map(String::as_str), &filter)
+                }
+            };
+            if cli.json {
+                let list = names
+                    .iter()
+                    .map(|n| {
+                        Value::Object(vec![
+                            ("name", n.as_str().into()),
+                            (
+                                "module",
+                                cli.module
+                                    .clone()
+                                    .map(|m| rkprobe::modfile::normalize(&m))
+                                    .into(),
+                            ),
+                        ])
+                    })
+                    .collect();
+                print_json(&Value::Array(list));
+            } else {
+                for n in names {
+                    let _ = writeln!(out, "{n}");
+                }
+            }
+            return Ok(());
+        }
+        _ => {}
     }
 
-    if let Some(batch) = &cli.batch {
-        let list =
-            std::fs::read_to_string(batch).map_err(|e| format!("{}: {e}", batch.display()))?;
-        for line in list.lines().filter(|l| !l.trim().is_empty()) {
-            let mut taken = HashSet::new();
-            let _ = writeln!(out, "== {line}");
-            match events_of(&di, line, features, cli.max_probes, &mut taken, true, false) {
-                Ok(evs) => {
-                    for e in evs {
-                        let _ = writeln!(out, "{}", e.command());
+    let Some(di) = di else {
+        return Err("No debuginfo.".into());
+    };
+
+    match cmd {
+        Command::Line => {
+            let desc = cli.line.as_deref().unwrap_or_default();
+            let lines = show::line_range(&di, desc, &opts)?;
+            if cli.json {
+                print_json(&lines.json());
+            } else {
+                let _ = write!(out, "{}", lines.text());
+            }
+            Ok(())
+        }
+        Command::Vars => {
+            let vopts = show::VarsOptions {
+                range: cli.range,
+                externs: cli.externs,
+                filter: filter_of(&cli.filter)?
+                    .unwrap_or_else(|| default_filter(DEFAULT_VAR_FILTER)),
+            };
+            let mut all = Vec::new();
+            for v in &cli.vars {
+                let vars = show::vars(&di, v, &opts, &vopts)?;
+                if !cli.json {
+                    let _ = write!(out, "{}", vars.text());
+                }
+                all.push(vars.json());
+            }
+            if cli.json {
+                print_json(&Value::Array(all));
+            }
+            Ok(())
+        }
+        Command::Definition if cli.batch.is_some() => {
+            let batch = cli.batch.as_deref().unwrap_or(Path::new(""));
+            let list =
+                std::fs::read_to_string(batch).map_err(|e| format!("{}: {e}", batch.display()))?;
+            for line in list.lines().filter(|l| !l.trim().is_empty()) {
+                let mut taken = HashSet::new();
+                let _ = writeln!(out, "== {line}");
+                match events_of(cli, &di, line, &opts, &mut taken, true) {
+                    Ok(evs) => {
+                        for e in evs {
+                            let _ = writeln!(out, "{}", e.command());
+                        }
+                    }
+                    Err(e) => {
+                        let first = e.lines().next().unwrap_or("");
+                        let _ = writeln!(out, "error: {first}");
                     }
                 }
-                Err(e) => {
-                    let first = e.lines().next().unwrap_or("");
-                    let _ = writeln!(out, "error: {first}");
+            }
+            Ok(())
+        }
+        Command::Definition => {
+            let mut taken = HashSet::new();
+            let mut all = Vec::new();
+            for d in &cli.definition {
+                for e in events_of(cli, &di, d, &opts, &mut taken, true)? {
+                    all.push((d.as_str(), e));
                 }
             }
-        }
-        return Ok(());
-    }
-
-    if !cli.definition.is_empty() {
-        let mut taken = HashSet::new();
-        for d in &cli.definition {
-            let evs = events_of(
-                &di,
-                d,
-                features,
-                cli.max_probes,
-                &mut taken,
-                true,
-                cli.verbose,
-            )?;
-            for e in evs {
-                let _ = writeln!(out, "{}", e.command());
+            if cli.json {
+                print_json(&Value::Array(
+                    all.iter().map(|(d, e)| event_json(e, d)).collect(),
+                ));
+            } else if cli.bootconfig {
+                let evs: Vec<NamedEvent> = all.into_iter().map(|(_, e)| e).collect();
+                let _ = write!(out, "{}", bootconfig(&evs, !cli.quiet));
+            } else {
+                for (_, e) in all {
+                    let _ = writeln!(out, "{}", e.command());
+                }
             }
+            Ok(())
         }
-        return Ok(());
+        _ => add(cli, &control, &di, &opts),
     }
+}
 
+/// `--add`: finds and names the events of every probe definition (names
+/// already used in the control file or in tracefs `events/GROUP/` taken),
+/// writes them (or prints them with `-n`), and reports them.
+fn add(
+    cli: &Cli,
+    control: &Control,
+    di: &Debuginfo<'_>,
+    opts: &finder::Options,
+) -> Result<(), String> {
     let mut adds = cli.add.clone();
     if !cli.probe.is_empty() {
         adds.push(cli.probe.join(" "));
     }
-    if adds.is_empty() {
-        return Err(
-            "Nothing to do: give --add, --del, --list, --line, --vars, --funcs or --definition"
-                .into(),
-        );
-    }
-    let mut taken = existing_events(control);
-    let mut all = Vec::new();
-    for a in &adds {
-        all.extend(events_of(
-            &di,
-            a,
-            features,
-            cli.max_probes,
-            &mut taken,
-            cli.force,
-            cli.verbose,
-        )?);
-    }
-    if !cli.dry_run {
-        let mut f = std::fs::OpenOptions::new()
-            .append(true)
-            .open(control)
-            .map_err(|e| format!("Failed to open {}: {e}", control.display()))?;
-        for e in &all {
-            f.write_all(format!("{}\n", e.command()).as_bytes())
-                .map_err(|err| format!("Failed to write event: {err}\n  {}", e.command()))?;
+    let specs = adds
+        .iter()
+        .map(|a| spec::parse(a).map_err(|e| format!("Semantic error :{e}")))
+        .collect::<Result<Vec<_>, _>>()?;
+    let groups: Vec<&str> = specs
+        .iter()
+        .map(|s| s.group.as_deref().unwrap_or(DEFAULT_GROUP))
+        .collect();
+    let mut taken = control.taken_names(groups);
+    let mut added = Vec::new();
+    for (a, s) in adds.iter().zip(&specs) {
+        for e in events_of(cli, di, a, opts, &mut taken, cli.force)? {
+            added.push((s.clone(), e));
         }
     }
-    if !cli.quiet {
-        eprintln!("Added new event{}", if all.len() > 1 { "s:" } else { ":" });
-        for e in &all {
-            eprintln!(
-                "  {}:{:<16} (on {}+{})",
-                e.group, e.event, e.tev.symbol, e.tev.offset
-            );
+    let commands: Vec<(String, Option<String>)> = added
+        .iter()
+        .map(|(_, e)| (e.command(), Some(format!("-:{}/{}", e.group, e.event))))
+        .collect();
+    if cli.dry_run {
+        let mut out = std::io::stdout().lock();
+        for (c, _) in &commands {
+            let _ = writeln!(out, "{c}");
         }
+    } else {
+        control.write(&commands)?;
     }
+    report_added(cli, control, &added);
     Ok(())
 }
 
 fn main() -> ExitCode {
-    match run(Cli::parse()) {
+    let cli = Cli::parse();
+    if let Some(what) = cli.generate {
+        let mut out = std::io::stdout().lock();
+        return match rkprobe::cli::generate(what, &mut out) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("{e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    let cmd = match cli.requested() {
+        Ok(Some(c)) => c,
+        Ok(None) => {
+            let _ = rkprobe::cli::command().write_help(&mut std::io::stderr());
+            return ExitCode::from(129);
+        }
+        Err(e) => {
+            eprintln!("  Error: {e}\n");
+            let _ = rkprobe::cli::command().write_help(&mut std::io::stderr());
+            return ExitCode::from(129);
+        }
+    };
+    match run(&cli, cmd) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("{e}");
-            if !e.contains("Error:") {
-                eprintln!("  Error: Failed to add events.");
+            if !cli.quiet {
+                eprintln!("{e}");
+                eprintln!("{}", cmd.failure());
             }
             ExitCode::FAILURE
         }

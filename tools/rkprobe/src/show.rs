@@ -2,17 +2,21 @@
 
 //! What `--list`, `--line`, `--vars` and `--funcs` print, in perf probe's
 //! formats: events of a control file back as source places, the probeable
-//! lines of a function, the variables available at a probe point, the
-//! functions of the kernel.
+//! lines of a function or a file, the variables available at a probe
+//! point, the functions of the kernel. Each is a record first, printed as
+//! perf's text or as `--json`.
 
 use std::collections::BTreeSet;
 use std::fmt::Write;
 
+use crate::control::Defined;
 use crate::debuginfo::{Debuginfo, DieRef};
 use crate::fetcharg::Features;
-use crate::finder::{self, glob_match, Finder};
+use crate::finder::{self, Finder};
+use crate::json::Value;
 use crate::spec::{self, ArgSpec, ARG_VARS};
-use crate::translate;
+use crate::strfilter::Filter;
+use crate::translate::{self, Site};
 
 /// perf's `die_get_typename()`: the C name of a variable's type
 /// (`struct file*`, `size_t`, `char[]`), qualifiers dropped.
@@ -196,58 +200,128 @@ fn lineno_from(l: u32) -> Option<u32> {
     (l != 0).then_some(l)
 }
 
-/// `--list`: each event of a control file's text as perf lists it,
-/// `  GROUP:EVENT  (on PLACE with ARGS)`, filtered by `glob` on
-/// `GROUP:EVENT` or `EVENT`.
-pub fn list(di: &Debuginfo<'_>, control: &str, glob: Option<&str>) -> String {
-    let mut out = String::new();
-    for line in control.lines() {
-        let mut words = line.split_ascii_whitespace();
-        let (Some(head), Some(point)) = (words.next(), words.next()) else {
-            continue;
-        };
-        let Some((kind, ge)) = head.split_once(':') else {
-            continue;
-        };
-        let retprobe = kind.starts_with('r');
-        let name = ge.replace('/', ":");
-        let ev = ge.rsplit('/').next().unwrap_or(ge);
-        if let Some(g) = glob {
-            if !glob_match(&name, g) && !glob_match(ev, g) {
-                continue;
-            }
+/// An event of a control file as `--list` shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Listed {
+    /// The event as the control file has it.
+    pub def: Defined,
+    /// The symbol of its probe point, without the module (`None` for an
+    /// address).
+    pub symbol: Option<String>,
+    /// The offset from the symbol.
+    pub offset: Option<u64>,
+    /// The module of a `MODULE:symbol` probe point.
+    pub module: Option<String>,
+    /// Its source place from the debuginfo (`FUNC:LINE@FILE`), when the
+    /// debuginfo has it.
+    pub place: Option<String>,
+}
+
+impl Listed {
+    /// The probe point perf shows without debuginfo: `SYMBOL+OFFSET`,
+    /// `SYMBOL` at an entry, `SYMBOL%return`, or the address.
+    fn raw_place(&self) -> String {
+        match (&self.symbol, self.offset) {
+            (Some(s), Some(0)) if self.def.retprobe => format!("{s}%return"),
+            (Some(s), Some(0)) => s.clone(),
+            (Some(s), Some(o)) => format!("{s}+{o}"),
+            _ => self.def.point.clone(),
         }
-        let (sym, off) = match point.split_once('+') {
-            Some((s, o)) => (s, parse_off(o)),
-            None => (point, Some(0)),
-        };
-        // A module's probe (`MOD:sym`) is placed from that module's DWARF
-        // only (`-m`), the kernel's from the kernel's.
-        let (module, sym) = match sym.split_once(':') {
-            Some((m, s)) => (Some(m), s),
-            None => (None, sym),
-        };
-        let addr = di
-            .symbols
-            .all()
+    }
+
+    /// The argument names (perf shows a named fetcharg by its name, an
+    /// unnamed one as it is).
+    fn arg_names(&self) -> Vec<&str> {
+        self.def
+            .args
             .iter()
-            .find(|s| s.name == sym && module == di.module)
-            .zip(off)
-            .map(|(s, o)| s.start.wrapping_add(o));
-        let place = addr
-            .and_then(|a| place_of(di, a, retprobe))
-            .unwrap_or_else(|| point.to_string());
-        let _ = write!(out, "  {name:<20} (on {place}");
-        if let (Some(m), Some(_)) = (module, addr) {
+            .map(|a| a.split_once('=').map_or(a.as_str(), |(n, _)| n))
+            .collect()
+    }
+
+    /// perf's line: `  GROUP:EVENT          (on PLACE[ in MODULE][ with ARGS])`.
+    pub fn text(&self) -> String {
+        let mut out = format!(
+            "  {:<20} (on {}",
+            self.def.full_name(),
+            self.place.clone().unwrap_or_else(|| self.raw_place())
+        );
+        if let Some(m) = &self.module {
             let _ = write!(out, " in {m}");
         }
-        let args: Vec<&str> = words
-            .map(|a| a.split_once('=').map_or(a, |(n, _)| n))
-            .collect();
+        let args = self.arg_names();
         if !args.is_empty() {
             let _ = write!(out, " with {}", args.join(" "));
         }
-        out.push_str(")\n");
+        out.push(')');
+        out
+    }
+
+    /// The `--list --json` record.
+    pub fn json(&self) -> Value {
+        let args = self
+            .def
+            .args
+            .iter()
+            .map(|a| {
+                let (name, fetch) = match a.split_once('=') {
+                    Some((n, f)) => (Some(n), f),
+                    None => (None, a.as_str()),
+                };
+                Value::Object(vec![("name", name.into()), ("fetch", fetch.into())])
+            })
+            .collect();
+        Value::Object(vec![
+            ("group", self.def.group.as_str().into()),
+            ("event", self.def.event.as_str().into()),
+            ("retprobe", self.def.retprobe.into()),
+            ("point", self.def.point.as_str().into()),
+            ("symbol", self.symbol.clone().into()),
+            ("offset", self.offset.into()),
+            ("module", self.module.clone().into()),
+            ("place", self.place.clone().into()),
+            ("args", Value::Array(args)),
+            ("command", self.def.line.as_str().into()),
+        ])
+    }
+}
+
+/// `--list`: the events that pass `filter` (by `EVENT` or `GROUP:EVENT`),
+/// each mapped back to its source place through `di` when given (perf's
+/// `FUNC:RELLINE@FILE`, `FUNC@FILE` at an entry, `FUNC%return@FILE`):
+/// a module's probe (`MODULE:symbol`) through a module's debuginfo, the
+/// kernel's through the kernel's.
+pub fn list(di: Option<&Debuginfo<'_>>, events: &[Defined], filter: &Filter) -> Vec<Listed> {
+    let mut out = Vec::new();
+    for def in events.iter().filter(|d| d.passes(filter)) {
+        let (module, at) = match def.point.split_once(':') {
+            Some((m, s)) => (Some(m.to_string()), s),
+            None => (None, def.point.as_str()),
+        };
+        let (symbol, offset) =
+            if at.starts_with("0x") || at.starts_with(|c: char| c.is_ascii_digit()) {
+                (None, None)
+            } else {
+                match at.split_once('+') {
+                    Some((s, o)) => (Some(s.to_string()), parse_off(o)),
+                    None => (Some(at.to_string()), Some(0)),
+                }
+            };
+        let place = di.and_then(|di| {
+            if module.as_deref() != di.module {
+                return None;
+            }
+            let sym = symbol.as_deref()?;
+            let s = di.symbols.all().iter().find(|s| s.name == sym)?;
+            place_of(di, s.start.wrapping_add(offset?), def.retprobe)
+        });
+        out.push(Listed {
+            def: def.clone(),
+            symbol,
+            offset,
+            module,
+            place,
+        });
     }
     out
 }
@@ -259,139 +333,457 @@ fn parse_off(s: &str) -> Option<u64> {
     }
 }
 
+/// What `--vars` lists besides the variables available at the address.
+#[derive(Clone, Debug)]
+pub struct VarsOptions {
+    /// `--range`: also the variables in scope without a location at the
+    /// address, each with the addresses where it has one.
+    pub range: bool,
+    /// `--externs`: also the compilation unit's global variables.
+    pub externs: bool,
+    /// Only the names that pass (`--filter`; perf's default leaves out
+    /// `__k???tab_*` and `__crc_*`).
+    pub filter: Filter,
+}
+
+/// How a variable is available at a probe address.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum VarKind {
+    /// A global variable of the unit (`--externs`): perf's `[EXT]`.
+    External,
+    /// In scope, but with no location here (`--range` only): `[INV]`.
+    Invalid,
+    /// It has a location here: `[VAL]`.
+    Valid,
+}
+
+impl VarKind {
+    fn tag(self) -> &'static str {
+        match self {
+            VarKind::External => "[EXT]",
+            VarKind::Invalid => "[INV]",
+            VarKind::Valid => "[VAL]",
+        }
+    }
+
+    fn json(self) -> &'static str {
+        match self {
+            VarKind::External => "external",
+            VarKind::Invalid => "invalid",
+            VarKind::Valid => "valid",
+        }
+    }
+}
+
+/// Where a variable has a location: byte ranges from the entry of the
+/// function the probe is in (perf's `@<FUNC+[A-B,C-D]>`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VarRange {
+    /// The function.
+    pub function: String,
+    /// `[start, end)` offsets.
+    pub spans: Vec<(u64, u64)>,
+}
+
+/// A variable `--vars` lists.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AvailableVar {
+    /// Its C type (perf's `die_get_typename()`), `(unknown_type)` if none.
+    pub type_name: String,
+    /// Its name.
+    pub name: String,
+    /// How it is available.
+    pub kind: VarKind,
+    /// With `--range`, where it has a location (not for globals).
+    pub range: Option<VarRange>,
+}
+
+impl AvailableVar {
+    /// perf's line (without its leading tabs).
+    fn text(&self, range: bool) -> String {
+        let mut s = String::new();
+        if range {
+            let _ = write!(s, "{}\t", self.kind.tag());
+        }
+        let _ = write!(s, "{}\t{}", self.type_name, self.name);
+        if let Some(r) = &self.range {
+            let spans: Vec<String> = r.spans.iter().map(|(a, b)| format!("{a}-{b}")).collect();
+            let _ = write!(s, "\t@<{}+[{}]>", r.function, spans.join(","));
+        }
+        s
+    }
+}
+
+/// The variables at one probe address.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VarsAt {
+    /// The function symbol the address is in.
+    pub symbol: String,
+    /// The offset from it.
+    pub offset: u64,
+    /// The variables, in perf's order (sorted by their line).
+    pub vars: Vec<AvailableVar>,
+}
+
+/// What `--vars POINT` shows.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Vars {
+    /// The probe point, as perf writes it back.
+    pub point: String,
+    /// Each address of the point.
+    pub at: Vec<VarsAt>,
+    /// Shown with `--range`.
+    range: bool,
+}
+
+impl Vars {
+    /// perf's text.
+    pub fn text(&self) -> String {
+        let mut out = format!("Available variables at {}\n", self.point);
+        for a in &self.at {
+            let _ = writeln!(out, "\t@<{}+{}>", a.symbol, a.offset);
+            if a.vars.is_empty() {
+                out.push_str("\t\t(No matched variables)\n");
+            }
+            for v in &a.vars {
+                let _ = writeln!(out, "\t\t{}", v.text(self.range));
+            }
+        }
+        out
+    }
+
+    /// The `--vars --json` record.
+    pub fn json(&self) -> Value {
+        let at = self
+            .at
+            .iter()
+            .map(|a| {
+                let vars = a
+                    .vars
+                    .iter()
+                    .map(|v| {
+                        let range = v.range.as_ref().map_or(Value::Null, |r| {
+                            Value::Object(vec![
+                                ("function", r.function.as_str().into()),
+                                (
+                                    "offsets",
+                                    Value::Array(
+                                        r.spans.iter().map(|&(b, e)| vec![b, e].into()).collect(),
+                                    ),
+                                ),
+                            ])
+                        });
+                        Value::Object(vec![
+                            ("name", v.name.as_str().into()),
+                            ("type", v.type_name.as_str().into()),
+                            ("kind", v.kind.json().into()),
+                            ("range", range),
+                        ])
+                    })
+                    .collect();
+                Value::Object(vec![
+                    ("symbol", a.symbol.as_str().into()),
+                    ("offset", a.offset.into()),
+                    ("variables", Value::Array(vars)),
+                ])
+            })
+            .collect();
+        Value::Object(vec![
+            ("point", self.point.as_str().into()),
+            ("locations", Value::Array(at)),
+        ])
+    }
+}
+
+/// perf's `die_get_var_range()`: where `var` (a child of `parent`) has a
+/// location, from the entry of the function `sp`: its location list's
+/// ranges, or for a single location the ranges of the scope it is
+/// declared in.
+fn var_range(di: &Debuginfo<'_>, sp: DieRef, parent: DieRef, var: DieRef) -> Option<VarRange> {
+    let entry = di.die_entrypc(sp)?;
+    let function = di.name(sp)?;
+    let entries = di.location_entries(var, gimli::DW_AT_location);
+    let spans: Vec<(u64, u64)> = match entries.first() {
+        None => return None,
+        Some(&(0, _, _)) => di
+            .ranges(parent)
+            .into_iter()
+            .map(|(b, e)| (b.wrapping_sub(entry), e.wrapping_sub(entry)))
+            .collect(),
+        Some(_) => entries
+            .iter()
+            .map(|(b, e, _)| (b.wrapping_sub(entry), e.wrapping_sub(entry)))
+            .collect(),
+    };
+    Some(VarRange { function, spans })
+}
+
+/// Whether `var` gets a location somewhere after `addr` in `sp` (perf's
+/// `[INV]`: in scope, not yet or no longer located).
+fn located_later(di: &Debuginfo<'_>, sp: DieRef, var: DieRef, addr: u64) -> bool {
+    let Some(high) = di.highpc(sp) else {
+        return false;
+    };
+    di.location_entries(var, gimli::DW_AT_location)
+        .iter()
+        .any(|&(b, e, _)| {
+            let from = b.max(addr.saturating_add(1));
+            from < e && from <= high
+        })
+}
+
+/// perf's `collect_variables_cb()` walk: the parameters and variables of
+/// `scope` and of the blocks and inlined scopes in it that hold the
+/// address (`recurse`), or of the unit alone (globals).
+fn collect_vars(
+    di: &Debuginfo<'_>,
+    scope: DieRef,
+    site: &Site,
+    opts: &VarsOptions,
+    features: Features,
+    recurse: bool,
+    out: &mut Vec<AvailableVar>,
+) {
+    for c in di.children(scope) {
+        let tag = di.tag(c);
+        if tag == gimli::DW_TAG_formal_parameter || tag == gimli::DW_TAG_variable {
+            let kind = match translate::locate(di, c, site, features) {
+                Ok(_) if !recurse => Some(VarKind::External),
+                Ok(_) => Some(VarKind::Valid),
+                Err(translate::LocError::NotHere)
+                    if opts.range
+                        && recurse
+                        && tag == gimli::DW_TAG_variable
+                        && located_later(di, site.sp_die, c, site.addr) =>
+                {
+                    Some(VarKind::Invalid)
+                }
+                Err(_) => None,
+            };
+            if let (Some(kind), Some(name)) = (kind, di.name(c)) {
+                if opts.filter.matches(&name) {
+                    out.push(AvailableVar {
+                        type_name: type_name(di, c).unwrap_or_else(|| "(unknown_type)".into()),
+                        name,
+                        kind,
+                        range: (opts.range && recurse)
+                            .then(|| var_range(di, site.sp_die, scope, c))
+                            .flatten(),
+                    });
+                }
+            }
+        }
+        if recurse && di.haspc(c, site.addr) {
+            collect_vars(di, c, site, opts, features, recurse, out);
+        }
+    }
+}
+
 /// `--vars POINT`: the variables (and parameters) available at each probe
-/// address of a point, with their types, as perf prints them.
-pub fn vars(di: &Debuginfo<'_>, point: &str, features: Features) -> Result<String, String> {
+/// address of a point, with their types, as perf finds them; with
+/// `--range` those in scope without a location too, and where each has
+/// one; with `--externs` the unit's globals.
+pub fn vars(
+    di: &Debuginfo<'_>,
+    point: &str,
+    opts: &finder::Options,
+    vopts: &VarsOptions,
+) -> Result<Vars, String> {
     let mut s = spec::parse(point).map_err(|e| format!("Semantic error :{e}"))?;
+    if !s.args.is_empty() {
+        return Err("  Error: '--vars' doesn't accept arguments.".into());
+    }
     let where_ = crate::spec::synthesize_point(&s.point);
     s.args = vec![ArgSpec {
         var: ARG_VARS.into(),
         ..ArgSpec::default()
     }];
-    let mut f = Finder::new(di, &s, features);
+    let mut f = Finder::new(di, &s, opts.features).options(opts);
     f.find().map_err(|e| e.0)?;
-    if f.events.is_empty() {
+    if f.sites.is_empty() {
         return Err(format!("Failed to find the address of {where_}"));
     }
-    let mut out = format!("Available variables at {where_}\n");
-    for e in &f.events {
-        let (sym, off) = match di.symbols.find(e.address) {
-            Some(sym) => (sym.name.clone(), e.address - sym.start),
-            None => (e.symbol.clone(), e.offset),
-        };
-        let _ = writeln!(out, "\t@<{sym}+{off}>");
-        let unit = unit_of(di, e.address);
-        let scope = unit.and_then(|u| {
-            di.subprograms(u)
-                .iter()
-                .copied()
-                .find(|&d| di.haspc(d, e.address))
-        });
-        let mut names = BTreeSet::new();
-        for n in e.arg_names.iter().flatten() {
-            let ty = scope
-                .and_then(|sc| translate::find_variable_at(di, sc, n, e.address))
-                .and_then(|v| type_name(di, v))
-                .unwrap_or_else(|| "(unknown_type)".into());
-            names.insert(format!("{ty}\t{n}"));
-        }
-        if names.is_empty() {
-            out.push_str("\t\t(No matched variables)\n");
-        }
-        for n in names {
-            let _ = writeln!(out, "\t\t{n}");
-        }
-    }
-    Ok(out)
-}
-
-/// `--line FUNC[:START[-END|+LEN]]`: the source of a function with the
-/// lines that can be probed numbered relative to its declaration line, as
-/// perf's `show_line_range()` prints them.
-pub fn line_range(di: &Debuginfo<'_>, range: &str) -> Result<String, String> {
-    let (func, span) = match range.split_once(':') {
-        Some((f, r)) => (f, Some(r)),
-        None => (range, None),
-    };
-    let (start, end) = match span {
-        None => (0u32, u32::MAX),
-        Some(r) => {
-            let num = |s: &str| {
-                s.parse::<u32>()
-                    .map_err(|_| format!("Failed to parse line range: {r}"))
-            };
-            if let Some((a, b)) = r.split_once('-') {
-                (num(a)?, num(b)?)
-            } else if let Some((a, b)) = r.split_once('+') {
-                let a = num(a)?;
-                (a, a.saturating_add(num(b)?).saturating_sub(1))
-            } else {
-                (num(r)?, num(r)?)
+    let mut at = Vec::new();
+    for ((sc_die, site), ev) in f.sites.iter().zip(&f.events) {
+        // perf names the place by the function's DWARF name and the offset
+        // from its entry (`finish_task_switch+266`), not by the ELF symbol
+        // (`finish_task_switch.isra.0`) a probe is written against.
+        let (symbol, offset) = (ev.symbol.clone(), ev.offset);
+        let mut vars = Vec::new();
+        collect_vars(di, *sc_die, site, vopts, opts.features, true, &mut vars);
+        if vopts.externs {
+            if let Some(cu) = di.cu_die(site.sp_die.unit) {
+                collect_vars(di, cu, site, vopts, opts.features, false, &mut vars);
             }
         }
-    };
-    let s = spec::parse(func).map_err(|e| format!("Semantic error :{e}"))?;
-    let Some(name) = s.point.function.clone() else {
-        return Err("Specified source line is not found.".into());
-    };
-    let funcs = di.functions();
-    let sp = funcs
-        .get(name.as_str())
-        .and_then(|l| {
-            l.iter()
-                .copied()
-                .find(|&d| !di.has_attr(d, gimli::DW_AT_declaration) && di.entrypc(d).is_some())
-        })
-        .ok_or_else(|| {
-            format!("Specified source line is not found.\n  Error: Failed to show lines of {name}")
-        })?;
-    let file = di
-        .decl_file(sp)
-        .ok_or("A function DIE doesn't have decl_line.")?;
-    let decl = di.decl_line(sp).unwrap_or(0);
-    let probeable: BTreeSet<u32> = finder::probeable_lines(di, sp)
-        .into_iter()
-        .filter(|(f, _)| **f == *file)
-        .map(|(_, l)| l)
-        .collect();
-    let last = probeable.iter().next_back().copied().unwrap_or(decl);
-    let text = std::fs::read(&*file).map_err(|e| format!("Failed to open {file}: {e}"))?;
-    let text = String::from_utf8_lossy(&text);
-    let first = decl.saturating_add(start);
-    let stop = decl.saturating_add(end).min(last);
-    let mut out = format!("<{name}@{file}:{start}>\n");
-    for (l, src) in text.lines().zip(1u32..).map(|(s, n)| (n, s)) {
-        if l < first || l > stop {
-            continue;
-        }
-        if probeable.contains(&l) {
-            let _ = writeln!(out, "{:>7}  {src}", l - decl);
-        } else {
-            let _ = writeln!(out, "         {src}");
-        }
+        // perf keeps the lines in a sorted list of strings, each once.
+        let mut keyed: Vec<(String, AvailableVar)> =
+            vars.into_iter().map(|v| (v.text(vopts.range), v)).collect();
+        keyed.sort_by(|a, b| a.0.cmp(&b.0));
+        keyed.dedup_by(|a, b| a.0 == b.0);
+        at.push(VarsAt {
+            symbol,
+            offset,
+            vars: keyed.into_iter().map(|(_, v)| v).collect(),
+        });
     }
-    Ok(out)
+    Ok(Vars {
+        point: where_,
+        at,
+        range: vopts.range,
+    })
 }
 
-/// `--funcs [FILTER]`: the function symbols, sorted and once each; by
-/// default those not starting with `_` (perf's `!_*`).
-pub fn funcs(di: &Debuginfo<'_>, filter: Option<&str>) -> String {
-    let names: BTreeSet<&str> = di
-        .symbols
-        .all()
-        .iter()
-        .map(|s| s.name.as_str())
-        .filter(|n| match filter {
-            Some(f) => glob_match(n, f),
-            None => !n.starts_with('_'),
-        })
-        .collect();
-    let mut out = String::new();
-    for n in names {
-        out.push_str(n);
-        out.push('\n');
+/// One line `--line` shows.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SourceLine {
+    /// Its number in the file.
+    pub line: u32,
+    /// Whether it can be probed (perf numbers only those).
+    pub probeable: bool,
+    /// Its text, without the line end.
+    pub text: String,
+}
+
+/// What `--line` shows.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Lines {
+    /// The function asked for (as given: it may be a glob).
+    pub function: Option<String>,
+    /// The source file read.
+    pub path: String,
+    /// The function's declaration line, which numbers are relative to; 0
+    /// for a file.
+    pub offset: u32,
+    /// The first line shown.
+    pub start: i64,
+    /// The lines.
+    pub lines: Vec<SourceLine>,
+}
+
+impl Lines {
+    /// perf's text: a header, then the lines, the probeable ones numbered.
+    pub fn text(&self) -> String {
+        let mut out = match &self.function {
+            Some(f) => format!(
+                "<{f}@{}:{}>\n",
+                self.path,
+                self.start - i64::from(self.offset)
+            ),
+            None => format!("<{}:{}>\n", self.path, self.start),
+        };
+        for l in &self.lines {
+            if l.probeable {
+                let n = i64::from(l.line) - i64::from(self.offset);
+                let _ = writeln!(out, "{n:>7}  {}", l.text);
+            } else {
+                let _ = writeln!(out, "         {}", l.text);
+            }
+        }
+        out
     }
-    out
+
+    /// The `--line --json` record.
+    pub fn json(&self) -> Value {
+        let lines = self
+            .lines
+            .iter()
+            .map(|l| {
+                Value::Object(vec![
+                    ("line", l.line.into()),
+                    (
+                        "number",
+                        (i64::from(l.line) - i64::from(self.offset)).into(),
+                    ),
+                    ("probeable", l.probeable.into()),
+                    ("text", l.text.as_str().into()),
+                ])
+            })
+            .collect();
+        Value::Object(vec![
+            ("function", self.function.clone().into()),
+            ("file", self.path.as_str().into()),
+            ("offset", self.offset.into()),
+            ("start", self.start.into()),
+            ("lines", Value::Array(lines)),
+        ])
+    }
+}
+
+/// perf's `NR_ADDITIONAL_LINES`: how far past the last probeable line an
+/// open range is shown (the lines after it, this many more).
+const ADDITIONAL_LINES: i64 = 2;
+
+/// `--line FUNC[@SRC][:START[+NUM|-END]]` or `SRC[:START[+NUM|-END]]`:
+/// the source with the lines that can be probed, as perf's
+/// `show_line_range()` shows them; the file read under
+/// `opts.source_prefix` when given (`--source`).
+pub fn line_range(di: &Debuginfo<'_>, desc: &str, opts: &finder::Options) -> Result<Lines, String> {
+    let lr = finder::parse_line_range(desc)?;
+    let found = finder::find_line_range(di, &lr, opts.features)
+        .map_err(|e| e.0)?
+        .ok_or("Specified source line is not found.")?;
+    let path =
+        finder::find_source_path(&found.path, opts.source_prefix.as_deref()).map_err(|e| {
+            format!(
+                "Failed to find source file path.\nFailed to open {}: {e}",
+                found.path
+            )
+        })?;
+    let bytes =
+        std::fs::read(&path).map_err(|e| format!("Failed to open {}: {e}", path.display()))?;
+    let text = String::from_utf8_lossy(&bytes);
+    let file: Vec<&str> = text.lines().collect();
+    let get = |l: i64| {
+        usize::try_from(l - 1)
+            .ok()
+            .and_then(|i| file.get(i))
+            .map(|t| t.to_string())
+    };
+    let mut lines = Vec::new();
+    let mut l = found.start.max(1);
+    for &p in &found.lines {
+        let p = i64::from(p);
+        while l < p {
+            let text = get(l).ok_or("Source file is shorter than expected.")?;
+            lines.push(SourceLine {
+                line: u32::try_from(l).unwrap_or(0),
+                probeable: false,
+                text,
+            });
+            l += 1;
+        }
+        let text = get(l).ok_or("Source file is shorter than expected.")?;
+        lines.push(SourceLine {
+            line: u32::try_from(l).unwrap_or(0),
+            probeable: true,
+            text,
+        });
+        l += 1;
+    }
+    let end = found.end.unwrap_or(l + ADDITIONAL_LINES);
+    while l <= end {
+        let Some(text) = get(l) else { break };
+        lines.push(SourceLine {
+            line: u32::try_from(l).unwrap_or(0),
+            probeable: false,
+            text,
+        });
+        l += 1;
+    }
+    Ok(Lines {
+        function: lr.function,
+        path: path.display().to_string(),
+        offset: found.offset,
+        start: found.start,
+        lines,
+    })
+}
+
+/// `--funcs`: the names that pass `filter`, sorted, each once.
+pub fn funcs<'n>(names: impl IntoIterator<Item = &'n str>, filter: &Filter) -> Vec<String> {
+    let set: BTreeSet<&str> = names.into_iter().filter(|n| filter.matches(n)).collect();
+    set.into_iter().map(str::to_string).collect()
 }
 
 #[cfg(test)]

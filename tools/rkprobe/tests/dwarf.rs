@@ -14,11 +14,14 @@ use gimli::write::{
 };
 use gimli::{Encoding, Format, LineEncoding, LittleEndian, Register};
 
+use rkprobe::control::Defined;
 use rkprobe::debuginfo::{Binding, Debuginfo, DieRef, Sections as DiSections, Symbol};
 use rkprobe::event;
 use rkprobe::fetcharg::{Features, TraceArg};
 use rkprobe::finder;
+use rkprobe::show;
 use rkprobe::spec;
+use rkprobe::strfilter::Filter;
 use rkprobe::translate::{self, FrameBase, Site, Translated};
 
 const FUNC: u64 = 0x1000;
@@ -115,6 +118,10 @@ fn build() -> (Parts, Vec<Symbol>) {
         gimli::DW_AT_low_pc,
         AttributeValue::Address(Address::Constant(0)),
     );
+    // The unit's code, which --list finds an address's unit by.
+    b.dw.unit
+        .get_mut(root)
+        .set(gimli::DW_AT_high_pc, AttributeValue::Udata(FUNC + FUNC_LEN));
 
     let base = |b: &mut Builder, n: &str, size: u64, enc: gimli::DwAte| {
         b.add(
@@ -944,7 +951,7 @@ fn definitions(di: &Debuginfo<'_>, text: &str) -> Result<Vec<String>, String> {
 
 fn definitions_with(di: &Debuginfo<'_>, text: &str, f: Features) -> Result<Vec<String>, String> {
     let s = spec::parse(text).map_err(|e| e.0)?;
-    let (tevs, _) = finder::find_probes(di, &s, f, finder::MAX_PROBES).map_err(|e| e.0)?;
+    let (tevs, _) = finder::find_probes(di, &s, &finder::Options::new(f)).map_err(|e| e.0)?;
     let mut taken = Default::default();
     Ok(event::name_events(&s, tevs, &mut taken, f, true)?
         .iter()
@@ -1030,5 +1037,312 @@ fn probe_point_errors() {
         );
         assert!(d("walk o->nosuch").contains("has no member"));
         assert!(d("walk%return o").contains("kretprobe"));
+    });
+}
+
+/// `--no-inlines`: an inline function's inlined copies are not searched;
+/// a function with code of its own still is.
+#[test]
+fn no_inlines_skips_inlined_copies() {
+    with_di(|di| {
+        let opts = finder::Options {
+            no_inlines: true,
+            ..finder::Options::new(ALL)
+        };
+        let find = |t: &str| {
+            let s = spec::parse(t).unwrap();
+            finder::find_probes(di, &s, &opts).map(|(tevs, _)| tevs.len())
+        };
+        let e = find("helper").unwrap_err();
+        assert!(e.0.contains("Probe point 'helper' not found."), "{}", e.0);
+        assert!(find("twice").is_err());
+        assert_eq!(find("walk").unwrap(), 1);
+        // Without it, the inlined copy is found.
+        let s = spec::parse("helper").unwrap();
+        let (tevs, _) = finder::find_probes(di, &s, &finder::Options::new(ALL)).unwrap();
+        assert_eq!(tevs.len(), 1);
+    });
+}
+
+/// perf's `parse_line_range_desc()`: what a `--line` argument means, and
+/// its messages.
+#[test]
+fn line_range_descriptions() {
+    let p = |s: &str| finder::parse_line_range(s);
+    let lr = p("vfs_read").unwrap();
+    assert_eq!(
+        (lr.function.as_deref(), lr.file, lr.start, lr.end),
+        (Some("vfs_read"), None, 0, None)
+    );
+    let lr = p("vfs_read:3-7").unwrap();
+    assert_eq!((lr.start, lr.end), (3, Some(7)));
+    let lr = p("vfs_read:3+2").unwrap();
+    assert_eq!((lr.start, lr.end), (3, Some(4)));
+    let lr = p("vfs_read@fs/read_write.c:5").unwrap();
+    assert_eq!(lr.file.as_deref(), Some("fs/read_write.c"));
+    assert_eq!((lr.start, lr.end), (5, None));
+    let lr = p("fs/read_write.c:470-480").unwrap();
+    assert_eq!(
+        (lr.function, lr.file.as_deref(), lr.start, lr.end),
+        (None, Some("fs/read_write.c"), 470, Some(480))
+    );
+    let lr = p("read_write.c:0x10").unwrap();
+    assert_eq!(lr.start, 16);
+    assert_eq!(
+        p("vfs_read:x").unwrap_err(),
+        "Semantic error :'start line' is not a valid number."
+    );
+    assert_eq!(
+        p("vfs_read:3-x").unwrap_err(),
+        "Semantic error :'end line' is not a valid number."
+    );
+    assert_eq!(
+        p("vfs_read:7-3").unwrap_err(),
+        "Semantic error :Start line must be smaller than end line."
+    );
+    assert_eq!(
+        p("vfs_read:3z").unwrap_err(),
+        "Semantic error :Tailing with invalid str 'z'."
+    );
+    assert_eq!(
+        p("vfs_r*").unwrap_err(),
+        "Semantic error :'vfs_r*' is not a valid function name."
+    );
+}
+
+/// `--line`: the probeable lines are those with a statement (or a
+/// declaration line, or an inlined call site) that map back to the same
+/// line: walk()'s 13 is helper()'s call site, whose address the table
+/// gives to helper()'s line 4, so it is not one.
+#[test]
+fn line_ranges_from_the_line_table() {
+    with_di(|di| {
+        let find = |s: &str| {
+            let lr = finder::parse_line_range(s).unwrap();
+            finder::find_line_range(di, &lr, ALL).unwrap()
+        };
+        let f = find("walk").unwrap();
+        assert_eq!(
+            (&*f.path, f.offset, f.start, f.end),
+            ("/src/t.c", 10, 10, None)
+        );
+        assert_eq!(f.lines.into_iter().collect::<Vec<_>>(), [10, 11, 12, 14]);
+        let f = find("walk:1-2").unwrap();
+        assert_eq!((f.start, f.end), (11, Some(12)));
+        assert_eq!(f.lines.into_iter().collect::<Vec<_>>(), [11, 12]);
+        // An inline function: the lines of its instances.
+        let f = find("helper").unwrap();
+        assert_eq!((f.offset, f.start), (3, 3));
+        assert_eq!(f.lines.into_iter().collect::<Vec<_>>(), [4]);
+        // A file's absolute lines.
+        let f = find("t.c:3-6").unwrap();
+        assert_eq!((f.offset, f.start, f.end), (0, 3, Some(6)));
+        assert_eq!(f.lines.into_iter().collect::<Vec<_>>(), [4]);
+        let f = find("walk@t.c").unwrap();
+        assert_eq!(f.lines.len(), 4);
+        assert!(find("walk@other.c").is_none());
+        assert!(find("nosuch").is_none());
+        assert!(find("t.c:50-60").is_none());
+    });
+}
+
+/// A temporary source tree with `/src/t.c`'s 20 lines as `line N`.
+fn source_tree(tag: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("rkprobe-src-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let text: String = (1..=20).map(|n| format!("line {n}\n")).collect();
+    std::fs::write(dir.join("t.c"), text).unwrap();
+    dir
+}
+
+/// The options of `--source DIR`.
+fn in_tree(src: &std::path::Path) -> finder::Options {
+    finder::Options {
+        source_prefix: Some(src.to_path_buf()),
+        ..finder::Options::new(ALL)
+    }
+}
+
+/// `--line` shown as perf shows it, the file found under `--source` (its
+/// leading directories dropped until it is there); three lines past the
+/// last probeable one for an open range, up to the end for a closed one.
+#[test]
+fn line_ranges_shown() {
+    let src = source_tree("lines");
+    with_di(|di| {
+        let l = show::line_range(di, "walk", &in_tree(&src)).unwrap();
+        let path = src.join("t.c");
+        assert_eq!(l.path, path.display().to_string());
+        assert_eq!(
+            l.text(),
+            format!(
+                "<walk@{}:0>\n      0  line 10\n      1  line 11\n      2  line 12\n         line 13\n      4  line 14\n         line 15\n         line 16\n         line 17\n",
+                path.display()
+            )
+        );
+        let l = show::line_range(di, "t.c:3-6", &in_tree(&src)).unwrap();
+        assert_eq!(
+            l.text(),
+            format!(
+                "<{}:3>\n         line 3\n      4  line 4\n         line 5\n         line 6\n",
+                path.display()
+            )
+        );
+        let e = show::line_range(di, "walk", &finder::Options::new(ALL)).unwrap_err();
+        assert!(e.contains("Failed to find source file path."), "{e}");
+        let e = show::line_range(di, "nosuch", &in_tree(&src)).unwrap_err();
+        assert_eq!(e, "Specified source line is not found.");
+    });
+    std::fs::remove_dir_all(src).unwrap();
+}
+
+/// A lazy pattern reads the source under `--source` too.
+#[test]
+fn lazy_patterns_read_the_source_prefix() {
+    let src = source_tree("lazy");
+    with_di(|di| {
+        // Lazy patterns ignore white space (and cannot hold any: the
+        // words of a probe are split on it, as in perf).
+        let s = spec::parse("walk;line1[12]").unwrap();
+        let opts = finder::Options {
+            source_prefix: Some(src.clone()),
+            ..finder::Options::new(ALL)
+        };
+        let (tevs, _) = finder::find_probes(di, &s, &opts).unwrap();
+        let offsets: Vec<u64> = tevs.iter().map(|t| t.offset).collect();
+        assert_eq!(offsets, [4, 0x10]);
+        let e = finder::find_probes(di, &s, &finder::Options::new(ALL)).unwrap_err();
+        assert!(e.0.contains("Failed to find source file path."), "{}", e.0);
+        // A function's lines hold the call sites of what is inlined in it
+        // (helper() at 13), not the inlined function's own declaration
+        // line (helper()'s 3), as perf's __die_walk_funclines_cb() walks.
+        let find = |t: &str| {
+            let s = spec::parse(t).unwrap();
+            finder::find_probes(di, &s, &opts).map(|(tevs, _)| tevs[0].offset)
+        };
+        assert_eq!(find("walk;line13").unwrap(), 0x20);
+        assert!(find("walk;line3").is_err());
+    });
+    std::fs::remove_dir_all(src).unwrap();
+}
+
+fn var_opts(range: bool, externs: bool, filter: &str) -> show::VarsOptions {
+    show::VarsOptions {
+        range,
+        externs,
+        filter: Filter::parse(filter).unwrap(),
+    }
+}
+
+/// `--vars`: what has a location at the address, sorted as perf sorts
+/// its lines; variables whose location rkprobe refuses (pieces, computed
+/// values, entry values) are left out.
+#[test]
+fn vars_at_an_address() {
+    with_di(|di| {
+        let opts = finder::Options::new(ALL);
+        let v = show::vars(di, "walk", &opts, &var_opts(false, false, "*")).unwrap();
+        assert_eq!(
+            v.text(),
+            "Available variables at walk\n\t@<walk+0>\n\t\t_Bool\tflagp\n\t\tchar*\ttag\n\t\tchar[]\tbuf\n\t\tint\tcv\n\t\tint\tdepth\n\t\tint\tsum\n\t\tint*\tlate\n\t\tstruct inner\tst\n\t\tstruct outer*\to\n\t\tu32\tv\n"
+        );
+        let v = show::vars(di, "walk", &opts, &var_opts(false, false, "!*")).unwrap();
+        assert_eq!(
+            v.text(),
+            "Available variables at walk\n\t@<walk+0>\n\t\t(No matched variables)\n"
+        );
+        let e = show::vars(di, "nosuch", &opts, &var_opts(false, false, "*")).unwrap_err();
+        assert_eq!(e, "Failed to find the address of nosuch");
+        let e = show::vars(di, "walk o", &opts, &var_opts(false, false, "*")).unwrap_err();
+        assert!(e.contains("doesn't accept arguments"), "{e}");
+    });
+}
+
+/// `--vars --range`: `[INV]` for a variable in scope located only later,
+/// and where each is located, from the function's entry: a location
+/// list's ranges, or the ranges of the scope a single location holds in.
+/// `--externs`: the unit's globals, `[EXT]`, without ranges.
+#[test]
+fn vars_with_ranges_and_externs() {
+    with_di(|di| {
+        let opts = finder::Options::new(ALL);
+        let v = show::vars(di, "walk", &opts, &var_opts(true, true, "!buf")).unwrap();
+        let text = v.text();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "Available variables at walk");
+        for want in [
+            "\t\t[EXT]\tlong int\tcounter",
+            "\t\t[EXT]\tstruct outer\tglobal_outer",
+            "\t\t[EXT]\tstruct outer*\tglobal_ptr",
+            "\t\t[INV]\tint\tgone\t@<walk+[64-80]>",
+            "\t\t[VAL]\tint\tdepth\t@<walk+[0-16,16-128]>",
+            "\t\t[VAL]\tstruct outer*\to\t@<walk+[0-256]>",
+            "\t\t[VAL]\tint*\tlate\t@<walk+[5-64]>",
+        ] {
+            assert!(lines.contains(&want), "{want:?} not in\n{text}");
+        }
+        assert!(!text.contains("\tbuf"), "{text}");
+        // perf's order: the lines sorted, [EXT] < [INV] < [VAL].
+        let tags: Vec<&str> = lines[2..].iter().map(|l| &l[2..7]).collect();
+        let mut sorted = tags.clone();
+        sorted.sort();
+        assert_eq!(tags, sorted);
+        // Past `gone`'s range it is neither.
+        let v = show::vars(di, "walk+0x60", &opts, &var_opts(true, false, "*")).unwrap();
+        assert!(!v.text().contains("gone"), "{}", v.text());
+        // Inside it, it is valid.
+        let v = show::vars(di, "walk+0x44", &opts, &var_opts(true, false, "*")).unwrap();
+        assert!(
+            v.text().contains("[VAL]\tint\tgone\t@<walk+[64-80]>"),
+            "{}",
+            v.text()
+        );
+    });
+}
+
+/// `--list` maps an event back to its source place through the
+/// debuginfo; one it cannot place (another module's) keeps its symbol.
+#[test]
+fn listed_events_get_their_source_places() {
+    with_di(|di| {
+        let events: Vec<Defined> = [
+            "p:probe/a walk+4 o=%di:x64",
+            "r:probe/b walk+0 ret=$retval",
+            "p:probe/c walk+0",
+            "p:probe/m m:walk+8 +0(%di)",
+            "p:other/d 0xffffffff81000000",
+        ]
+        .iter()
+        .map(|l| Defined::parse(l).unwrap())
+        .collect();
+        let all = Filter::parse("*").unwrap();
+        let text: Vec<String> = show::list(Some(di), &events, &all)
+            .iter()
+            .map(show::Listed::text)
+            .collect();
+        assert_eq!(
+            text,
+            [
+                "  probe:a              (on walk:1@/src/t.c with o)",
+                "  probe:b              (on walk%return@/src/t.c with ret)",
+                "  probe:c              (on walk@/src/t.c)",
+                "  probe:m              (on walk+8 in m with +0(%di))",
+                "  other:d              (on 0xffffffff81000000)",
+            ]
+        );
+        // perf's filter passes an event by its name or by GROUP:EVENT.
+        let filter = Filter::parse("probe:*&!probe:a").unwrap();
+        let text: Vec<String> = show::list(None, &events, &filter)
+            .iter()
+            .map(show::Listed::text)
+            .collect();
+        assert_eq!(
+            text,
+            [
+                "  probe:b              (on walk%return with ret)",
+                "  probe:c              (on walk)",
+                "  probe:m              (on walk+8 in m with +0(%di))",
+            ]
+        );
     });
 }

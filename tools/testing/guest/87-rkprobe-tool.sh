@@ -116,7 +116,7 @@ expect_fail "unknown function" rkprobe -q --add 'no_such_function_xyz'
 expect_fail "variable not there" rkprobe -q --add 'vfs_read no_such_var'
 expect_fail "member that does not exist" rkprobe -q --add 'vfs_read file->no_such_member'
 expect_fail "line that cannot be probed" rkprobe -q --add 'vfs_read:100000'
-rkprobe -q --add 'vfs_read file->no_such_member' 2>&1 | head -2 | sed 's/^/# /'
+rkprobe --add 'vfs_read file->no_such_member' 2>&1 | head -2 | sed 's/^/# /'
 expect_eq "errors wrote nothing" "$before" "$(cat $KE | wc -l)"
 
 # --del with a glob.
