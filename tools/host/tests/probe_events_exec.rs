@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Running fetch programs (`rust/pure/probe_events/exec.rs`) on a model of a
+//! Running fetch programs (`rust/pure/probe_events/exec/`) on a model of a
 //! hit: registers, a stack and memory. Each case parses a real command,
 //! runs its programs as the module will, and checks the record byte by byte
 //! against the layout the kernel's `store_trace_args()` produces.

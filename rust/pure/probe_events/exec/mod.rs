@@ -20,6 +20,14 @@
 //! Nothing here allocates, panics or indexes out of bounds: it runs in the
 //! probe's handler. Errors are the kernel's negative errno values.
 
+mod args;
+mod chunked;
+mod fast;
+
+pub use args::{always_stores, data_size, store_args, ArgLayout, ArgSource};
+pub use chunked::{chunk_len, find_nul, strncpy_chunked, strnlen_chunked, STR_CHUNK};
+pub use fast::{fast, Base, Fast};
+
 use super::{error::Errno, program::FetchInsn, regs::Register, types::Bitfield, MAX_STRING_SIZE};
 
 /// What a fetch program reads. Every method runs in the probe's handler:
@@ -48,7 +56,8 @@ pub trait FetchEnv {
     /// NUL (at most `buf.len()`, the string cut and NUL-terminated there),
     /// or an error.
     fn strncpy_kernel(&self, addr: u64, buf: &mut [u8]) -> Result<usize, Errno>;
-    /// `strncpy_from_user_nofault()`, likewise.
+    /// `strncpy_from_user_nofault()`, likewise, but 0 for an empty string
+    /// (as the kernel's: the record keeps no data and prints `(fault)`).
     fn strncpy_user(&self, addr: u64, buf: &mut [u8]) -> Result<usize, Errno>;
     /// `strnlen_user_nofault()`: the length including the NUL, at most
     /// `max`, or an error.
@@ -268,105 +277,6 @@ fn apply_bitfield(bf: Bitfield, out: &mut [u8]) {
     if let Some(s) = v.to_ne_bytes().get(..n) {
         b.copy_from_slice(s);
     }
-}
-
-/// The most bytes of a string read by one non-faulting copy.
-pub const STR_CHUNK: usize = 32;
-
-/// How many bytes of a string at `addr` one non-faulting copy reads, of
-/// `left`: at most `STR_CHUNK`, and never across a boundary of `page`
-/// bytes (a power of two). Memory is mapped by pages, so such a copy reads
-/// all of its bytes or none: a string read by chunks faults exactly where a
-/// read byte by byte would, at the first page before its NUL that cannot
-/// be read.
-pub fn chunk_len(addr: u64, left: usize, page: u64) -> usize {
-    let to_page_end = page - (addr & (page - 1));
-    left.min(STR_CHUNK)
-        .min(usize::try_from(to_page_end).unwrap_or(usize::MAX))
-}
-
-/// The index of the first NUL of `b`, found a word at a time as the
-/// kernel's `strncpy_from_user()` does (`has_zero()`): in a little-endian
-/// word, the lowest byte flagged by `(w - 0x01..01) & !w & 0x80..80` is the
-/// first zero byte (a flag above it may be false, one below cannot be).
-pub fn find_nul(b: &[u8]) -> Option<usize> {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGHS: u64 = 0x8080_8080_8080_8080;
-    let mut words = b.chunks_exact(8);
-    let mut at = 0;
-    for w in words.by_ref() {
-        let mut a = [0u8; 8];
-        a.copy_from_slice(w);
-        let v = u64::from_le_bytes(a);
-        let zero = v.wrapping_sub(ONES) & !v & HIGHS;
-        if zero != 0 {
-            return Some(at + (zero.trailing_zeros() / 8) as usize);
-        }
-        at += 8;
-    }
-    words
-        .remainder()
-        .iter()
-        .position(|&c| c == 0)
-        .map(|i| at + i)
-}
-
-/// The kernel's `strncpy_from_*_nofault()` contract over `read`, a
-/// non-faulting reader (false: not readable), by chunks (`chunk_len`): the
-/// length copied including the NUL, the string cut and NUL-terminated at
-/// the end of `buf`; `EFAULT` when a page before the NUL cannot be read.
-/// Bytes past the NUL in its chunk are copied too, inside `buf`.
-pub fn strncpy_chunked(
-    addr: u64,
-    buf: &mut [u8],
-    page: u64,
-    mut read: impl FnMut(u64, &mut [u8]) -> bool,
-) -> Result<usize, Errno> {
-    let n = buf.len();
-    let mut i = 0;
-    while i < n {
-        let a = addr.wrapping_add(i as u64);
-        let len = chunk_len(a, n - i, page);
-        let b = buf.get_mut(i..i + len).ok_or(Errno::EFAULT)?;
-        if !read(a, b) {
-            return Err(Errno::EFAULT);
-        }
-        if let Some(z) = find_nul(b) {
-            return Ok(i + z + 1);
-        }
-        i += len;
-    }
-    if let Some(last) = buf.last_mut() {
-        *last = 0;
-    }
-    Ok(n)
-}
-
-/// `strnlen_user_nofault()` over `read`, by chunks: the length of the
-/// string at `addr` including its NUL, at most `max`; `EFAULT` when a page
-/// before the NUL cannot be read.
-pub fn strnlen_chunked(
-    addr: u64,
-    max: usize,
-    page: u64,
-    mut read: impl FnMut(u64, &mut [u8]) -> bool,
-) -> Result<usize, Errno> {
-    let mut chunk = [0u8; STR_CHUNK];
-    let mut i = 0;
-    while i < max {
-        let a = addr.wrapping_add(i as u64);
-        let b = chunk
-            .get_mut(..chunk_len(a, max - i, page))
-            .ok_or(Errno::EFAULT)?;
-        if !read(a, b) {
-            return Err(Errno::EFAULT);
-        }
-        if let Some(z) = find_nul(b) {
-            return Ok(i + z + 1);
-        }
-        i += b.len();
-    }
-    Ok(max)
 }
 
 /// `probe_mem_read()`: memory below `TASK_SIZE` is user memory
@@ -666,203 +576,6 @@ fn bottom<E: FetchEnv + ?Sized>(
             } else {
                 EILSEQ
             };
-        }
-    }
-}
-
-/// One argument of an event, as the record layout sees it.
-pub trait ArgSource {
-    /// The resolved program.
-    fn code(&self) -> &[FetchInsn<u64>];
-    /// Offset of the field after the header.
-    fn offset(&self) -> u32;
-    /// Whether it stores a string (a `__data_loc` and dynamic data).
-    fn dynamic(&self) -> bool;
-    /// [`fast`] of this argument; a source may keep it, made once.
-    fn fast(&self) -> Option<Fast> {
-        fast(self.code(), self.dynamic())
-    }
-}
-
-/// Where the string of a [`Fast::String`] argument is: a register, or a
-/// function argument.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Base {
-    /// `%REG`.
-    Reg(Register),
-    /// `$argN` (0-based).
-    Arg(u32),
-}
-
-impl Base {
-    /// The string's address: the base's value plus `offset`.
-    #[inline(always)]
-    fn address<E: FetchEnv + ?Sized>(self, offset: i32, env: &E) -> u64 {
-        let v = match self {
-            Base::Reg(r) => env.register(r),
-            Base::Arg(n) => env.argument(n),
-        };
-        v.wrapping_add(offset as i64 as u64)
-    }
-}
-
-/// The commonest arguments, which [`store_args`] and [`data_size`] run
-/// without the interpreter: what [`process`] would do for their programs,
-/// in a few instructions instead of over a hundred (insn-profile
-/// --events).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Fast {
-    /// A register stored as it is (`%di:x64`), `size` bytes.
-    Reg(Register, u8),
-    /// A string at a register or an argument plus an offset
-    /// (`+0(%si):ustring`, `+8($arg2):string`): a user string when `user`,
-    /// otherwise a kernel one (read as user memory below `TASK_SIZE`, as
-    /// [`process`] reads it).
-    String {
-        /// Where the address is.
-        base: Base,
-        /// Added to it.
-        offset: i32,
-        /// `ustring`.
-        user: bool,
-    },
-}
-
-/// Whether `code` (of an argument that stores a string when `dynamic`) is
-/// one of the [`Fast`] programs: exactly a register and a raw store, or
-/// exactly a register or an argument and a string store.
-pub fn fast(code: &[FetchInsn<u64>], dynamic: bool) -> Option<Fast> {
-    match *code {
-        [FetchInsn::Reg(r), FetchInsn::StRaw(size), FetchInsn::End, ..] if !dynamic => {
-            Some(Fast::Reg(r, size))
-        }
-        [first, store, FetchInsn::End, ..] if dynamic => {
-            let base = match first {
-                FetchInsn::Reg(r) => Base::Reg(r),
-                FetchInsn::Arg(n) => Base::Arg(n),
-                _ => return None,
-            };
-            let (offset, user) = match store {
-                FetchInsn::StString { offset } => (offset, false),
-                FetchInsn::StUString { offset } => (offset, true),
-                _ => return None,
-            };
-            Some(Fast::String { base, offset, user })
-        }
-        _ => None,
-    }
-}
-
-/// An [`ArgSource`] borrowing its program.
-pub struct ArgLayout<'c> {
-    /// The resolved program.
-    pub code: &'c [FetchInsn<u64>],
-    /// Offset of the field after the header.
-    pub offset: u32,
-    /// Whether it stores a string.
-    pub dynamic: bool,
-}
-
-impl ArgSource for ArgLayout<'_> {
-    fn code(&self) -> &[FetchInsn<u64>] {
-        self.code
-    }
-
-    fn offset(&self) -> u32 {
-        self.offset
-    }
-
-    fn dynamic(&self) -> bool {
-        self.dynamic
-    }
-}
-
-/// `__get_data_size()`: the dynamic bytes a hit's strings need.
-pub fn data_size<A: ArgSource, E: FetchEnv + ?Sized>(args: &[A], env: &E) -> usize {
-    let mut total: usize = 0;
-    for a in args {
-        if !a.dynamic() {
-            continue;
-        }
-        let len = match a.fast() {
-            Some(Fast::String { base, offset, user }) => {
-                let addr = base.address(offset, env);
-                if user {
-                    user_strlen(env, addr)
-                } else {
-                    kernel_strlen(env, addr)
-                }
-            }
-            _ => process(a.code(), env, None),
-        };
-        if len > 0 {
-            total = total.saturating_add(len as usize);
-        }
-    }
-    total
-}
-
-/// Whether every hit stores something in the fixed field of an argument
-/// with program `code`: a dynamic one (its data location is written first)
-/// or one that reads no memory, whose program cannot fail. An argument that
-/// reads memory leaves its field as it was when the read fails; a record
-/// whose fields are all always stored needs no zeroing first.
-pub fn always_stores(code: &[FetchInsn<u64>], dynamic: bool) -> bool {
-    dynamic
-        || code.iter().all(|i| {
-            matches!(
-                i,
-                FetchInsn::Nop
-                    | FetchInsn::Reg(_)
-                    | FetchInsn::StackPointer
-                    | FetchInsn::Retval
-                    | FetchInsn::Imm(_)
-                    | FetchInsn::StRaw(_)
-                    | FetchInsn::ModBitfield(_)
-                    | FetchInsn::End
-            )
-        })
-}
-
-/// `store_trace_args()`: fills the fields of `rec` (the whole record,
-/// header included) after `header_size` bytes; `fixed_size` is the size of
-/// the fixed fields, followed by `maxlen` bytes of room for dynamic data.
-#[inline(always)]
-pub fn store_args<A: ArgSource, E: FetchEnv + ?Sized>(
-    args: &[A],
-    env: &E,
-    rec: &mut [u8],
-    header_size: usize,
-    fixed_size: usize,
-    maxlen: usize,
-) {
-    let mut dyndata = header_size.saturating_add(fixed_size);
-    let mut maxlen = maxlen;
-    for a in args {
-        let at = header_size.saturating_add(a.offset() as usize);
-        let fast = a.fast();
-        if let Some(Fast::Reg(r, size)) = fast {
-            store_reg(env.register(r), size, rec, at);
-            continue;
-        }
-        let mut d = Dest { rec: &mut *rec, at };
-        if a.dynamic() {
-            let len = u32::try_from(maxlen).unwrap_or(u32::MAX).min(0xffff);
-            let loc = make_data_loc(len, dyndata as u32);
-            if !d.write_u32(at, loc) {
-                continue;
-            }
-        }
-        let ret = match fast {
-            Some(Fast::String { base, offset, user }) => {
-                let kind = if user { StrKind::User } else { StrKind::Kernel };
-                store_string(env, kind, base.address(offset, env), &mut d, at)
-            }
-            _ => process(a.code(), env, Some(&mut d)),
-        };
-        if a.dynamic() && ret > 0 {
-            dyndata = dyndata.saturating_add(ret as usize);
-            maxlen = maxlen.saturating_sub(ret as usize);
         }
     }
 }
