@@ -7,8 +7,9 @@
 //! 1. `ffi`: raw FFI, all of it: the items of `kernel::bindings` rkprobes
 //!    uses, every `extern` declaration, the kernel symbols found at run time
 //!    (`ffi::kallsyms`, `ffi::runtime`), and `ffi/glue.c` for inline kernel
-//!    helpers and symbol exports. `tools/testing/layers` checks that no
-//!    other file names a binding or declares an `extern` block.
+//!    helpers. `tools/testing/layers` checks that no other file names a
+//!    binding or declares an `extern` block. The other C files sit beside
+//!    the Rust that uses them, each with its header (`rust/Kbuild`).
 //! 2. `kernel_ext`: small safe abstractions over it in the kernel crate's
 //!    style (notifiers, kernel mutexes, preemption, interrupts and RCU,
 //!    executable pages, text patching, debugfs files, ...).

@@ -33,6 +33,7 @@ struct Inject {
     value: u64,
 }
 
+#[vtable]
 impl KprobeHandler for Inject {
     fn pre(&self, _p: &ProbeInfo, regs: &mut Regs) -> Action {
         INJECTED.fetch_add(1, Ordering::Relaxed);

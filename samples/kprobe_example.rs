@@ -27,9 +27,8 @@ string_param!(SYMBOL, "symbol", "kernel_clone", 128);
 
 struct Printer;
 
+#[vtable]
 impl KprobeHandler for Printer {
-    const HAS_POST: bool = true;
-
     fn pre(&self, p: &ProbeInfo, regs: &mut Regs) -> Action {
         pr_info!(
             "<{}> p->addr = {:#x}, ip = {:#x}, flags = {:#x}\n",

@@ -8,7 +8,7 @@
 //! handler prints the function's return value and how long the call took.
 //! At unload it reports how many calls it missed for want of an instance.
 
-use kernel::{bindings, prelude::*};
+use kernel::{prelude::*, time::Ktime};
 
 #[path = "../rust/client/mod.rs"]
 pub mod rkprobes;
@@ -30,21 +30,18 @@ const MAXACTIVE: u32 = 20;
 
 struct Timer;
 
+#[vtable]
 impl KretprobeHandler for Timer {
     /// The entry time, in ns.
     type Data = i64;
-    const HAS_ENTRY: bool = true;
 
     fn entry(&self, start: &mut i64, _regs: &Regs) -> bool {
-        // SAFETY: `ktime_get` may be called in any context but NMI, and a
-        // probe on a function that runs in NMI would have no other clock.
-        *start = unsafe { bindings::ktime_get() };
+        *start = Ktime::ktime_get().to_ns();
         true
     }
 
     fn ret(&self, _info: &RetInfo, start: &mut i64, regs: &mut Regs) {
-        // SAFETY: as in `entry`.
-        let now = unsafe { bindings::ktime_get() };
+        let now = Ktime::ktime_get().to_ns();
         pr_info!(
             "{} returned {} and took {} ns to execute\n",
             FUNC.get().to_str().unwrap_or("?"),

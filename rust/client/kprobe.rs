@@ -28,37 +28,34 @@ use kernel::{
 /// interrupts as that code had them (usually on): they must not sleep,
 /// allocate with `GFP_KERNEL`, or take locks the probed code may hold, and
 /// must not assume that interrupts are off.
+///
+/// A `#[vtable]` trait, as the kernel crate's: the implementation is marked
+/// `#[vtable]` too, which sets `HAS_POST` and `HAS_FAULT` for the handlers
+/// it defines, so that none is dropped by a forgotten flag.
+#[vtable]
 pub trait KprobeHandler: Sync {
     /// Before the probed instruction. In an optimized probe, as in the
     /// kernel's, a change of `ip` is ignored, whatever the handler returns:
     /// a handler that changes the execution path (fault injection) must
-    /// keep its probe from being optimized, by setting
-    /// [`KprobeHandler::HAS_POST`] (as the kernel's `fail_function` adds a
-    /// dummy post-handler).
+    /// keep its probe from being optimized, by setting `HAS_POST` to true
+    /// itself (as the kernel's `fail_function` adds a dummy post-handler).
     fn pre(&self, _probe: &ProbeInfo, _regs: &mut Regs) -> Action {
         Action::Continue
     }
 
-    /// After the probed instruction ran out of line. Only called when
-    /// [`KprobeHandler::HAS_POST`] is true.
+    /// After the probed instruction ran out of line. A probe whose handler
+    /// has no `post` (`HAS_POST` false) runs more cheaply and can be
+    /// optimized into a jump.
     fn post(&self, _probe: &ProbeInfo, _regs: &mut Regs, _flags: u64) {}
-
-    /// Whether `post` is implemented: a probe without a post-handler can be
-    /// run more cheaply, and optimized into a jump.
-    const HAS_POST: bool = false;
 
     /// A fault (`trapnr`, the x86 trap number) was reported while this CPU
     /// ran the probe's handlers or its single-step; see
     /// Documentation/kprobes-api.rst for which faults reach it. Returning
     /// `true` means the handler dealt with it (for instance by moving `ip`
-    /// past the faulting instruction) and the kernel must not. Only called
-    /// when [`KprobeHandler::HAS_FAULT`] is true.
+    /// past the faulting instruction) and the kernel must not.
     fn fault(&self, _probe: &ProbeInfo, _regs: &mut Regs, _trapnr: i32) -> bool {
         false
     }
-
-    /// Whether `fault` is implemented.
-    const HAS_FAULT: bool = false;
 }
 
 /// What a handler may know of its probe.

@@ -22,20 +22,21 @@ use kernel::{bindings, ffi::c_int, prelude::*, types::Opaque};
 /// preemption off and interrupts as the function had them. Neither may
 /// sleep, allocate with `GFP_KERNEL`, or take locks the probed code may
 /// hold.
+///
+/// A `#[vtable]` trait, as the kernel crate's: the implementation is marked
+/// `#[vtable]` too, which sets `HAS_ENTRY` when it defines `entry`.
+#[vtable]
 pub trait KretprobeHandler: Sync {
     /// Per-call data, shared by `entry` and `ret` of one call. It starts as
     /// `Default::default()` at every call.
     type Data: Default + Copy;
 
     /// At the function's entry. Returning `false` means no return handler
-    /// for this call.
+    /// for this call. A kretprobe without one (and without `Data`) is
+    /// cheaper.
     fn entry(&self, _data: &mut Self::Data, _regs: &Regs) -> bool {
         true
     }
-
-    /// Whether `entry` is implemented (or `Data` must be initialised): a
-    /// kretprobe without an entry handler is cheaper.
-    const HAS_ENTRY: bool = false;
 
     /// When the function returns: `regs.ax()` is its return value and
     /// `regs.ip()` where it returns to.

@@ -21,7 +21,7 @@
 pub mod abi;
 
 use abi::RkpKprobe;
-use kernel::{bindings, ffi::c_ulong, prelude::*, str::CStr};
+use kernel::{bindings, ffi::c_ulong, prelude::*, str::CStr, types::FromBytes};
 
 /// The C ABI of `include/rkprobes.h`, the one declaration of its functions
 /// on the Rust side; the safe types below wrap it. Direct calls are for code
@@ -184,31 +184,25 @@ extern "C" fn rkp_just_return() {
     core::hint::black_box(());
 }
 
-/// Plain integer types that any bit pattern makes valid.
-pub trait Plain: Copy + Default + private::Sealed {}
-mod private {
-    pub trait Sealed {}
-}
-macro_rules! plain {
-    ($($t:ty),*) => { $(impl private::Sealed for $t {} impl Plain for $t {})* };
-}
-plain!(u8, u16, u32, u64, usize, i8, i16, i32, i64, isize);
-
 /// Reads a `T` from kernel memory at `addr`; `EFAULT` instead of a fault when
-/// it is not readable. Any context, including probe handlers.
-pub fn read_kernel<T: Plain>(addr: usize) -> Result<T> {
-    let mut v = T::default();
-    // SAFETY: `v` is a valid destination of `size_of::<T>()` bytes, any bit
-    // pattern is a valid `T`, and the copy checks the source without faulting.
+/// it is not readable. `T` is any type that every bit pattern makes valid
+/// (the kernel crate's `FromBytes`: the integer types and arrays of them).
+/// Any context, including probe handlers.
+pub fn read_kernel<T: FromBytes>(addr: usize) -> Result<T> {
+    let mut v = core::mem::MaybeUninit::<T>::uninit();
+    // SAFETY: `v` is a valid destination of `size_of::<T>()` bytes, and the
+    // copy checks the source without faulting.
     let ret = unsafe {
         bindings::copy_from_kernel_nofault(
-            core::ptr::addr_of_mut!(v).cast(),
+            v.as_mut_ptr().cast(),
             addr as *const _,
             core::mem::size_of::<T>(),
         )
     };
     if ret == 0 {
-        Ok(v)
+        // SAFETY: the copy wrote all of `v`, and every bit pattern is a
+        // valid `T` (`FromBytes`).
+        Ok(unsafe { v.assume_init() })
     } else {
         Err(EFAULT)
     }

@@ -91,7 +91,7 @@ typedef int (*rkp_kc_mod_fn)(void *data, const char *name, unsigned long addr);
  * return until set), the call Rust makes and the setter. A setter is called
  * once, in process context at load, with the confirmed start of the
  * function of that name; a call is made only after its setter. The calls
- * are notrace, as glue.c is: some are made on the hit paths.
+ * are notrace, as glue.c's are: some are made on the hit paths.
  */
 #define RKP_KCALL_DEFINE(name, ret, params, args)			\
 	typedef ret rkp_kc_t_##name params;				\

@@ -4,16 +4,17 @@
 //!
 //! Everything rkprobes calls or reads in C is declared or re-exported here:
 //! the items of the generated `kernel::bindings` it uses (below), exported
-//! kernel symbols the kernel crate has no binding for (`exported`), the C glue
-//! of `glue.c` and `../events/trace_event.c` and the kretprobe trampoline
-//! (`glue`), and kernel functions and data that 6.12 does not export, found
-//! at run time (`kallsyms`, `runtime`) and called through this module's
-//! static calls (`kcalls`), never through a pointer. Functions here are
-//! raw: `unsafe`, with their C contract; the small abstractions of
-//! `crate::kernel_ext` (layer 2) wrap them, and the probe logic uses those,
-//! or calls in here with a `// SAFETY:` argument where no abstraction fits
-//! yet. No file outside this folder names `kernel::bindings` or declares
-//! an `extern` block (`tools/testing/layers`, a stage of `make check`).
+//! kernel symbols the kernel crate has no binding for (`exported`),
+//! rkprobes' own C and trampolines, one `extern` block per C header
+//! (`glue`, `trace_event`), and kernel functions and data that 6.12 does
+//! not export, found at run time (`kallsyms`, `runtime`) and called through
+//! this module's static calls (`kcalls`), never through a pointer.
+//! Functions here are raw: `unsafe`, with their C contract; the small
+//! abstractions of `crate::kernel_ext` (layer 2) wrap them, and the probe
+//! logic uses those, or calls in here with a `// SAFETY:` argument where no
+//! abstraction fits yet. No file outside this folder names
+//! `kernel::bindings` or declares an `extern` block (`tools/testing/layers`,
+//! a stage of `make check`).
 
 pub mod abi;
 mod exported;
@@ -22,9 +23,11 @@ pub(crate) mod kallsyms;
 mod kcalls;
 pub(crate) mod percpu;
 pub(crate) mod runtime;
+mod trace_event;
 
 pub(crate) use exported::*;
 pub(crate) use glue::*;
+pub(crate) use trace_event::*;
 
 /// Types of the generated bindings that rkprobes uses.
 pub(crate) use ::kernel::bindings::{

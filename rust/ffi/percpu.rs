@@ -1,19 +1,21 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! This CPU's hot per-CPU data (x86-64's `pcpu_hot`, exported), read with
-//! one `%gs`-relative load as the kernel's own inlines do
-//! (`raw_smp_processor_id()`, `preempt_count()`, `current`), instead of a
-//! call to a C helper: the hit paths read them on every hit (about 15
-//! instructions a hit with the calls). Likewise the preempt count's
-//! increment and decrement (`preempt_disable/enable_notrace()`), and this
-//! CPU's copy of glue.c's per-CPU probe state (`this_cpu_ptr()`), and
-//! the flags register (`native_save_fl()`).
+//! Per-CPU data through `%gs`, as the kernel's `this_cpu_*()` inlines:
+//! [`this_cpu!`], the one `%gs`-relative access of rkprobes, and what is
+//! built on it. This CPU's hot data (x86-64's `pcpu_hot`, exported) is read
+//! with one load as the kernel's `raw_smp_processor_id()`,
+//! `preempt_count()` and `current` do, instead of a call to a C helper:
+//! the hit paths read them on every hit. Likewise the preempt count's
+//! increment and decrement (`preempt_disable/enable_notrace()`), this
+//! CPU's copy of the probe state of `arch/x86/ctl.c` (`this_cpu_ptr()`;
+//! `arch/x86/ctl.rs` accesses its members with [`this_cpu!`] too), and the
+//! flags register (`native_save_fl()`).
 //!
 //! Any context, NMI included. The loads are volatile (never merged or moved
 //! across other code): the CPU number may change between two reads where
 //! the caller can migrate.
 
-use ::kernel::bindings::{pcpu_hot, pcpu_hot__bindgen_ty_1__bindgen_ty_1 as Hot};
+use ::kernel::bindings::{pcpu_hot, pcpu_hot__bindgen_ty_1__bindgen_ty_1 as Hot, this_cpu_off};
 use core::mem::offset_of;
 
 // `pcpu_hot`'s fields are those of its first union member, at offset 0.
@@ -21,52 +23,108 @@ const CPU_NUMBER: usize = offset_of!(Hot, cpu_number);
 const PREEMPT_COUNT: usize = offset_of!(Hot, preempt_count);
 const CURRENT_TASK: usize = offset_of!(Hot, current_task);
 
-/// One `%gs`-relative load of `$ty` at `pcpu_hot + $off`, `$mov` being the
-/// instruction with its operand size.
-macro_rules! hot_read {
-    ($ty:ty, $mov:literal, $off:expr) => {{
+/// One instruction on this CPU's copy of a per-CPU variable, through
+/// `%gs`, as the kernel's `percpu_from_op()`, `percpu_to_op()` and
+/// `percpu_add_op()` over `__percpu_arg()`: the `$ty` (`u8`, `u32`, `u64`
+/// or `usize`) at `$off` bytes into the per-CPU symbol `$var`, whose value
+/// is its offset in the per-CPU area that `%gs` points to. One
+/// instruction, so an interrupt or NMI on this CPU sees the memory before
+/// or after it, never in between.
+///
+/// - `this_cpu!(read $ty, $var, $off)`: the value. Volatile, but not a
+///   compiler barrier (`readonly`).
+/// - `this_cpu!(write $ty, $var, $off, $v)` stores `$v` (of type `$ty`);
+///   `this_cpu!(write $ty, $var, $off, const $c)` stores the constant `$c`.
+/// - `this_cpu!(add $ty, ...)`, `this_cpu!(sub $ty, ...)`: adds or
+///   subtracts the constant `$c`, in place; `sub` may be followed by
+///   `; $lines; $operands`: more instructions, which see the flags of the
+///   subtraction, with their operands.
+///
+/// Stores and read-modify-writes are compiler barriers (not `nomem`), so
+/// that a sequence of them stays in order around the code between.
+///
+/// It expands to an `asm!`, in the caller's `unsafe` block: the caller
+/// argues that `$var` is a per-CPU variable with a `$ty` at `$off` that
+/// this context may access so, and for a store, that the value is valid
+/// there.
+macro_rules! this_cpu {
+    (read $ty:ident, $var:path, $off:expr) => {{
         let v: $ty;
-        // SAFETY: a load of this CPU's `pcpu_hot` field at `$off` through
-        // `%gs`, which points to this CPU's per-CPU area in the kernel; the
-        // symbol's value is its offset there.
-        unsafe {
-            core::arch::asm!(
-                $mov,
-                v = out(reg) v,
-                hot = sym pcpu_hot,
-                off = const $off,
-                options(nostack, readonly, preserves_flags)
-            )
-        };
+        $crate::ffi::percpu::this_cpu!(@asm (nostack, readonly, preserves_flags),
+            [concat!("mov {v", $crate::ffi::percpu::this_cpu!(@reg $ty), "}, ",
+                $crate::ffi::percpu::this_cpu!(@mem $ty))],
+            $var, $off, v = out(reg) v,);
         v
     }};
+    (write $ty:ident, $var:path, $off:expr, const $c:expr) => {
+        $crate::ffi::percpu::this_cpu!(@asm (nostack, preserves_flags),
+            [concat!("mov ", $crate::ffi::percpu::this_cpu!(@mem $ty), ", {c}")],
+            $var, $off, c = const $c,)
+    };
+    (write $ty:ident, $var:path, $off:expr, $v:expr) => {
+        $crate::ffi::percpu::this_cpu!(@asm (nostack, preserves_flags),
+            [concat!("mov ", $crate::ffi::percpu::this_cpu!(@mem $ty), ", {v",
+                $crate::ffi::percpu::this_cpu!(@reg $ty), "}")],
+            $var, $off, v = in(reg) { let v: $ty = $v; v },)
+    };
+    (add $ty:ident, $var:path, $off:expr, const $c:expr) => {
+        $crate::ffi::percpu::this_cpu!(@asm (nostack),
+            [concat!("add ", $crate::ffi::percpu::this_cpu!(@mem $ty), ", {c}")],
+            $var, $off, c = const $c,)
+    };
+    (sub $ty:ident, $var:path, $off:expr, const $c:expr) => {
+        $crate::ffi::percpu::this_cpu!(@asm (nostack),
+            [concat!("sub ", $crate::ffi::percpu::this_cpu!(@mem $ty), ", {c}")],
+            $var, $off, c = const $c,)
+    };
+    (sub $ty:ident, $var:path, $off:expr, const $c:expr;
+     $($line:literal),+; $($operands:tt)*) => {
+        $crate::ffi::percpu::this_cpu!(@asm (),
+            [concat!("sub ", $crate::ffi::percpu::this_cpu!(@mem $ty), ", {c}"), $($line),+],
+            $var, $off, c = const $c, $($operands)*)
+    };
+    // The memory operand, the one place `%gs` is written.
+    (@mem u8) => { "byte ptr gs:[{var} + {off}]" };
+    (@mem u32) => { "dword ptr gs:[{var} + {off}]" };
+    (@mem u64) => { "qword ptr gs:[{var} + {off}]" };
+    (@mem usize) => { "qword ptr gs:[{var} + {off}]" };
+    // The register's size, as a template modifier.
+    (@reg u8) => { ":l" };
+    (@reg u32) => { ":e" };
+    (@reg u64) => { "" };
+    (@reg usize) => { "" };
+    (@asm ($($opt:ident),*), [$($line:expr),+], $var:path, $off:expr, $($operands:tt)*) => {
+        core::arch::asm!(
+            $($line),+,
+            $($operands)*
+            var = sym $var,
+            off = const $off,
+            options($($opt),*)
+        )
+    };
 }
+pub(crate) use this_cpu;
 
 /// `this_cpu_read(pcpu_hot.cpu_number)`: the id of the CPU this runs on.
 #[inline(always)]
 pub(crate) fn cpu_number() -> u32 {
-    hot_read!(u32, "mov {v:e}, dword ptr gs:[{hot} + {off}]", CPU_NUMBER)
+    // SAFETY: a load of this CPU's `pcpu_hot.cpu_number`, a `u32`.
+    unsafe { this_cpu!(read u32, pcpu_hot, CPU_NUMBER) }
 }
 
 /// `raw_cpu_read_4(pcpu_hot.preempt_count)`: this CPU's preempt count,
 /// with x86's inverted `PREEMPT_NEED_RESCHED` bit as stored.
 #[inline(always)]
 pub(crate) fn preempt_count_raw() -> u32 {
-    hot_read!(
-        u32,
-        "mov {v:e}, dword ptr gs:[{hot} + {off}]",
-        PREEMPT_COUNT
-    )
+    // SAFETY: a load of this CPU's `pcpu_hot.preempt_count`, a `u32`.
+    unsafe { this_cpu!(read u32, pcpu_hot, PREEMPT_COUNT) }
 }
 
 /// `current`: the running task's `task_struct`, as an address.
 #[inline(always)]
 pub(crate) fn current_task() -> *mut core::ffi::c_void {
-    hot_read!(
-        *mut core::ffi::c_void,
-        "mov {v}, qword ptr gs:[{hot} + {off}]",
-        CURRENT_TASK
-    )
+    // SAFETY: a load of this CPU's `pcpu_hot.current_task`, a pointer.
+    unsafe { this_cpu!(read usize, pcpu_hot, CURRENT_TASK) as *mut core::ffi::c_void }
 }
 
 /// `__preempt_count_add(1)`: `preempt_disable_notrace()` without the
@@ -77,14 +135,7 @@ pub(crate) fn preempt_count_inc() {
     // the kernel's inline does; one instruction, so an interrupt sees the
     // count before or after it, never in between. Not `nomem`: a compiler
     // barrier, as `preempt_disable()` is one.
-    unsafe {
-        core::arch::asm!(
-            "add dword ptr gs:[{hot} + {off}], 1",
-            hot = sym pcpu_hot,
-            off = const PREEMPT_COUNT,
-            options(nostack)
-        )
-    };
+    unsafe { this_cpu!(add u32, pcpu_hot, PREEMPT_COUNT, const 1) };
 }
 
 /// `preempt_enable_notrace()`: decrements this CPU's preempt count and,
@@ -109,25 +160,13 @@ pub(crate) unsafe fn preempt_enable_notrace() {
     // (not `preserves_flags`). Only once preemption is enabled again.
     #[cfg(CONFIG_PREEMPTION)]
     unsafe {
-        core::arch::asm!(
-            "sub dword ptr gs:[{hot} + {off}], 1",
-            "jnz 2f",
-            "call {sched}",
-            "2:",
-            hot = sym pcpu_hot,
-            off = const PREEMPT_COUNT,
-            sched = sym preempt_schedule_notrace_call,
-        )
+        this_cpu!(sub u32, pcpu_hot, PREEMPT_COUNT, const 1;
+            "jnz 2f", "call {sched}", "2:"; sched = sym preempt_schedule_notrace_call,)
     };
     // SAFETY: as above; without preemption there is nothing to schedule.
     #[cfg(not(CONFIG_PREEMPTION))]
     unsafe {
-        core::arch::asm!(
-            "sub dword ptr gs:[{hot} + {off}], 1",
-            hot = sym pcpu_hot,
-            off = const PREEMPT_COUNT,
-            options(nostack)
-        )
+        this_cpu!(sub u32, pcpu_hot, PREEMPT_COUNT, const 1)
     };
 }
 
@@ -150,34 +189,35 @@ extern "C" {
     fn preempt_schedule_notrace_call();
 }
 
-extern "C" {
-    /// glue.c's per-CPU storage of each CPU's probe state; only its address
-    /// is used, by [`ctl_area`] and by `%gs`-relative accesses
-    /// (`arch/x86/ctl.rs`).
-    pub(crate) static rkp_ctl_area: u8;
-}
-
-/// `this_cpu_ptr(&rkp_ctl_area)` (glue.c): this CPU's copy of the probe
-/// state storage, with the kernel's two instructions (the per-CPU pointer
-/// plus this CPU's offset) instead of a lookup by CPU number. Any context;
-/// the answer stays true only while the caller cannot migrate.
+/// `this_cpu_ptr(&rkp_ctl_area)` (`arch/x86/ctl.c`): this CPU's copy of
+/// the probe state storage, with the kernel's two instructions (this CPU's
+/// offset plus the per-CPU pointer) instead of a lookup by CPU number. Any
+/// context; the answer stays true only while the caller cannot migrate.
 #[inline(always)]
 pub(crate) fn ctl_area() -> *mut u8 {
     let p: *mut u8;
-    // SAFETY: a load of this CPU's `this_cpu_off` through `%gs` (as
-    // `arch_raw_cpu_ptr()`), added to the per-CPU pointer of
-    // `rkp_ctl_area`, whose symbol value the module loader set to it.
+    // SAFETY: adds the per-CPU pointer of `rkp_ctl_area`, whose symbol
+    // value the module loader set to it, to this CPU's offset; no memory
+    // access.
     unsafe {
         core::arch::asm!(
-            "mov {p}, qword ptr gs:[{toff}]",
             "lea {p}, [{p} + {area}]",
-            p = out(reg) p,
-            toff = sym ::kernel::bindings::this_cpu_off,
-            area = sym rkp_ctl_area,
-            options(nostack, readonly, preserves_flags)
+            p = inout(reg) this_cpu_offset() => p,
+            area = sym super::glue::rkp_ctl_area,
+            options(pure, nomem, nostack, preserves_flags)
         )
     };
     p
+}
+
+/// This CPU's `this_cpu_off`, which `this_cpu_ptr()` adds to a per-CPU
+/// pointer. Any context; the answer stays true only while the caller
+/// cannot migrate.
+#[inline(always)]
+fn this_cpu_offset() -> usize {
+    // SAFETY: a load of this CPU's `this_cpu_off`, an `unsigned long`, as
+    // `arch_raw_cpu_ptr()` does.
+    unsafe { this_cpu!(read usize, this_cpu_off, 0) }
 }
 
 /// `this_cpu_ptr(p)` of a dynamic per-CPU pointer (`alloc_percpu()`): `p`
@@ -185,18 +225,7 @@ pub(crate) fn ctl_area() -> *mut u8 {
 /// the answer stays true only while the caller cannot migrate.
 #[inline(always)]
 pub(crate) fn this_cpu_ptr(p: *mut u8) -> *mut u8 {
-    let off: usize;
-    // SAFETY: a load of this CPU's `this_cpu_off` through `%gs`, as
-    // `arch_raw_cpu_ptr()` does.
-    unsafe {
-        core::arch::asm!(
-            "mov {off}, qword ptr gs:[{toff}]",
-            off = out(reg) off,
-            toff = sym ::kernel::bindings::this_cpu_off,
-            options(nostack, readonly, preserves_flags)
-        )
-    };
-    p.wrapping_add(off)
+    p.wrapping_add(this_cpu_offset())
 }
 
 /// This CPU's flags register (`native_save_fl()`), read through the stack.

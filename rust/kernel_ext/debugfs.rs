@@ -9,7 +9,7 @@
 //! readers still inside a callback, so once a [`Dir`] is dropped no callback
 //! runs and the data behind its files may be freed.
 
-use crate::ffi;
+use crate::ffi::{self, runtime::Runtime};
 use core::{fmt, marker::PhantomData};
 use kernel::{
     error::{from_err_ptr, from_result},
@@ -84,6 +84,18 @@ impl SeqFile {
         // `file`, an open file for the whole callback, whose `f_cred` is set
         // at open and never changes.
         unsafe { (*(*self.m).file).f_cred }
+    }
+}
+
+impl SeqFile {
+    /// Whether the opener may see kernel addresses: the kernel's
+    /// `kallsyms_show_value()` on the file's credentials (`kptr_restrict`,
+    /// `CAP_SYSLOG`), as the kernel's `kprobes/list` and `kprobes/blacklist`
+    /// ask it. Process context, in the `show` callback.
+    pub(crate) fn opener_sees_addresses(&self, rt: &Runtime) -> bool {
+        // SAFETY: the open file's credentials, live during `show` (the
+        // callback this wrapper lives in, by the type invariant).
+        unsafe { rt.kallsyms_show_value(self.opener_cred()) }
     }
 }
 

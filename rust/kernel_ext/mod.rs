@@ -15,14 +15,21 @@
 pub(crate) mod cpu;
 pub(crate) mod debugfs;
 pub(crate) mod execmem;
+pub(crate) mod kprobe_blacklist;
+// Its items are `pub` for the host crate, which compiles the file as its
+// own public module to test it.
+#[allow(unreachable_pub)]
+pub(crate) mod list;
 pub(crate) mod module;
 pub(crate) mod mutex;
 pub(crate) mod nofault;
 pub(crate) mod notifier;
+pub(crate) mod race;
 pub(crate) mod str;
 pub(crate) mod sync;
 pub(crate) mod task;
 pub(crate) mod text;
+pub(crate) mod text_sites;
 pub(crate) mod vec;
 pub(crate) mod work;
 

@@ -21,6 +21,14 @@ pub(crate) fn read_kernel(addr: usize, buf: &mut [u8]) -> Result {
     }
 }
 
+/// Reads the machine word of kernel memory at `addr`, as [`read_kernel`].
+/// Any context, the probe hit path included.
+pub(crate) fn read_kernel_word(addr: usize) -> Result<usize> {
+    let mut word = [0u8; core::mem::size_of::<usize>()];
+    read_kernel(addr, &mut word)?;
+    Ok(usize::from_ne_bytes(word))
+}
+
 /// Reads `buf.len()` bytes of user memory at `addr` of the current task
 /// (`copy_from_user_nofault()`); `EFAULT` when they cannot be read. Any
 /// context, the probe hit path included.

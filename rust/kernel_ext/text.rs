@@ -19,15 +19,42 @@ use crate::{
     kernel_ext::{
         mutex::{KernelMutex, KernelMutexGuard},
         nofault,
+        sync::PreemptGuard,
     },
 };
-use kernel::prelude::*;
+use kernel::{ffi::c_ulong, prelude::*};
 
 /// Reads `buf.len()` bytes of kernel memory at `addr`, without faulting.
 ///
 /// Fails with `EFAULT` when the memory cannot be read. Any context.
 pub(crate) fn read(addr: usize, buf: &mut [u8]) -> Result {
     nofault::read_kernel(addr, buf)
+}
+
+/// Whether `addr` is in vmlinux's text (`core_kernel_text()`: its core
+/// text, and its init text while the kernel boots). Any context.
+pub(crate) fn is_core_kernel_text(rt: &Runtime, addr: usize) -> bool {
+    // SAFETY: `core_kernel_text` only compares the address with section
+    // bounds.
+    unsafe { rt.core_kernel_text(addr as c_ulong) != 0 }
+}
+
+/// Whether `addr` is an ftrace call site (`ftrace_location()`); never
+/// without dynamic ftrace. Any context.
+pub(crate) fn is_ftrace_site(rt: &Runtime, addr: usize) -> bool {
+    // SAFETY: `ftrace_location` only searches ftrace's sorted site tables.
+    let site = unsafe { rt.ftrace_location(addr as c_ulong) };
+    site == Some(addr as c_ulong)
+}
+
+/// Whether the kernel's own kprobes have a probe at `addr` (`get_kprobe()`);
+/// never on a kernel without kprobes. Any context.
+pub(crate) fn is_native_kprobe(rt: &Runtime, addr: usize) -> bool {
+    // Preemption off is an RCU read-side critical section.
+    let _rcu = PreemptGuard::new();
+    // SAFETY: `get_kprobe` searches the kernel's RCU-protected probe table,
+    // in the critical section above. The result is only compared with null.
+    unsafe { rt.get_kprobe(addr as *mut core::ffi::c_void) }.is_some_and(|k| !k.is_null())
 }
 
 /// `text_mutex`, held: text may be patched.

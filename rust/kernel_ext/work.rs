@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The core's deferred work, in `ffi/glue.c`: the jump optimizer's delayed
+//! The core's deferred work, in `work.c`: the jump optimizer's delayed
 //! work, which calls `rkp_optimizer_work()` (`rust/kprobe/optimize.rs`) as
 //! the kernel's `optimizing_work` calls `kprobe_optimizer()`, and the
 //! kretprobe reclaim (an irq_work that schedules a work item, and a delayed
@@ -15,7 +15,7 @@ pub(crate) mod optimizer {
     /// Queues the optimizer in `delay` jiffies, unless it is queued already (so
     /// that requests close together make one batch). Any context but NMI.
     pub(crate) fn kick(delay: u32) {
-        // SAFETY: no preconditions; the work item is static in glue.c.
+        // SAFETY: no preconditions; the work item is static in work.c.
         unsafe { ffi::rkp_kick_optimizer(delay as c_ulong) }
     }
 

@@ -3,7 +3,7 @@
 //! The C ABI of rkprobes: `include/rkprobes.h`, seen from Rust.
 //!
 //! The exported functions are defined here with `#[no_mangle]` and exported
-//! with `EXPORT_SYMBOL_GPL` in `rust/ffi/glue.c`. They find the probe core through
+//! with `EXPORT_SYMBOL_GPL` in `exports.c`. They find the probe core through
 //! [`super::Core::get`], which is set for exactly the lifetime of the module's
 //! state; client modules depend on rkprobes' symbols, so rkprobes cannot be
 //! unloaded while one is loaded.

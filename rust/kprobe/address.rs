@@ -18,10 +18,10 @@ use super::{client::Client, point::OptState, Core};
 use crate::{
     arch,
     ffi::kallsyms::SymbolBuf,
-    kernel_ext::{module::ModuleRef, sync::PreemptGuard, text},
+    kernel_ext::{module::ModuleRef, text},
 };
 use core::sync::atomic::Ordering;
-use kernel::{ffi::c_ulong, prelude::*, str::CStr};
+use kernel::{prelude::*, str::CStr};
 
 /// Where a probe goes, before it is registered.
 pub(super) struct Target {
@@ -129,9 +129,7 @@ impl Core {
         func: usize,
         size: usize,
     ) -> Result<Option<ModuleRef>> {
-        // SAFETY: `core_kernel_text` only compares the address with section
-        // bounds.
-        let core_text = unsafe { self.rt.core_kernel_text(addr as c_ulong) } != 0;
+        let core_text = text::is_core_kernel_text(&self.rt, addr);
         // Every error return below drops the reference again.
         let module = if core_text {
             None
@@ -171,16 +169,7 @@ impl Core {
     /// start to find instruction boundaries, and two patchers of one
     /// instruction would each restore what they saw. Process context.
     pub(super) fn native_kprobe_before(&self, func: usize, addr: usize) -> bool {
-        self.rt.has_get_kprobe()
-            && (func..=addr).any(|a| {
-                // Preemption off is an RCU read-side critical section.
-                let _rcu = PreemptGuard::new();
-                // SAFETY: `get_kprobe` searches the kernel's RCU-protected
-                // probe table, in the critical section above. The result is
-                // only compared with null.
-                unsafe { self.rt.get_kprobe(a as *mut core::ffi::c_void) }
-                    .is_some_and(|k| !k.is_null())
-            })
+        self.rt.has_get_kprobe() && (func..=addr).any(|a| text::is_native_kprobe(&self.rt, a))
     }
 
     /// Reads the first `buf.len()` original bytes at `addr`, as they were
@@ -226,8 +215,6 @@ impl Core {
     /// so decoders treat it as the 5-byte NOP it is at rest, as the kernel's
     /// `recover_probed_instruction()` does. Process context.
     pub(crate) fn is_ftrace_site(&self, addr: usize) -> bool {
-        // SAFETY: `ftrace_location` only searches ftrace's sorted site tables.
-        let site = unsafe { self.rt.ftrace_location(addr as c_ulong) };
-        site == Some(addr as c_ulong)
+        text::is_ftrace_site(&self.rt, addr)
     }
 }

@@ -41,67 +41,26 @@
 
 use crate::{
     ffi::{
-        self,
         kallsyms::{Kallsyms, SymbolBuf},
         runtime::Runtime,
     },
     kernel_ext::{
         debugfs::{SeqFile, Show},
+        kprobe_blacklist::KprobeBlacklist,
         module::this_module_text,
-        mutex::KernelMutex,
-        sync::synchronize_rcu,
     },
 };
-use core::{
-    cell::{Cell, UnsafeCell},
-    fmt::Write,
-};
+use core::fmt::Write;
 use kernel::{
     c_str, fmt,
     prelude::*,
     str::{CStr, CString},
 };
 
-/// `struct kprobe_blacklist_entry` of 6.12's `include/linux/kprobes.h`,
-/// and, in the entries rkprobes adds, what follows it.
-#[repr(C)]
-struct NativeEntry {
-    list: ffi::list_head,
-    start_addr: usize,
-    end_addr: usize,
-    /// rkprobes' own: the entry's index in `NativeList::ours`, for an O(1)
-    /// release. Read and written with `kprobe_mutex` held.
-    ours_index: Cell<usize>,
-}
-
-/// Bound on the native list's length, against walking a corrupted list forever.
-const MAX_NATIVE_ENTRIES: usize = 1 << 20;
-
-/// The kernel's own kprobe blacklist, when the kernel has kprobes.
-///
-/// # Invariants
-///
-/// `head` is the kernel's `kprobe_blacklist` list head and `mutex` its
-/// `kprobe_mutex`, both confirmed by `sprint_symbol()`; the list is only
-/// changed with `mutex` held and entries are freed only after removal and a
-/// grace period (the kernel walks it under RCU). `ours` holds the entries
-/// rkprobes added ([`Blacklist::reserve`]), and is only used with `mutex`
-/// held.
-struct NativeList {
-    head: *mut ffi::list_head,
-    mutex: KernelMutex,
-    ours: UnsafeCell<KVec<usize>>,
-}
-
 /// A region of the kernel's `kprobe_blacklist` that rkprobes added for one
 /// of its optimized probes, so that the kernel's kprobes refuse it. Given
 /// back with [`Blacklist::release`].
-///
-/// # Invariants
-///
-/// The entry came from `KBox::into_raw` and is on the kernel's list. Not
-/// null, so that an `Option<Reservation>` is one word.
-pub(crate) struct Reservation(core::ptr::NonNull<NativeEntry>);
+pub(crate) use crate::kernel_ext::kprobe_blacklist::Reservation;
 
 /// A half-open address range `[start, end)`.
 #[derive(Clone, Copy)]
@@ -114,7 +73,8 @@ pub(crate) struct Range {
 
 /// Everything rkprobes refuses to probe.
 pub(crate) struct Blacklist {
-    native: Option<NativeList>,
+    /// The kernel's list, when the kernel has kprobes.
+    native: Option<KprobeBlacklist>,
     /// The ranges rkprobes found itself: without a native list the kernel's
     /// areas and annotated functions, then its hit paths' callees, the text
     /// the kernel copies, and the int3 path.
@@ -322,29 +282,11 @@ fn synthesize(ksyms: &Kallsyms) -> Result<KVec<Range>> {
     Ok(out)
 }
 
-// SAFETY: the raw pointers refer to kernel data that lives as long as the
-// kernel and is only read with the kernel's `kprobe_mutex` held.
-unsafe impl Send for Blacklist {}
-// SAFETY: as for `Send`; `&self` methods serialise on `kprobe_mutex`.
-unsafe impl Sync for Blacklist {}
-
 impl Blacklist {
     /// Builds the blacklist. Process context, may sleep; before rkprobes'
     /// die notifier is registered.
     pub(crate) fn new(ksyms: &Kallsyms, rt: &Runtime) -> Result<Self> {
-        let mut buf = SymbolBuf::new()?;
-        let head = ksyms.lookup(&mut buf, c_str!("kprobe_blacklist"));
-        let mutex = ksyms.lookup(&mut buf, c_str!("kprobe_mutex"));
-        let native = match (head, mutex) {
-            // INVARIANT: both were confirmed by `Kallsyms::lookup`.
-            (Some(head), Some(mutex)) => Some(NativeList {
-                head: head as *mut _,
-                // SAFETY: `kprobe_mutex` is a static mutex of vmlinux.
-                mutex: unsafe { KernelMutex::from_raw(mutex as *mut _) },
-                ours: UnsafeCell::new(KVec::new()),
-            }),
-            _ => None,
-        };
+        let native = KprobeBlacklist::find(ksyms)?;
         let mut synth = if native.is_none() {
             let v = synthesize(ksyms)?;
             pr_info!(
@@ -389,12 +331,19 @@ impl Blacklist {
         mut f: impl FnMut(Range) -> Result,
     ) -> Result {
         if let Some(native) = &self.native {
-            // Process context; nothing is taken under it (see the lock
-            // table in `rust/kprobe/mod.rs`).
-            let held = native.mutex.lock();
-            let ret = native.walk(&relevant, &mut f);
-            drop(held);
-            ret?;
+            // Process context; nothing is taken under `kprobe_mutex` (see
+            // the lock table in `rust/kprobe/mod.rs`).
+            native.walk(|e| {
+                let core::ops::Range { start, end } = e.range();
+                let r = Range { start, end };
+                // rkprobes' own reservations keep the kernel's kprobes out,
+                // not rkprobes'. There may be thousands: looked for only
+                // among the ranges the caller wants.
+                if relevant(r) && !e.is_reservation() {
+                    f(r)?;
+                }
+                Ok(())
+            })?;
         }
         for &r in self.synth.iter().filter(|&&r| relevant(r)) {
             f(r)?;
@@ -410,81 +359,15 @@ impl Blacklist {
     /// `None` on a kernel without kprobes (no kernel kprobe to keep out),
     /// or without memory. Process context, may sleep; takes `kprobe_mutex`.
     pub(crate) fn reserve(&self, start: usize, end: usize) -> Option<Reservation> {
-        let native = self.native.as_ref()?;
-        let entry = KBox::new(
-            NativeEntry {
-                list: ffi::list_head {
-                    next: core::ptr::null_mut(),
-                    prev: core::ptr::null_mut(),
-                },
-                start_addr: start,
-                end_addr: end,
-                ours_index: Cell::new(0),
-            },
-            GFP_KERNEL,
-        )
-        .ok()?;
-        let held = native.mutex.lock();
-        // SAFETY: `kprobe_mutex` is held (type invariant of `NativeList`).
-        let ours = unsafe { &mut *native.ours.get() };
-        if ours.push(0, GFP_KERNEL).is_err() {
-            return None;
-        }
-        let p = KBox::into_raw(entry);
-        if let Some(last) = ours.last_mut() {
-            *last = p as usize;
-        }
-        // SAFETY: ours, just allocated.
-        unsafe { &*p }.ours_index.set(ours.len() - 1);
-        // SAFETY: `kprobe_mutex`, the list's writer lock, is held; the entry
-        // is ours and lives until `release` took it off and a grace period
-        // passed.
-        unsafe { ffi::rkp_list_add_tail_rcu(core::ptr::addr_of_mut!((*p).list), native.head) };
-        drop(held);
-        // INVARIANT: allocated with `KBox` and on the list.
-        core::ptr::NonNull::new(p).map(Reservation)
+        self.native.as_ref()?.reserve(start, end)
     }
 
     /// Takes `rs` off the kernel's blacklist and frees them once no reader
     /// can stand on them (one `synchronize_rcu()` for all). Process context,
     /// may sleep; takes `kprobe_mutex`.
     pub(crate) fn release(&self, rs: impl Iterator<Item = Reservation>) {
-        let Some(native) = self.native.as_ref() else {
-            return;
-        };
-        let mut taken: *mut NativeEntry = core::ptr::null_mut();
-        let held = native.mutex.lock();
-        // SAFETY: `kprobe_mutex` is held (type invariant of `NativeList`).
-        let ours = unsafe { &mut *native.ours.get() };
-        for Reservation(p) in rs {
-            let p = p.as_ptr();
-            // SAFETY: on the list (type invariant of `Reservation`), whose
-            // writer lock is held.
-            unsafe { ffi::rkp_list_del_rcu(core::ptr::addr_of_mut!((*p).list)) };
-            // SAFETY: ours, still allocated.
-            let i = unsafe { &*p }.ours_index.get();
-            if ours.get(i) == Some(&(p as usize)) {
-                crate::kernel_ext::vec::swap_remove(ours, i);
-                if let Some(&moved) = ours.get(i) {
-                    // SAFETY: `ours` lists live entries of rkprobes' own.
-                    unsafe { &*(moved as *const NativeEntry) }.ours_index.set(i);
-                }
-            }
-            // Chained through `list.prev` for the free below: readers only
-            // follow `next`, which `list_del_rcu()` leaves for them.
-            // SAFETY: ours, off the list.
-            unsafe { (*p).list.prev = taken.cast() };
-            taken = p;
-        }
-        drop(held);
-        if taken.is_null() {
-            return;
-        }
-        synchronize_rcu();
-        while !taken.is_null() {
-            // SAFETY: off the list and past a grace period: only ours.
-            let e = unsafe { KBox::from_raw(taken) };
-            taken = e.list.prev.cast();
+        if let Some(native) = self.native.as_ref() {
+            native.release(rs);
         }
     }
 
@@ -500,44 +383,6 @@ impl Blacklist {
         );
         // A list that could not be walked blacklists everything.
         found || ret.is_err()
-    }
-}
-
-impl NativeList {
-    /// Walks the kernel's list, calling `f` on the ranges for which
-    /// `relevant` holds and that are not rkprobes' own. The caller holds
-    /// `kprobe_mutex`.
-    fn walk(
-        &self,
-        relevant: &impl Fn(Range) -> bool,
-        f: &mut impl FnMut(Range) -> Result,
-    ) -> Result {
-        // SAFETY: by the type invariant `head` is the list head and the list is
-        // stable while the caller holds `kprobe_mutex`.
-        let mut pos = unsafe { (*self.head).next };
-        for _ in 0..MAX_NATIVE_ENTRIES {
-            if pos == self.head {
-                return Ok(());
-            }
-            // SAFETY: `pos` is a live entry of the list (see above); `list` is
-            // the first member of `struct kprobe_blacklist_entry`.
-            let entry = unsafe { &*pos.cast::<NativeEntry>() };
-            let r = Range {
-                start: entry.start_addr,
-                end: entry.end_addr,
-            };
-            // SAFETY: `kprobe_mutex` is held (the caller's).
-            let ours = unsafe { &*self.ours.get() };
-            // rkprobes' own reservations keep the kernel's kprobes out, not
-            // rkprobes'. There may be thousands: asked only for the ranges
-            // the caller wants.
-            if relevant(r) && !ours.contains(&(pos as usize)) {
-                f(r)?;
-            }
-            pos = entry.list.next;
-        }
-        pr_err!("kprobe_blacklist longer than {MAX_NATIVE_ENTRIES}, giving up\n");
-        Err(EINVAL)
     }
 }
 
@@ -566,8 +411,7 @@ impl Show for BlacklistFile {
     /// not see kernel addresses (`kallsyms_show_value()`), as the kernel's.
     fn show(core: &super::Core, out: &mut SeqFile) -> Result {
         let mut buf = SymbolBuf::new()?;
-        // SAFETY: the open file's credentials, live during `show`.
-        let show_addr = unsafe { core.runtime().kallsyms_show_value(out.opener_cred()) };
+        let show_addr = out.opener_sees_addresses(core.runtime());
         core.blacklist().for_each(|r| {
             write_range(out, &mut buf, r, show_addr);
             Ok(())
@@ -585,8 +429,7 @@ impl Show for Int3PathFile {
 
     fn show(core: &super::Core, out: &mut SeqFile) -> Result {
         let mut buf = SymbolBuf::new()?;
-        // SAFETY: the open file's credentials, live during `show`.
-        let show_addr = unsafe { core.runtime().kallsyms_show_value(out.opener_cred()) };
+        let show_addr = out.opener_sees_addresses(core.runtime());
         let bl = core.blacklist();
         for &r in bl.synth.get(bl.int3_path..).unwrap_or(&[]) {
             write_range(out, &mut buf, r, show_addr);

@@ -12,8 +12,9 @@
 //! passes, with the contract the C ABI states; from then on the core uses
 //! it through safe methods whose accesses are argued here, once.
 
-use crate::abi::{flags, RkpKprobe, RkpKretprobe};
+use crate::abi::{flags, RkpKprobe, RkpKretprobe, RkpKretprobeInstance};
 use crate::ffi;
+use crate::kernel_ext::list::Linked;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicI32, AtomicPtr, AtomicU32, AtomicUsize, Ordering};
 use kernel::{
@@ -36,6 +37,25 @@ use kernel::{
 #[derive(Clone, Copy, PartialEq, Eq)]
 #[repr(transparent)]
 pub(crate) struct Client(NonNull<RkpKprobe>);
+
+// SAFETY: `rkp_next` is the structure's link on its point's client list,
+// which only the core writes (`include/rkprobes.h`), and through this list
+// alone. The structure has no backward link: a client is unlinked by a walk
+// of its point's few clients.
+unsafe impl Linked for RkpKprobe {
+    #[inline(always)]
+    unsafe fn next<'a>(this: NonNull<Self>) -> &'a AtomicPtr<Self> {
+        // SAFETY: an aligned pointer field of a valid structure (the
+        // caller's contract); the list stores it with release and the hit
+        // path loads it with acquire.
+        unsafe { AtomicPtr::from_ptr(core::ptr::addr_of_mut!((*this.as_ptr()).rkp_next)) }
+    }
+
+    #[inline(always)]
+    unsafe fn prev<'a>(_this: NonNull<Self>) -> Option<&'a AtomicPtr<Self>> {
+        None
+    }
+}
 
 impl Client {
     /// The handle of the structure at `kp`, or `None` for a null pointer.
@@ -61,9 +81,24 @@ impl Client {
         Client(unsafe { NonNull::new_unchecked(core::ptr::addr_of_mut!((*rp).kp)) })
     }
 
+    /// The handle of a structure on a point's client list.
+    ///
+    /// # Safety
+    ///
+    /// As [`Client::from_raw`].
+    #[inline(always)]
+    pub(crate) unsafe fn from_nonnull(kp: NonNull<RkpKprobe>) -> Client {
+        Client(kp)
+    }
+
     /// The structure, for the client's handlers and for messages.
     pub(crate) fn as_ptr(self) -> *mut RkpKprobe {
         self.0.as_ptr()
+    }
+
+    /// The structure, to link it into its point's client list.
+    pub(crate) fn as_nonnull(self) -> NonNull<RkpKprobe> {
+        self.0
     }
 
     fn flags_cell(&self) -> &AtomicU32 {
@@ -153,30 +188,6 @@ impl Client {
         self.private_cell().store(p, Ordering::Relaxed);
     }
 
-    fn next_cell(&self) -> &AtomicPtr<RkpKprobe> {
-        // SAFETY: an aligned pointer field of a valid structure; the writer
-        // stores it with release, the hit path loads it with acquire.
-        unsafe { AtomicPtr::from_ptr(core::ptr::addr_of_mut!((*self.as_ptr()).rkp_next)) }
-    }
-
-    /// The next client on the point's list (acquire: the hit path's walk).
-    #[inline(always)]
-    pub(crate) fn next(self) -> Option<Client> {
-        let n = self.next_cell().load(Ordering::Acquire);
-        // SAFETY: only clients are linked (`set_next`), and a linked client
-        // stays valid until a grace period after it was unlinked.
-        unsafe { Client::from_raw(n) }
-    }
-
-    /// Links `next` after this client, published with a release store.
-    /// Writer.
-    pub(crate) fn set_next(self, next: Option<Client>) {
-        self.next_cell().store(
-            next.map_or(core::ptr::null_mut(), Client::as_ptr),
-            Ordering::Release,
-        );
-    }
-
     /// Whether the client has a post-handler.
     pub(crate) fn has_post_handler(self) -> bool {
         // SAFETY: a field the owner does not change while registered.
@@ -251,6 +262,21 @@ impl RetClient {
         NonNull::new(rp).map(RetClient)
     }
 
+    /// The kretprobe whose entry probe is `kp`.
+    ///
+    /// # Safety
+    ///
+    /// `kp` is the entry probe of a kretprobe that meets the type's
+    /// invariants for as long as the handle, or a copy of it, is used.
+    #[inline(always)]
+    pub(crate) unsafe fn of_entry(kp: *mut RkpKprobe) -> RetClient {
+        // SAFETY: the caller's contract: `kp` is the `kp` field of a valid
+        // kretprobe, whose address is therefore not null.
+        RetClient(unsafe {
+            NonNull::new_unchecked(kernel::container_of!(kp, RkpKretprobe, kp).cast_mut())
+        })
+    }
+
     /// The structure, for the pool's back pointer and the handlers.
     pub(crate) fn as_ptr(self) -> *mut RkpKretprobe {
         self.0.as_ptr()
@@ -271,11 +297,50 @@ impl RetClient {
 
     /// Entries that found no free instance. Any context.
     pub(crate) fn nmissed(self) -> u64 {
+        self.nmissed_cell().load(Ordering::Relaxed) as u32 as u64
+    }
+
+    fn nmissed_cell(&self) -> &AtomicI32 {
         // SAFETY: an aligned `int` of a valid structure, incremented
-        // atomically by the entry handler (the owner only reads it).
-        let n = unsafe { AtomicI32::from_ptr(core::ptr::addr_of_mut!((*self.as_ptr()).nmissed)) }
-            .load(Ordering::Relaxed);
-        n as u32 as u64
+        // atomically by the core (the owner only reads it).
+        unsafe { AtomicI32::from_ptr(core::ptr::addr_of_mut!((*self.as_ptr()).nmissed)) }
+    }
+
+    /// Counts an entry that found no free instance, or a return whose
+    /// handler could not run. Any context, NMI included.
+    #[inline(always)]
+    pub(crate) fn inc_nmissed(self) {
+        self.nmissed_cell().fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Runs the entry handler for the instance `ri`: its return value
+    /// (non-zero: no return handler for this call), or 0 without one. Hit
+    /// context at the function's entry.
+    #[inline(always)]
+    pub(crate) fn run_entry_handler(
+        self,
+        ri: *mut RkpKretprobeInstance,
+        regs: *mut ffi::pt_regs,
+    ) -> c_int {
+        // SAFETY: a field the owner does not change while registered.
+        match unsafe { (*self.as_ptr()).entry_handler } {
+            // SAFETY: the handler's contract of `include/rkprobes.h`: an
+            // instance of its own kretprobe and the hit's registers.
+            Some(h) => unsafe { h(ri, regs) },
+            None => 0,
+        }
+    }
+
+    /// Runs the return handler for the instance `ri`. Return context, with
+    /// preemption off.
+    #[inline(always)]
+    pub(crate) fn run_handler(self, ri: *mut RkpKretprobeInstance, regs: *mut ffi::pt_regs) {
+        // SAFETY: a field the owner does not change while registered.
+        if let Some(h) = unsafe { (*self.as_ptr()).handler } {
+            // SAFETY: as in `run_entry_handler`, with the registers of the
+            // return.
+            unsafe { h(ri, regs) };
+        }
     }
 
     /// The core's word: the kretprobe's pool while registered, else null.

@@ -163,12 +163,9 @@ impl Show for ListFile {
     /// (`kallsyms_show_value()`), as in the kernel's list.
     fn show(core: &Core, out: &mut SeqFile) -> Result {
         let mut buf = SymbolBuf::new()?;
-        // SAFETY: the open file's credentials, live during `show`.
-        let show_addr = unsafe { core.runtime().kallsyms_show_value(out.opener_cred()) };
+        let show_addr = out.opener_sees_addresses(core.runtime());
         let reg = core.reg.lock();
-        for point in Iterator::chain(reg.points.iter(), reg.gone.iter()) {
-            // SAFETY: registered points are live while the mutex is held.
-            let p = unsafe { &*point };
+        for p in reg.all() {
             for kp in p.clients() {
                 let f = kp.flags();
                 let kind = if kretprobe::is_kretprobe(kp) {

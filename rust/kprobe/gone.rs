@@ -48,34 +48,30 @@ impl Core {
         let in_init = |a: usize| init.contains(&a);
         let module = module.as_ptr();
         let mut reg = self.reg.lock();
-        // Nothing here allocates: the lists run through the points, and
-        // points are handled one at a time.
-        let mut killed = 0usize;
-        for point in reg.points.iter() {
-            // SAFETY: registered points are live while the mutex is held.
-            let p = unsafe { &*point };
-            if p.module != module || !(going || in_init(p.addr)) {
-                continue;
+        // Nothing here allocates: the batch runs through the points.
+        let mut dying = Batch::new();
+        for p in reg.live() {
+            if p.module == module && (going || in_init(p.addr)) {
+                dying.add(p);
             }
-            // The text is still there (it is freed after the notification);
-            // restoring it leaves nothing of rkprobes in it, whatever still
-            // runs there.
-            let mut one = Batch::new();
-            one.add(p);
-            let _ = self.set_armed(&mut reg, &one, false, |_| true);
-            drop(one);
+        }
+        if dying.iter().next().is_none() {
+            return;
+        }
+        // The text is still there (it is freed after the notification);
+        // restoring it leaves nothing of rkprobes in it, whatever still
+        // runs there.
+        let _ = self.set_armed(&mut reg, &dying, false, |_| true);
+        for p in dying.iter() {
             for kp in p.clients() {
                 kp.update_flags(flags::GONE, 0);
             }
             // SAFETY: the registration mutex is held; the point is live.
             unsafe { self.table.remove(p) };
-            // The iterator read the next point already.
             reg.move_to_gone(p);
-            killed += 1;
         }
-        if killed == 0 {
-            return;
-        }
+        let killed = dying.iter().count();
+        drop(dying);
         // No CPU is in a handler of, or stepping, the points after this.
         synchronize_rcu();
         // SAFETY: the registration mutex is held and a grace period passed.

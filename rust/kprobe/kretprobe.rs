@@ -38,7 +38,7 @@
 //! [`Kretprobes::stack_trace`]), in any context with preemption off. None of
 //! them takes a lock. The pools and their stubs are `pool`; registration,
 //! unregistration and reclaim, in process context under `Kretprobes::pools`,
-//! are `register` (whose work `glue.c` runs through [`rkp_kretprobe_gc`],
+//! are `register` (whose work `kernel_ext/work.c` runs through [`rkp_kretprobe_gc`],
 //! here).
 //!
 //! Lock order: see the table in `rust/kprobe/mod.rs`. `Kretprobes::pools`
@@ -48,14 +48,18 @@
 mod pool;
 mod register;
 
-use super::{client::Client, Core};
+use super::{
+    client::{Client, RetClient},
+    Core,
+};
+use crate::kernel_ext::list::{Head, Tail};
 use crate::{
-    abi::{RkpKprobe, RkpKretprobe},
+    abi::RkpKprobe,
     arch,
     ffi::{self, runtime::Runtime},
-    kernel_ext::{task, work::reclaim},
+    kernel_ext::{nofault, task, work::reclaim},
 };
-use core::sync::atomic::{AtomicI32, AtomicPtr, Ordering};
+use core::sync::atomic::Ordering;
 use kernel::{
     ffi::{c_int, c_ulong},
     new_mutex,
@@ -67,12 +71,12 @@ use pool::Pool;
 /// The writer's side of the pools' list (`Kretprobes::head`): every pool,
 /// registered or zombie. Readers walk the list without a lock, as an RCU
 /// list is walked ([`Kretprobes::pools_rcu`]); writers change it with the
-/// mutex held, in O(1) per pool: a pool is linked first, and unlinked
-/// through its `prev`, its `next` left for readers that stand on it, and
-/// freed only after a grace period.
+/// mutex held, in O(1) per pool: a pool is linked first, and unlinked with
+/// its forward link left for readers that stand on it, and freed only
+/// after a grace period.
 struct Pools {
-    /// How many pools are listed.
-    len: usize,
+    /// The list's tail.
+    tail: Tail<Pool>,
 }
 
 /// The kretprobe part of the probe core.
@@ -80,64 +84,43 @@ struct Pools {
 pub(crate) struct Kretprobes {
     #[pin]
     pools: Mutex<Pools>,
-    /// The first listed pool.
-    head: AtomicPtr<Pool>,
+    /// The list's head, which readers walk.
+    head: Head<Pool>,
 }
 
 impl Kretprobes {
     /// No pools yet.
     pub(crate) fn new() -> impl PinInit<Self> {
         pin_init!(Self {
-            pools <- new_mutex!(Pools { len: 0 }, "rkprobes_kretprobes"),
-            head: AtomicPtr::new(core::ptr::null_mut()),
+            pools <- new_mutex!(Pools { tail: Tail::new() }, "rkprobes_kretprobes"),
+            head: Head::new(),
         })
     }
 
     /// The listed pools. Caller in an RCU read-side critical section
     /// (preemption or interrupts off), for as long as it uses them.
     fn pools_rcu(&self) -> impl Iterator<Item = &Pool> {
-        let mut next = self.head.load(Ordering::Acquire);
-        core::iter::from_fn(move || {
-            // SAFETY: a pool reachable from the list is freed only a grace
-            // period after it was unlinked, which the caller's critical
-            // section holds off; an unlinked pool keeps its `next`.
-            let p = unsafe { next.as_ref() }?;
-            next = p.next.load(Ordering::Acquire);
-            Some(p)
-        })
-    }
-
-    /// Whether `addr` is in some pool's stubs. Caller in an RCU read-side
-    /// critical section.
-    fn is_stub(&self, addr: usize) -> bool {
-        self.pools_rcu().any(|p| {
-            let (s, e) = p.stub_range();
-            s <= addr && addr < e
-        })
+        // SAFETY: a pool reachable from the list is freed only a grace
+        // period after it was unlinked, which the caller's critical section
+        // holds off; an unlinked pool keeps its forward link.
+        unsafe { self.head.iter() }.map(|p| unsafe { p.as_ref() })
     }
 
     /// The current task's innermost frame that returns into a stub, above
     /// the stack address `above`: its return address's stack word and the
     /// real return address. Caller in an RCU read-side critical section.
     fn next_hijacked(&self, above: usize) -> Option<(usize, usize)> {
-        let cur = task::current_id();
         let mut best: Option<(usize, usize)> = None;
         for pool in self.pools_rcu() {
-            for i in 0..pool.max as u32 {
-                // SAFETY: `i < max`.
-                if unsafe { pool.task(i) }.load(Ordering::Acquire) != cur {
+            for inst in pool.instances() {
+                let Some((fp, ret)) = inst.current_frame() else {
                     continue;
-                }
-                // SAFETY: the instance is the current task's, which set
-                // these fields before hijacking its frame.
-                let (fp, ret) = unsafe { ((*pool.inst(i)).fp as usize, (*pool.inst(i)).ret_addr) };
+                };
                 if fp <= above || best.is_some_and(|(b, _)| b <= fp) {
                     continue;
                 }
                 // A frame returning right now has its real address back.
-                // SAFETY: `fp` is a word of the current task's stack, above
-                // the current stack pointer.
-                if unsafe { (fp as *const usize).read_volatile() } == pool.stub(i) {
+                if nofault::read_kernel_word(fp) == Ok(inst.stub()) {
                     best = Some((fp, ret));
                 }
             }
@@ -186,25 +169,14 @@ impl Kretprobes {
     /// The real return address of the current task's frame whose return
     /// address was replaced by `addr`, or `addr`. Caller with preemption off.
     pub(crate) fn find_ret_addr(&self, addr: usize) -> usize {
-        if !self.is_stub(addr) {
-            return addr;
-        }
-        // SAFETY: `addr` is in a listed pool's stubs, and the caller's
-        // critical section keeps the pool listed.
-        let Some((pool, i)) = (unsafe { Pool::from_stub(addr) }) else {
-            return addr;
-        };
-        // SAFETY: `i < max`. Reading the fields of another task's instance is
-        // harmless; only the current task's is answered.
-        unsafe {
-            // The reference is only compared, never used.
-            let cur = task::current_id();
-            if pool.task(i).load(Ordering::Acquire) == cur {
-                (*pool.inst(i)).ret_addr
-            } else {
-                addr
-            }
-        }
+        self.pools_rcu()
+            .find(|p| {
+                let (s, e) = p.stub_range();
+                s <= addr && addr < e
+            })
+            .and_then(|p| p.instance_at(addr))
+            .and_then(|inst| inst.current_frame())
+            .map_or(addr, |(_, ret)| ret)
     }
 }
 
@@ -218,44 +190,30 @@ impl Kretprobes {
 /// Called by the hit path with the `kp` of a registered `RkpKretprobe` and the
 /// registers of a hit at the function's entry.
 pub(crate) unsafe extern "C" fn pre_handler(kp: *mut RkpKprobe, regs: *mut ffi::pt_regs) -> c_int {
-    // SAFETY: `kp` is the first field of a registered kretprobe.
-    let rp = unsafe { kernel::container_of!(kp, RkpKretprobe, kp) }.cast_mut();
-    // SAFETY: a registered kretprobe's pool lives until after unregistration,
-    // which waits for this handler.
-    let pool = unsafe { &*(*rp).rkp_private.cast::<Pool>() };
-    let Some(i) = pool.pop() else {
-        // SAFETY: an aligned `int` of the live kretprobe, updated atomically.
-        unsafe { AtomicI32::from_ptr(core::ptr::addr_of_mut!((*rp).nmissed)) }
-            .fetch_add(1, Ordering::Relaxed);
+    // SAFETY: the caller's contract: the entry probe of a registered
+    // kretprobe, which stays valid until after its unregistration, which
+    // waits for this handler.
+    let rp = unsafe { RetClient::of_entry(kp) };
+    // SAFETY: a registered kretprobe's pool lives until after
+    // unregistration, which waits for this handler.
+    let pool = unsafe { &*rp.private().cast::<Pool>() };
+    let Some(mut ri) = pool.pop() else {
+        rp.inc_nmissed();
         // Perhaps instances are held by exited tasks.
         reclaim::kick();
         return 0;
     };
-    // SAFETY: `i` is ours now.
-    let ri = unsafe { pool.inst(i) };
     // SAFETY: the registers of a hit at the entry, where the stack pointer
     // points to the return address.
     let (fp, ret) = unsafe { arch::rethook_prepare(&*regs) };
-    // SAFETY: `ri` is ours.
-    unsafe {
-        (*ri).rp = rp;
-        (*ri).ret_addr = ret as c_ulong;
-        (*ri).fp = fp as *mut c_ulong;
+    ri.set_frame(rp.as_ptr(), ret, fp);
+    if rp.run_entry_handler(ri.as_ptr(), regs) != 0 {
+        pool.push(ri);
+        return 0;
     }
-    // SAFETY: the client's handler, with its documented contract.
-    if let Some(entry) = unsafe { (*rp).entry_handler } {
-        // SAFETY: as above.
-        if unsafe { entry(ri, regs) } != 0 {
-            pool.push(i);
-            return 0;
-        }
-    }
-    pool.refs.fetch_add(1, Ordering::Relaxed);
-    let task = task::get_current_raw();
-    // SAFETY: `i` is ours.
-    unsafe { pool.task(i) }.store(task, Ordering::Release);
+    let stub = ri.put_out();
     // SAFETY: `fp` holds the return address of the function being entered.
-    unsafe { arch::rethook_hijack(fp, pool.stub(i)) };
+    unsafe { arch::rethook_hijack(fp, stub) };
     0
 }
 
@@ -272,24 +230,21 @@ pub(crate) unsafe extern "C" fn pre_handler(kp: *mut RkpKprobe, regs: *mut ffi::
 ///
 /// # Safety
 ///
-/// `stub` is the stub the trampoline was called from; `frame` is the stack
-/// word that holds the return address; `regs` are the trampoline's.
+/// `stub` is the stub the trampoline was called from, by the frame that
+/// returned into it, as the task that entered; `frame` is the stack word
+/// that holds the return address; `regs` are the trampoline's.
 pub(crate) unsafe fn trampoline_handler(
     regs: &mut ffi::pt_regs,
     frame: *mut usize,
     stub: usize,
 ) -> usize {
-    // SAFETY: the trampoline is only reached from a stub of a live pool: an
-    // instance out on a stack holds its pool.
-    let Some((pool, i)) = (unsafe { Pool::from_stub(stub) }) else {
+    // SAFETY: the caller's contract.
+    let Some(ri) = (unsafe { Pool::returning(stub) }) else {
         // The stack no longer says where to return; nothing sane is left
         // to do, as in the kernel's rethook_trampoline_handler().
         panic!("rkprobes: kretprobe trampoline called from an unknown stub {stub:#x}");
     };
-    // SAFETY: `i` is out, and this frame is its only user.
-    let ri = unsafe { pool.inst(i) };
-    // SAFETY: as above.
-    let (real, fp) = unsafe { ((*ri).ret_addr, (*ri).fp as usize) };
+    let (real, fp) = ri.frame();
     if fp != frame as usize {
         pr_err!(
             "kretprobe frame mismatch: {:#x} returned at {:#x}\n",
@@ -302,34 +257,26 @@ pub(crate) unsafe fn trampoline_handler(
     unsafe { arch::rethook_fixup_return(frame, real) };
     regs.ip = real as _;
     let regs_ptr = core::ptr::from_mut(regs);
+    let pool = ri.pool();
     arch::run_busy(|free| {
-        let rp = pool.rp.load(Ordering::Acquire);
-        if rp.is_null() {
+        // SAFETY: the kretprobe stays valid while it is published in `rp`
+        // and this CPU has preemption off: unregistration clears `rp` and
+        // waits for a grace period before it returns.
+        let Some(rp) = (unsafe { RetClient::from_raw(pool.rp.load(Ordering::Acquire)) }) else {
             return;
-        }
-        if !free {
+        };
+        if free {
+            rp.run_handler(ri.as_ptr(), regs_ptr);
+        } else {
             // This CPU is inside a probe: as a probe hit there, missed.
-            // SAFETY: the kretprobe stays valid while `rp` is published
-            // and this CPU has preemption off (unregistration clears it
-            // and waits for a grace period); `nmissed` is an aligned
-            // `int` updated atomically.
-            unsafe { AtomicI32::from_ptr(core::ptr::addr_of_mut!((*rp).nmissed)) }
-                .fetch_add(1, Ordering::Relaxed);
-            return;
-        }
-        // SAFETY: as above.
-        if let Some(h) = unsafe { (*rp).handler } {
-            // SAFETY: the client's handler, with its contract.
-            unsafe { h(ri, regs_ptr) };
+            rp.inc_nmissed();
         }
     });
-    // SAFETY: this frame was the instance's only user, and is done with it;
-    // it runs as the task that entered (its own stack returned here).
-    unsafe { pool.release(i) };
+    ri.release();
     real
 }
 
-/// The reclaim work (`rust/ffi/glue.c`). Process context.
+/// The reclaim work (`rust/kernel_ext/work.c`). Process context.
 #[no_mangle]
 pub(crate) extern "C" fn rkp_kretprobe_gc() {
     if let Ok(core) = Core::get() {

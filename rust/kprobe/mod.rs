@@ -113,7 +113,7 @@
 //!   `TextGuard`: ftrace takes `text_mutex` itself.
 //! - 4 -> 5d: `set_armed`, and `arch::prepare` (from `new_point`).
 //! - The optimizer's work (`optimize_pass`, run by a delayed work of
-//!   `glue.c`) takes 4, then 5a (`arch::prepare_optimized` allocates and
+//!   `kernel_ext/work.c`) takes 4, then 5a (`arch::prepare_optimized` allocates and
 //!   writes a detour: the slot cache, then `text_mutex`, never nested) and
 //!   5d; it waits for Tasks RCU under 4 only. It is queued (never waited
 //!   for) under 4, and cancelled with no lock held, at unload
@@ -168,59 +168,11 @@ use core::{
     sync::atomic::{AtomicPtr, AtomicUsize, Ordering},
 };
 use kernel::{new_mutex, prelude::*, sync::Mutex};
-use point::{Listed, PointList};
+use point::Registry;
 use register::Removal;
 use sites::TextSites;
 use slots::SlotCache;
 use table::Table;
-
-/// What the registration mutex protects.
-struct Registry {
-    /// Every live point, for listing and teardown.
-    points: PointList,
-    /// Points of unloaded code ([GONE]): unpublished and disarmed, freed
-    /// when their last client is unregistered.
-    gone: PointList,
-    /// Whether probes are armed (`/sys/kernel/debug/rkprobes/enabled`).
-    enabled: bool,
-    /// Points armed through ftrace; rkprobes' ftrace_ops is registered while
-    /// this is non-zero (an ops with an empty filter would trace everything).
-    ftrace_armed: usize,
-    /// Whether probes may be optimized (`/sys/kernel/debug/rkprobes/
-    /// optimization`, the kernel's `debug.kprobes-optimization`).
-    optimize: bool,
-    /// The core is going away: the optimizer is not queued any more.
-    stopping: bool,
-    /// The addresses of the points the optimizer's next pass looks at
-    /// (`Core::optimize_pass`): those queued, and those that may have
-    /// become optimizable. By address, looked up again by the pass, so that
-    /// a point freed meanwhile is simply not found.
-    opt_todo: KVec<usize>,
-    /// `opt_todo` lost an address (no memory): the next pass looks at every
-    /// point.
-    opt_todo_all: bool,
-}
-
-impl Registry {
-    /// Takes `point` off whichever list holds it, in O(1).
-    fn unlist(&mut self, point: &Point) {
-        match point.listed.get() {
-            Listed::No => {}
-            Listed::Live => self.points.remove(point),
-            Listed::Gone => self.gone.remove(point),
-        }
-    }
-
-    /// Moves a live point to the points of unloaded code. Allocates nothing.
-    fn move_to_gone(&mut self, point: &Point) {
-        self.unlist(point);
-        self.gone.push(point);
-    }
-}
-
-// SAFETY: the raw pointers are to points owned by the registry, used only
-// with the registration mutex held.
-unsafe impl Send for Registry {}
 
 /// The probe core: module-wide state.
 #[pin_data(PinnedDrop)]
@@ -260,7 +212,7 @@ impl Handler<DieChain> for Core {
     }
 }
 
-/// rkprobes' probe on the `page_fault_kernel` tracepoint (`ffi/glue.c`),
+/// rkprobes' probe on the `page_fault_kernel` tracepoint (`arch/x86/page_fault.c`),
 /// registered by [`Core::hook_page_faults`]: a page fault, before the
 /// kernel handles it, with the preemption the tracepoint disabled. The
 /// architecture takes a faulting copy out of the way (`arch::page_fault`).
@@ -294,16 +246,7 @@ impl Core {
         let core = KBox::try_pin_init(
             try_pin_init!(Self {
                 reg <- new_mutex!(
-                    Registry {
-                        points: PointList::new(Listed::Live),
-                        gone: PointList::new(Listed::Gone),
-                        enabled: true,
-                        ftrace_armed: 0,
-                        optimize: true,
-                        stopping: false,
-                        opt_todo: KVec::new(),
-                        opt_todo_all: false,
-                    },
+                    Registry::new(),
                     "rkprobes_reg"
                 ),
                 table,
@@ -405,11 +348,11 @@ impl PinnedDrop for Core {
             let mut reg = self.reg.lock();
             let mut removal = Removal::new();
             let mut left = 0usize;
-            for p in Iterator::chain(reg.points.iter(), reg.gone.iter()) {
+            for p in reg.all_unborrowed() {
                 // SAFETY: registered points are live while the mutex is held;
                 // unlinking a client leaves its link for the walk.
-                for kp in unsafe { &*p }.clients() {
-                    self.unlink_client(&reg, &mut removal, kp);
+                for kp in unsafe { p.as_ref() }.clients() {
+                    self.unlink_client(&mut reg, &mut removal, kp);
                     left += 1;
                 }
             }

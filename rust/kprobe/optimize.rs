@@ -74,7 +74,7 @@ enum Queue {
     No,
 }
 
-/// The optimizer's delayed work, run by `ffi/glue.c`. Process context.
+/// The optimizer's delayed work, run by `kernel_ext/work.c`. Process context.
 #[no_mangle]
 pub(crate) extern "C" fn rkp_optimizer_work() {
     if let Ok(core) = Core::get() {
@@ -113,9 +113,9 @@ impl Core {
     /// optimized yet, with no post-handler among its clients (the jump runs
     /// no post-handler), and no other rkprobes point in the four bytes
     /// after it (which any region covers). Writer.
-    fn wants_optimizing(&self, p: &Point) -> bool {
+    fn wants_optimizing(&self, reg: &Registry, p: &Point) -> bool {
         p.opt_state() == OptState::None
-            && !p.opt_refused.get()
+            && !p.w(reg).opt_refused
             && p.is_armed()
             && !p.arch.is_ftrace()
             && p.any_enabled()
@@ -131,7 +131,7 @@ impl Core {
         let size = p.optinsn.size();
         size > 0
             && (1..size).all(|k| self.table.lookup(p.addr + k).is_none())
-            && !self.native_kprobe_before(p.func, p.addr + size - 1)
+            && !self.native_kprobe_before(p.func(), p.addr + size - 1)
     }
 
     /// Queues `p` for optimization if it can be optimized (the kernel's
@@ -183,14 +183,14 @@ impl Core {
     }
 
     /// [`Core::try_queue`] without leaving the point for later.
-    fn queue(&self, reg: &Registry, p: &Point) -> Queue {
-        if !self.may_optimize(reg) || !self.wants_optimizing(p) {
+    fn queue(&self, reg: &mut Registry, p: &Point) -> Queue {
+        if !self.may_optimize(reg) || !self.wants_optimizing(reg, p) {
             return Queue::No;
         }
         match arch::prepare_optimized(self, p) {
             Ok(()) => {}
             Err(OptRefusal::Never) => {
-                p.opt_refused.set(true);
+                p.w_mut(reg).opt_refused = true;
                 return Queue::No;
             }
             Err(OptRefusal::NotNow) => return Queue::Later,
@@ -200,9 +200,10 @@ impl Core {
         // registration that got past that check before is seen by
         // `region_free` now or under `text_mutex` before the jump goes in.
         let (start, end) = p.optinsn.decode_shadow(p.addr);
-        p.reservation.set(self.blacklist.reserve(start, end));
+        p.w_mut(reg).reservation = self.blacklist.reserve(start, end);
         if !self.region_free(p) {
-            self.blacklist.release(p.reservation.take().into_iter());
+            self.blacklist
+                .release(p.w_mut(reg).reservation.take().into_iter());
             // A kernel kprobe in the region, whose going rkprobes is not
             // told of: looked at again by every pass.
             return Queue::Later;
@@ -229,9 +230,8 @@ impl Core {
         }
         let mut batch = Batch::new();
         if core::mem::take(&mut reg.opt_todo_all) {
-            for point in reg.points.iter() {
-                // SAFETY: registered points are live while the mutex is held.
-                batch.add(unsafe { &*point });
+            for p in reg.live() {
+                batch.add(p);
             }
         }
         for &addr in todo.iter() {
@@ -245,7 +245,7 @@ impl Core {
             // SAFETY: live points: the mutex is held.
             let p = unsafe { &*p };
             // Points that became optimizable since they were armed.
-            if let Queue::Later = self.queue(&reg, p) {
+            if let Queue::Later = self.queue(&mut reg, p) {
                 self.todo(&mut reg, p.addr);
             }
             if p.opt_state() == OptState::Queued {
@@ -284,9 +284,10 @@ impl Core {
             }
         }
         if dropped {
+            let reg = &mut *reg;
             let dropped = batch.iter().filter(|p| p.opt_state() == OptState::None);
             self.blacklist
-                .release(dropped.filter_map(|p| p.reservation.take()));
+                .release(dropped.filter_map(|p| p.w_mut(reg).reservation.take()));
         }
     }
 
@@ -295,7 +296,12 @@ impl Core {
     /// synchronisations for the batch; their int3 stays. Their detours stay
     /// allocated (tasks may still be in them) until their points are freed.
     /// Writer.
-    pub(super) fn unoptimize(&self, batch: &Batch, want: impl Fn(&Point) -> bool) {
+    pub(super) fn unoptimize(
+        &self,
+        reg: &mut Registry,
+        batch: &Batch,
+        want: impl Fn(&Point) -> bool,
+    ) {
         let want = &want;
         let todo = |s: OptState| batch.iter().filter(move |p| p.opt_state() == s && want(p));
         if todo(OptState::Optimized).next().is_some() {
@@ -328,28 +334,28 @@ impl Core {
             batch
                 .iter()
                 .filter(|p| p.opt_state() == OptState::None)
-                .filter_map(|p| p.reservation.take()),
+                .filter_map(|p| p.w_mut(reg).reservation.take()),
         );
     }
 
     /// Unoptimizes `p`. Writer.
-    pub(super) fn unoptimize_one(&self, p: &Point) {
+    pub(super) fn unoptimize_one(&self, reg: &mut Registry, p: &Point) {
         let mut one = Batch::new();
         one.add(p);
-        self.unoptimize(&one, |_| true);
+        self.unoptimize(reg, &one, |_| true);
     }
 
     /// Unoptimizes the point whose jump covers `addr` (after its first
     /// byte), before a probe is placed there (the kernel's
     /// `__arm_kprobe()` does the same through `get_optimized_kprobe()`).
     /// Writer.
-    pub(super) fn unoptimize_covering(&self, addr: usize) {
+    pub(super) fn unoptimize_covering(&self, reg: &mut Registry, addr: usize) {
         for k in 1..arch::MAX_REGION {
             let Some(p) = addr.checked_sub(k).and_then(|a| self.table.lookup(a)) else {
                 continue;
             };
             if p.opt_state() != OptState::None && k < p.optinsn.size() {
-                self.unoptimize_one(p);
+                self.unoptimize_one(reg, p);
             }
         }
     }
@@ -364,16 +370,15 @@ impl Core {
         }
         reg.optimize = on;
         let mut all = Batch::new();
-        for point in reg.points.iter() {
-            // SAFETY: registered points are live while the mutex is held.
-            all.add(unsafe { &*point });
+        for p in reg.live() {
+            all.add(p);
         }
         if on {
             for p in all.iter() {
                 self.try_queue(&mut reg, p);
             }
         } else {
-            self.unoptimize(&all, |_| true);
+            self.unoptimize(&mut reg, &all, |_| true);
         }
     }
 
@@ -388,9 +393,8 @@ impl Core {
     pub(crate) fn optimizer_state(&self) -> (usize, usize, usize, bool) {
         let reg = self.reg.lock();
         let (mut optimized, mut queued) = (0, 0);
-        for p in reg.points.iter() {
-            // SAFETY: registered points are live while the mutex is held.
-            match unsafe { &*p }.opt_state() {
+        for p in reg.live() {
+            match p.opt_state() {
                 OptState::Optimized => optimized += 1,
                 OptState::Queued => queued += 1,
                 OptState::None => {}

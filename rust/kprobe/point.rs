@@ -6,9 +6,14 @@
 //! A point's client list is in registration order and runs through the
 //! clients' own structures. Its links are published with release stores,
 //! so that the hit path walks it lock-free; unregistration returns only
-//! after a grace period. [`Batch`] and [`PointList`] chain points through
-//! themselves, so that the writer can arm, disarm, list or free any number
-//! of them without memory.
+//! after a grace period. The [`Registry`]'s lists and a [`Batch`] chain
+//! points through themselves, so that the writer can arm, disarm, list or
+//! free any number of them without memory. All of them are
+//! `kernel_ext::list`'s lists.
+//!
+//! The writer's state of a point (its client list's tail, which list of
+//! the registry holds it, what the optimizer decided) is `LockedBy` the
+//! [`Registry`]: it is reached only with the registration mutex's guard.
 //!
 //! Context: the handler-running functions ([`Point::run_pre_handlers`],
 //! [`Point::run_post_handlers`], [`Point::run_fault_handlers`],
@@ -20,16 +25,21 @@
 
 use super::{blacklist::Reservation, client::Client, table::Chained};
 use crate::abi::RkpKprobe;
-use crate::{arch, ffi};
+use crate::kernel_ext::list::{self, Head, Link, Linked, Links, List};
+use crate::{arch, ffi, impl_linked};
 use core::{
-    cell::Cell,
+    ptr::NonNull,
     sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, Ordering},
 };
-use kernel::ffi::c_ulong;
+use kernel::{
+    ffi::c_ulong,
+    prelude::*,
+    sync::{LockedBy, Mutex},
+};
 
-// A client's link on its point's list is its own structure's (`Client::next`),
-// as the kernel's `struct kprobe` is on its aggregate probe's list, so that a
-// client costs rkprobes no memory. The links are published with release
+// A client's link on its point's list is its own structure's (`rkp_next`,
+// `client.rs`), as the kernel's `struct kprobe` is on its aggregate probe's
+// list, so that a client costs rkprobes no memory. The links are published with release
 // stores, so that the hit path walks the list lock-free. Unlinking a client
 // only redirects its predecessor's link and leaves its own alone (the
 // kernel's `list_del_rcu()`): a reader standing on it walks on.
@@ -62,20 +72,20 @@ const ARMED_FTRACE: u8 = 2;
 /// # Invariants
 ///
 /// `clients` is the head of a list of registered probes in registration
-/// order, linked through their `rkp_next` (see [`Client::next`]), non-empty
-/// while the point is in the table. `module` is the module
-/// containing `addr` (null for vmlinux), only ever compared: as in the
-/// kernel, a probe holds no reference on it, and the module notifier kills
-/// the module's points when it goes (`Core::kill_module_points`). The
-/// `Cell`s are the writer's, used only with the registration mutex held.
+/// order, linked through their `rkp_next`, non-empty while the point is in
+/// the table. `module` is the module containing
+/// `addr` (null for vmlinux), only ever compared: as in the kernel, a probe
+/// holds no reference on it, and the module notifier kills the module's
+/// points when it goes (`Core::kill_module_points`).
 pub(crate) struct Point {
     /// The probed address.
     pub(crate) addr: usize,
-    /// The start of the function containing it.
-    pub(crate) func: usize,
+    /// How far into its function the address is: the function starts at
+    /// `addr - func_off` ([`Point::func`]).
+    func_off: u32,
     /// The architecture's copy of the instruction and how to run it.
     pub(crate) arch: arch::ArchInsn,
-    clients: AtomicPtr<RkpKprobe>,
+    clients: Head<RkpKprobe>,
     /// Some client has a post-handler (the kernel's aggregate probe has
     /// `aggr_post_handler` then): set before such a client is published,
     /// recomputed when one is unlinked (the kernel clears its aggregate's
@@ -93,21 +103,15 @@ pub(crate) struct Point {
     opt: AtomicU8,
     /// The detour of an optimized probe, once prepared.
     pub(crate) optinsn: arch::OptInsn,
-    /// Writer only: the optimizer found it can never be optimized.
-    pub(super) opt_refused: Cell<bool>,
-    /// Writer only: while queued or optimized, its region in the kernel's
-    /// kprobe blacklist (see `Blacklist::reserve`).
-    pub(super) reservation: Cell<Option<Reservation>>,
     pub(super) module: *mut ffi::module,
-    /// Writer only: the next point of the batch being worked on.
-    batch: Cell<*const Point>,
-    in_batch: Cell<bool>,
-    /// Writer only: which list of the registry holds the point
-    /// (`Registry::points`, or `Registry::gone` once its code went), and its
-    /// neighbours there, so that removing it costs O(1) and no memory.
-    pub(super) listed: Cell<Listed>,
-    prev: Cell<*mut Point>,
-    next: Cell<*mut Point>,
+    /// The writer's state.
+    w: LockedBy<PointW, Registry>,
+    /// The point's links on the registry's lists (`Registry::points`, or
+    /// `Registry::gone` once its code went), so that removing it costs O(1)
+    /// and no memory.
+    reg_links: Links<Point>,
+    /// Its link on the [`Batch`] being worked on.
+    batch_link: Link<Point>,
     /// The probe table's links (`table::Chained`).
     chain: [AtomicPtr<Point>; 2],
 }
@@ -115,6 +119,30 @@ pub(crate) struct Point {
 // A point is a kmalloc-192 object: what it holds per probe is counted in
 // Documentation/performance.rst ("Memory per probe").
 const _: () = assert!(core::mem::size_of::<Point>() <= 192);
+
+/// The lists of the registry.
+const REG_LIST: u64 = 0;
+/// A [`Batch`].
+const BATCH_LIST: u64 = 1;
+impl_linked!(Point, REG_LIST, reg_links);
+impl_linked!(Point, BATCH_LIST, batch_link);
+
+/// What only the writer of a point reads and writes: the [`Registry`]'s.
+pub(super) struct PointW {
+    /// The optimizer found the point can never be optimized.
+    pub(super) opt_refused: bool,
+    /// While queued or optimized, its region in the kernel's kprobe
+    /// blacklist (see `Blacklist::reserve`).
+    pub(super) reservation: Option<Reservation>,
+    /// Which list of the registry holds the point.
+    pub(super) listed: Listed,
+}
+
+// SAFETY: the reservation is an entry of the kernel's blacklist, which any
+// CPU holding the registration mutex may release; the rest is plain data.
+unsafe impl Send for PointW {}
+// SAFETY: shared references to it only read (`LockedBy::access`).
+unsafe impl Sync for PointW {}
 
 /// Which list of the registry holds a point.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -141,17 +169,17 @@ unsafe impl Chained for Point {
     }
 }
 
-// SAFETY: a `Point` is shared between the writer (under `Core::reg`, which
-// alone uses the `Cell`s) and lock-free readers on the hit path, which only
+// SAFETY: a `Point` is shared between the writer (under `Core::reg`, whose
+// guard alone reaches `w`) and lock-free readers on the hit path, which only
 // read `addr`, `arch` and the published client list, and update counters
-// atomically.
+// atomically; `module` is only compared.
 unsafe impl Sync for Point {}
 // SAFETY: as above; a `Point` is freed by the writer after a grace period.
 unsafe impl Send for Point {}
 
 /// The client probes of a point, walked lock-free.
 pub(super) struct ClientIter<'a> {
-    next: Option<Client>,
+    walk: list::Iter<RkpKprobe, 0>,
     _point: core::marker::PhantomData<&'a Point>,
 }
 
@@ -160,39 +188,46 @@ impl Iterator for ClientIter<'_> {
 
     #[inline(always)]
     fn next(&mut self) -> Option<Client> {
-        let c = self.next?;
-        self.next = c.next();
-        Some(c)
+        // SAFETY: only clients are linked (`append`), and a linked client
+        // stays valid for the walker's RCU read-side critical section or the
+        // writer's mutex (the type invariant of `Point`).
+        self.walk.next().map(|c| unsafe { Client::from_nonnull(c) })
     }
 }
 
 impl Point {
     /// A point at `addr` in the function at `func`, in `module`, with no
-    /// client yet, disarmed. Writer.
+    /// client yet, disarmed, whose writer's state `reg` owns. Writer.
     pub(super) fn new(
         addr: usize,
         func: usize,
         arch: arch::ArchInsn,
         module: *mut ffi::module,
+        reg: &Mutex<Registry>,
     ) -> Self {
         Self {
             addr,
-            func,
+            // A function's length fits in 32 bits (`Target` takes it from
+            // kallsyms).
+            func_off: (addr - func) as u32,
             arch,
-            clients: AtomicPtr::new(core::ptr::null_mut()),
+            clients: Head::new(),
             has_post: AtomicBool::new(false),
             armed: AtomicU8::new(ARMED_NO),
             was_boosted: AtomicBool::new(false),
             opt: AtomicU8::new(OptState::None as u8),
             optinsn: arch::OptInsn::new(),
-            opt_refused: Cell::new(false),
-            reservation: Cell::new(None),
             module,
-            batch: Cell::new(core::ptr::null()),
-            in_batch: Cell::new(false),
-            listed: Cell::new(Listed::No),
-            prev: Cell::new(core::ptr::null_mut()),
-            next: Cell::new(core::ptr::null_mut()),
+            w: LockedBy::new(
+                reg,
+                PointW {
+                    opt_refused: false,
+                    reservation: None,
+                    listed: Listed::No,
+                },
+            ),
+            reg_links: Links::new(),
+            batch_link: Link::new(),
             chain: [
                 AtomicPtr::new(core::ptr::null_mut()),
                 AtomicPtr::new(core::ptr::null_mut()),
@@ -200,15 +235,30 @@ impl Point {
         }
     }
 
+    /// The start of the function containing the probed address.
+    pub(crate) fn func(&self) -> usize {
+        self.addr - self.func_off as usize
+    }
+
+    /// The writer's state, to read. `reg` is the registration mutex's
+    /// guard.
+    pub(super) fn w<'a>(&'a self, reg: &'a Registry) -> &'a PointW {
+        self.w.access(reg)
+    }
+
+    /// The writer's state, to change. `reg` is the registration mutex's
+    /// guard.
+    pub(super) fn w_mut<'a>(&'a self, reg: &'a mut Registry) -> &'a mut PointW {
+        self.w.access_mut(reg)
+    }
+
     /// The clients. Hit path or writer; the caller is in an RCU read-side
     /// critical section or holds `Core::reg`.
     pub(super) fn clients(&self) -> ClientIter<'_> {
-        // SAFETY: only clients are linked (`append`), and a linked client
-        // stays valid for the walker's RCU read-side critical section or the
-        // writer's mutex (the type invariant of `Point`).
-        let first = unsafe { Client::from_raw(self.clients.load(Ordering::Acquire)) };
         ClientIter {
-            next: first,
+            // SAFETY: the caller's context: a reader in an RCU read-side
+            // critical section (the hit path), or the writer.
+            walk: unsafe { self.clients.iter() },
             _point: core::marker::PhantomData,
         }
     }
@@ -320,27 +370,25 @@ impl Point {
     /// Whether no client is left: an unpublished point with no client is
     /// freed. Writer.
     pub(super) fn is_empty(&self) -> bool {
-        self.clients.load(Ordering::Relaxed).is_null()
+        self.clients.is_empty()
     }
 
-    /// Appends `c`, published to the hit path at once. Writer.
+    /// Appends `c`, published to the hit path at once. `reg` is the
+    /// registration mutex's guard.
     ///
     /// # Safety
     ///
     /// `c` is on no point's list, and stays valid until unlinked and a
     /// grace period has passed.
-    pub(super) unsafe fn append(&self, c: Client) {
-        // Not published yet.
-        c.set_next(None);
-        // Before the client is published (its link's release store, below).
+    pub(super) unsafe fn append(&self, reg: &mut Registry, c: Client) {
+        // Before the client is published (the list's release store).
         if c.has_post_handler() {
             self.has_post.store(true, Ordering::Relaxed);
         }
-        match self.clients().last() {
-            // Release: a reader that sees the client sees its link.
-            Some(last) => last.set_next(Some(c)),
-            None => self.clients.store(c.as_ptr(), Ordering::Release),
-        }
+        let _writer: &mut Registry = reg;
+        // SAFETY: the registration mutex's guard makes this the list's
+        // writer; `c` as the caller promises.
+        unsafe { self.clients.push_back_walk(c.as_nonnull()) };
     }
 
     /// Whether `c` is one of the clients. Writer.
@@ -348,156 +396,170 @@ impl Point {
         self.clients().any(|x| x == c)
     }
 
-    /// Unlinks `c`, leaving its own link for readers standing on it. Writer;
-    /// allocates nothing, cannot fail. Returns whether it was linked.
-    pub(super) fn unlink(&self, c: Client) -> bool {
-        let mut prev: Option<Client> = None;
-        for x in self.clients() {
-            if x != c {
-                prev = Some(x);
-                continue;
-            }
-            let next = c.next();
-            match prev {
-                Some(p) => p.set_next(next),
-                None => self.clients.store(
-                    next.map_or(core::ptr::null_mut(), Client::as_ptr),
-                    Ordering::Release,
-                ),
-            }
-            // A hit that ran the client's pre-handler may still read the old
-            // value, or the new one and skip its post-handler: the race of
-            // the kernel's aggregate probe, whose `post_handler` is cleared
-            // the same way while a client leaves. Unregistration waits for
-            // such hits to end.
-            let post = self.clients().any(|x| x.has_post_handler());
-            self.has_post.store(post, Ordering::Relaxed);
-            return true;
+    /// Unlinks `c`, leaving its own link for readers standing on it. `reg`
+    /// is the registration mutex's guard; allocates nothing, cannot fail.
+    /// Returns whether it was linked.
+    pub(super) fn unlink(&self, reg: &mut Registry, c: Client) -> bool {
+        let _writer: &mut Registry = reg;
+        // SAFETY: the registration mutex's guard makes this the list's
+        // writer; `c` is valid (a handle).
+        if !unsafe { self.clients.remove_walk(c.as_nonnull()) } {
+            return false;
         }
-        false
+        // A hit that ran the client's pre-handler may still read the old
+        // value, or the new one and skip its post-handler: the race of the
+        // kernel's aggregate probe, whose `post_handler` is cleared the same
+        // way while a client leaves. Unregistration waits for such hits to
+        // end.
+        let post = self.clients().any(|x| x.has_post_handler());
+        self.has_post.store(post, Ordering::Relaxed);
+        true
     }
 }
 
-/// Points chained through their own `batch` links, so that arming,
+/// Points chained through their own batch links, so that arming,
 /// disarming or freeing any number of them needs no memory. Writer: the
 /// registration mutex is held for the batch's whole life.
 pub(super) struct Batch {
-    head: *const Point,
+    list: List<Point, BATCH_LIST>,
 }
 
 impl Batch {
     /// An empty batch.
     pub(super) fn new() -> Self {
-        Self {
-            head: core::ptr::null(),
-        }
+        Self { list: List::new() }
     }
 
     /// Adds `p` unless it is already in the batch.
     pub(super) fn add(&mut self, p: &Point) {
-        if !p.in_batch.replace(true) {
-            p.batch.set(self.head);
-            self.head = p;
+        let p = NonNull::from(p);
+        // SAFETY: `p` is valid; a point is in one batch at most, the one
+        // the writer works on.
+        if !unsafe { list::is_listed::<Point, BATCH_LIST>(p) } {
+            // SAFETY: `p` is in no batch; points stay live while batched
+            // (they are freed only after `take`).
+            unsafe { self.list.push_front(p) };
         }
     }
 
     /// The points, most recently added first.
     pub(super) fn iter(&self) -> impl Iterator<Item = &Point> + '_ {
-        let mut next = self.head;
-        core::iter::from_fn(move || {
-            // SAFETY: batched points are live while the batch exists (the
-            // registration mutex is held, and they are freed only after
-            // `take`).
-            let p = unsafe { next.as_ref() }?;
-            next = p.batch.get();
-            Some(p)
-        })
+        // SAFETY: batched points are live while the batch exists (the
+        // registration mutex is held, and they are freed only after `take`).
+        self.list.iter().map(|p| unsafe { p.as_ref() })
     }
 
-    /// Ends the batch; returns its points, most recently added first.
+    /// Ends the batch; returns its points, most recently added first, each
+    /// out of the batch when yielded, so that the caller may free it.
     pub(super) fn take(mut self) -> impl Iterator<Item = *mut Point> {
-        let mut next = core::mem::replace(&mut self.head, core::ptr::null());
-        core::iter::from_fn(move || {
-            // SAFETY: as in `iter`; each point is read before the caller may
-            // free it.
-            let p = unsafe { next.as_ref() }?;
-            next = p.batch.replace(core::ptr::null());
-            p.in_batch.set(false);
-            Some(core::ptr::from_ref(p).cast_mut())
-        })
+        let mut out = core::mem::take(&mut self.list);
+        core::iter::from_fn(move || out.drain().next().map(NonNull::as_ptr))
     }
 }
 
 impl Drop for Batch {
     fn drop(&mut self) {
-        for p in self.iter() {
-            p.in_batch.set(false);
-        }
+        for _ in self.list.drain() {}
     }
 }
 
-/// A list of the registry (`Registry::points` or `Registry::gone`), linked
-/// through the points themselves: adding and removing a point is O(1) and
-/// needs no memory, so that neither registration at scale nor the module
-/// notifier allocates per point. Writer: the registration mutex is held.
-pub(super) struct PointList {
-    head: *mut Point,
-    tail: *mut Point,
-    which: Listed,
+/// What the registration mutex protects.
+pub(super) struct Registry {
+    /// Every live point, for listing and teardown ([`Registry::live`]).
+    points: List<Point, REG_LIST>,
+    /// Points of unloaded code ([GONE]): unpublished and disarmed, freed
+    /// when their last client is unregistered.
+    ///
+    /// [GONE]: super
+    pub(super) gone: List<Point, REG_LIST>,
+    /// Whether probes are armed (`/sys/kernel/debug/rkprobes/enabled`).
+    pub(super) enabled: bool,
+    /// Points armed through ftrace; rkprobes' ftrace_ops is registered while
+    /// this is non-zero (an ops with an empty filter would trace everything).
+    pub(super) ftrace_armed: usize,
+    /// Whether probes may be optimized (`/sys/kernel/debug/rkprobes/
+    /// optimization`, the kernel's `debug.kprobes-optimization`).
+    pub(super) optimize: bool,
+    /// The core is going away: the optimizer is not queued any more.
+    pub(super) stopping: bool,
+    /// The addresses of the points the optimizer's next pass looks at
+    /// (`Core::optimize_pass`): those queued, and those that may have
+    /// become optimizable. By address, looked up again by the pass, so that
+    /// a point freed meanwhile is simply not found.
+    pub(super) opt_todo: KVec<usize>,
+    /// `opt_todo` lost an address (no memory): the next pass looks at every
+    /// point.
+    pub(super) opt_todo_all: bool,
 }
 
-impl PointList {
-    /// An empty list of points that are `which`.
-    pub(super) const fn new(which: Listed) -> Self {
+impl Registry {
+    /// No points, probes armed, optimization on.
+    pub(super) fn new() -> Self {
         Self {
-            head: core::ptr::null_mut(),
-            tail: core::ptr::null_mut(),
-            which,
+            points: List::new(),
+            gone: List::new(),
+            enabled: true,
+            ftrace_armed: 0,
+            optimize: true,
+            stopping: false,
+            opt_todo: KVec::new(),
+            opt_todo_all: false,
         }
     }
 
-    /// Adds `p`, on no list yet, at the end: the list is in the order the
-    /// points were added.
-    pub(super) fn push(&mut self, p: &Point) {
-        let me = core::ptr::from_ref(p).cast_mut();
-        p.prev.set(self.tail);
-        p.next.set(core::ptr::null_mut());
-        // SAFETY: listed points are live while the mutex is held.
-        match unsafe { self.tail.as_ref() } {
-            Some(t) => t.next.set(me),
-            None => self.head = me,
-        }
-        self.tail = me;
-        p.listed.set(self.which);
+    /// The live points, in the order they were listed. A listed point is
+    /// freed only after it was unlisted, which takes `&mut self`: the
+    /// points live as long as this borrow.
+    pub(super) fn live(&self) -> impl Iterator<Item = &Point> + '_ {
+        // SAFETY: as above: listed, so live for the borrow.
+        self.points.iter().map(|p| unsafe { p.as_ref() })
     }
 
-    /// Takes `p`, which this list holds, off it.
-    pub(super) fn remove(&mut self, p: &Point) {
-        let prev = p.prev.replace(core::ptr::null_mut());
-        let next = p.next.replace(core::ptr::null_mut());
-        // SAFETY: listed points are live while the mutex is held.
-        match unsafe { prev.as_ref() } {
-            Some(q) => q.next.set(next),
-            None => self.head = next,
-        }
-        // SAFETY: as above.
-        match unsafe { next.as_ref() } {
-            Some(q) => q.prev.set(prev),
-            None => self.tail = prev,
-        }
-        p.listed.set(Listed::No);
+    /// The live points, then those of unloaded code, as
+    /// [`Registry::live`].
+    pub(super) fn all(&self) -> impl Iterator<Item = &Point> + '_ {
+        // SAFETY: as in `live`.
+        Iterator::chain(self.live(), self.gone.iter().map(|p| unsafe { p.as_ref() }))
     }
 
-    /// The points, in the order they were added. The iterator reads a
-    /// point's successor before yielding it, so that the caller may move
-    /// the point it was given to another list.
-    pub(super) fn iter(&self) -> impl Iterator<Item = *mut Point> {
-        let mut next = self.head;
-        core::iter::from_fn(move || {
-            let p = next;
-            // SAFETY: listed points are live while the mutex is held.
-            next = unsafe { p.as_ref() }?.next.get();
-            Some(p)
-        })
+    /// Every point, to unlink the clients of each while the registry
+    /// changes: the walk borrows nothing and reads a point's successor
+    /// before yielding it. A point stays live until the writer frees it
+    /// after unlisting it and a grace period.
+    pub(super) fn all_unborrowed(&self) -> impl Iterator<Item = NonNull<Point>> {
+        Iterator::chain(self.points.iter(), self.gone.iter())
+    }
+
+    /// Lists `point`, on no list yet, with the live points.
+    ///
+    /// # Safety
+    ///
+    /// `point` stays valid until it is taken off (`unlist`).
+    pub(super) unsafe fn push_live(&mut self, point: &Point) {
+        // SAFETY: a new point is on no list; valid as the caller promises.
+        unsafe { self.points.push_back(NonNull::from(point)) };
+        point.w_mut(self).listed = Listed::Live;
+    }
+
+    /// Takes `point` off whichever list holds it, in O(1).
+    pub(super) fn unlist(&mut self, point: &Point) {
+        let p = NonNull::from(point);
+        let list = match point.w(self).listed {
+            Listed::No => return,
+            Listed::Live => &mut self.points,
+            Listed::Gone => &mut self.gone,
+        };
+        // SAFETY: `point` is valid, and on the list its `listed` names.
+        unsafe { list.remove(p) };
+        point.w_mut(self).listed = Listed::No;
+    }
+
+    /// Moves a live point to the points of unloaded code. Allocates nothing.
+    pub(super) fn move_to_gone(&mut self, point: &Point) {
+        self.unlist(point);
+        // SAFETY: off every list now; a listed point stays valid until the
+        // writer unlists it.
+        unsafe { self.gone.push_back(NonNull::from(point)) };
+        point.w_mut(self).listed = Listed::Gone;
     }
 }

@@ -102,13 +102,13 @@ impl Core {
             Some(point) => {
                 if kp.has_post_handler() {
                     // An optimized point runs no post-handler.
-                    self.unoptimize_one(point);
+                    self.unoptimize_one(reg, point);
                 }
                 Ok(core::ptr::from_ref(point).cast_mut())
             }
             None => self.new_point(reg, &target).inspect(|_| {
                 // Its int3 must not go into another point's jump.
-                self.unoptimize_covering(target.addr);
+                self.unoptimize_covering(reg, target.addr);
             }),
         };
         // The reference kept the module from going while its text was read.
@@ -132,7 +132,7 @@ impl Core {
         // SAFETY: not registered (checked above), so on no point's list; a
         // client stays valid until unregistered (`Client`'s invariant), and
         // unregistration waits for a grace period after the unlink.
-        unsafe { point.append(kp) };
+        unsafe { point.append(reg, kp) };
         Ok(())
     }
 
@@ -161,9 +161,9 @@ impl Core {
             // search.
             reg.gone
                 .iter()
-                .find(|&q| core::ptr::eq(q, p))
+                .find(|q| core::ptr::eq(q.as_ptr(), p))
                 // SAFETY: listed points are live while the mutex is held.
-                .map(|q| unsafe { &*q })
+                .map(|q| unsafe { q.as_ref() })
         };
         let found = live.filter(|q| q.has_client(kp));
         if found.is_none() {
@@ -174,6 +174,9 @@ impl Core {
 
     /// Creates, prepares and publishes a point with no client yet. Writer.
     fn new_point(&self, reg: &mut Registry, t: &Target) -> Result<*mut Point> {
+        // A point keeps its function as a 32-bit offset back from `addr`.
+        let off = t.addr.checked_sub(t.func).ok_or(EINVAL)?;
+        u32::try_from(off).map_err(|_| EINVAL)?;
         // The point's memory first: once `prepare` has a slot, nothing may
         // fail before the point owns it.
         let room = KBox::<Point>::new_uninit(GFP_KERNEL)?;
@@ -182,12 +185,15 @@ impl Core {
             .module
             .as_ref()
             .map_or(core::ptr::null_mut(), |m| m.as_ptr());
-        let point = KBox::into_raw(KBox::write(room, Point::new(t.addr, t.func, insn, module)));
+        let point = KBox::into_raw(KBox::write(
+            room,
+            Point::new(t.addr, t.func, insn, module, &self.reg),
+        ));
         // SAFETY: the registration mutex is held; the point lives until
         // removed and a grace period passed (`finish_removal`).
         unsafe { self.table.insert(point) };
-        // SAFETY: just made; live while listed.
-        reg.points.push(unsafe { &*point });
+        // SAFETY: just made; live until unlisted (`finish_removal`).
+        unsafe { reg.push_live(&*point) };
         Ok(point)
     }
 
@@ -231,7 +237,7 @@ impl Core {
         let mut result = Ok(());
         if !on {
             // The jump goes first, then the int3 below.
-            self.unoptimize(batch, |p| p.is_armed() && want(p));
+            self.unoptimize(reg, batch, |p| p.is_armed() && want(p));
         }
         if todo(false).next().is_some() {
             if on {
@@ -247,7 +253,7 @@ impl Core {
                 // to arm or optimize: no kernel kprobe appears in between,
                 // and a jump of one on its way out is still in the text.
                 if on
-                    && (self.native_kprobe_before(p.func, p.addr)
+                    && (self.native_kprobe_before(p.func(), p.addr)
                         || !arch::text_unchanged(self, p.addr, &p.arch))
                 {
                     result = result.and(Err(EBUSY));
@@ -276,7 +282,7 @@ impl Core {
             }
             // No text conflict here (both would be ftrace callbacks), but the
             // same rule as at registration (`check_address_safe`).
-            let r = if self.native_kprobe_before(p.func, p.addr) {
+            let r = if self.native_kprobe_before(p.func(), p.addr) {
                 Err(EBUSY)
             } else {
                 arch::ftrace_arm(self, p.addr, reg.ftrace_armed == 0)
@@ -318,11 +324,11 @@ impl Core {
     /// no longer registered when this returns, but readers may stand on it
     /// until [`Core::finish_removal`]'s grace period, which also frees its
     /// point if it was the last client. Writer; allocates nothing.
-    pub(super) fn unlink_client(&self, reg: &Registry, removal: &mut Removal, kp: Client) {
+    pub(super) fn unlink_client(&self, reg: &mut Registry, removal: &mut Removal, kp: Client) {
         let Some(p) = self.point_of(reg, kp) else {
             return;
         };
-        if p.unlink(kp) {
+        if p.unlink(reg, kp) {
             removal.points.add(p);
         }
         kp.set_private(core::ptr::null_mut());
@@ -344,7 +350,7 @@ impl Core {
         for p in removal.points.iter().filter(|p| is_dead(p)) {
             boosted |= p.was_boosted.load(Ordering::Relaxed);
             // A point of unloaded code was unpublished when its code went.
-            if p.listed.get() == Listed::Live {
+            if p.w(reg).listed == Listed::Live {
                 // SAFETY: the registration mutex is held; the point is live.
                 unsafe { self.table.remove(p) };
             }
@@ -415,9 +421,8 @@ impl Core {
         }
         reg.enabled = on;
         let mut all = Batch::new();
-        for point in reg.points.iter() {
-            // SAFETY: registered points are live while the mutex is held.
-            all.add(unsafe { &*point });
+        for p in reg.live() {
+            all.add(p);
         }
         let r = self.set_armed(&mut reg, &all, on, |p| !on || p.any_enabled());
         if r.is_err() {

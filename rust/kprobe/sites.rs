@@ -25,51 +25,13 @@
 
 use crate::{
     ffi::runtime::Runtime,
-    kernel_ext::{module::ModuleRef, text},
+    kernel_ext::{module::ModuleRef, text, text_sites::JumpLabelGuard},
     pure::{insn::Insn, sites},
 };
-use core::ffi::c_void;
 use kernel::prelude::*;
 
 /// x86's `CALL_INSN_SIZE`: an inline static call site's length.
 const CALL_INSN_SIZE: u8 = 5;
-
-/// `jump_label_lock`, held: no jump-label site is being patched, and the
-/// kernel's jump-label tables may be read.
-///
-/// Process context.
-///
-/// # Invariants
-///
-/// `rt`'s `jump_label_lock` is held until the guard drops.
-#[must_use = "jump_label_lock is released when the guard is dropped"]
-pub(crate) struct JumpLabelGuard<'a> {
-    rt: &'a Runtime,
-    _not_send: core::marker::PhantomData<*mut ()>,
-}
-
-impl<'a> JumpLabelGuard<'a> {
-    /// Takes `jump_label_lock` (nothing without one). Process context, may
-    /// sleep; the caller holds neither it nor `text_mutex`.
-    pub(crate) fn lock(rt: &'a Runtime) -> Self {
-        // SAFETY: process context; the lock order above keeps `text_mutex`
-        // and the lock itself out of the caller's hands; the guard unlocks
-        // once.
-        unsafe { rt.jump_label_lock() };
-        // INVARIANT: held from here until `drop`.
-        Self {
-            rt,
-            _not_send: core::marker::PhantomData,
-        }
-    }
-}
-
-impl Drop for JumpLabelGuard<'_> {
-    fn drop(&mut self) {
-        // SAFETY: taken in `lock` (type invariant).
-        unsafe { self.rt.jump_label_unlock() };
-    }
-}
 
 /// The index of vmlinux's sites: packed entries of `crate::pure::sites`,
 /// sorted, at offsets from `base`.
@@ -131,18 +93,15 @@ impl TextSites {
         if !rt.site_tables_found() || !rt.system_running() {
             return Ok(me);
         }
-        let _lock = JumpLabelGuard::lock(&rt);
+        let lock = JumpLabelGuard::lock(&rt);
         // First pass: how many live sites, from which address.
         let (mut njump, mut nstatic, mut base, mut whole) = (0usize, 0usize, usize::MAX, true);
-        // SAFETY: `jump_label_lock` is held.
-        unsafe {
-            rt.for_each_core_jump_entry(|code, init| {
-                if !init {
-                    njump += 1;
-                    base = base.min(code);
-                }
-            })
-        };
+        lock.for_each_core_jump_entry(|code, init| {
+            if !init {
+                njump += 1;
+                base = base.min(code);
+            }
+        });
         rt.for_each_core_static_call_site(|addr, init| {
             if !init {
                 nstatic += 1;
@@ -157,14 +116,11 @@ impl TextSites {
             // does not pack (or a table that grew) makes `whole` false.
             whole &= packed.is_some_and(|p| entries.push(p, GFP_NOWAIT).is_ok());
         };
-        // SAFETY: `jump_label_lock` is held.
-        unsafe {
-            rt.for_each_core_jump_entry(|code, init| {
-                if !init {
-                    push(code, jump_site_len(code));
-                }
-            })
-        };
+        lock.for_each_core_jump_entry(|code, init| {
+            if !init {
+                push(code, jump_site_len(code));
+            }
+        });
         rt.for_each_core_static_call_site(|addr, init| {
             if !init {
                 push(addr, Some(CALL_INSN_SIZE));
@@ -208,9 +164,9 @@ impl TextSites {
         if let Some(r) = self.indexed(start, end) {
             return r;
         }
-        let _lock = JumpLabelGuard::lock(&self.rt);
-        self.module_reserved(start, end)
-            .unwrap_or_else(|| self.kernel_reserved(start, end))
+        let lock = JumpLabelGuard::lock(&self.rt);
+        self.module_reserved(&lock, start, end)
+            .unwrap_or_else(|| lock.text_reserved(start, end))
     }
 
     /// The answer for `start..=end` in one module's text, from that
@@ -218,8 +174,8 @@ impl TextSites {
     /// and `__static_call_mod_text_reserved()` give it (vmlinux's sites,
     /// which the kernel's functions walk first, are never in module text);
     /// `None` when the range is not in one module's text, or a site does
-    /// not decode. The caller holds `jump_label_lock`.
-    fn module_reserved(&self, start: usize, end: usize) -> Option<bool> {
+    /// not decode.
+    fn module_reserved(&self, lock: &JumpLabelGuard<'_>, start: usize, end: usize) -> Option<bool> {
         self.index.as_ref()?;
         let m = ModuleRef::of_text_address(&self.rt, start)?;
         if !m.has_text_address(&self.rt, end) {
@@ -229,18 +185,15 @@ impl TextSites {
         let coming = m.is_coming();
         let overlaps = |code: usize, len: usize| code <= end && code.wrapping_add(len) > start;
         let (mut hit, mut whole) = (false, true);
-        // SAFETY: `jump_label_lock` is held (the caller's contract).
-        unsafe {
-            m.for_each_jump_entry(|code, init| {
-                if init && !coming {
-                    return;
-                }
-                match jump_site_len(code) {
-                    Some(len) => hit |= overlaps(code, usize::from(len)),
-                    None => whole = false,
-                }
-            })
-        };
+        lock.for_each_module_jump_entry(&m, |code, init| {
+            if init && !coming {
+                return;
+            }
+            match jump_site_len(code) {
+                Some(len) => hit |= overlaps(code, usize::from(len)),
+                None => whole = false,
+            }
+        });
         m.for_each_static_call_site(|addr, init| {
             if !init || coming {
                 hit |= overlaps(addr, usize::from(CALL_INSN_SIZE));
@@ -253,34 +206,26 @@ impl TextSites {
     /// vmlinux's text, after boot.
     fn indexed(&self, start: usize, end: usize) -> Option<bool> {
         let idx = self.index.as_ref()?;
-        // SAFETY: `core_kernel_text` only compares addresses with bounds.
-        let core = unsafe {
-            self.rt.core_kernel_text(start as _) != 0 && self.rt.core_kernel_text(end as _) != 0
-        };
+        let core =
+            text::is_core_kernel_text(&self.rt, start) && text::is_core_kernel_text(&self.rt, end);
         (core && self.rt.system_running())
             .then(|| sites::overlaps(&idx.entries, idx.base as u64, start as u64, end as u64))
     }
 
-    /// The kernel's answer; the caller holds `jump_label_lock`.
-    fn kernel_reserved(&self, start: usize, end: usize) -> bool {
-        let (s, e) = (start as *mut c_void, end as *mut c_void);
-        // SAFETY: `jump_label_lock` is held (the caller's contract), as the
-        // kernel's kprobes hold it around these calls.
-        unsafe {
-            self.rt.jump_label_text_reserved(s, e) != 0
-                || self.rt.static_call_text_reserved(s, e) != 0
-        }
-    }
-
     /// Counts in `res` rkprobes' own answer `ours` for `s..=e` against the
     /// kernel's. A question rkprobes leaves to the kernel (`None`) is not
-    /// counted: comparing the kernel with itself would prove nothing. The
-    /// caller holds `jump_label_lock`.
-    fn compare(&self, s: usize, e: usize, ours: Option<bool>, res: &mut CheckResult) {
+    /// counted: comparing the kernel with itself would prove nothing.
+    fn compare(
+        lock: &JumpLabelGuard<'_>,
+        s: usize,
+        e: usize,
+        ours: Option<bool>,
+        res: &mut CheckResult,
+    ) {
         let Some(ours) = ours else {
             return;
         };
-        let theirs = self.kernel_reserved(s, e);
+        let theirs = lock.text_reserved(s, e);
         res.checked += 1;
         res.reserved += usize::from(theirs);
         if ours != theirs {
@@ -297,11 +242,11 @@ impl TextSites {
         let m = ModuleRef::by_name(&self.rt, name)?;
         let text = m.text();
         let mut res = CheckResult::default();
-        let _lock = JumpLabelGuard::lock(&self.rt);
+        let lock = JumpLabelGuard::lock(&self.rt);
         for a in text.start..text.end.min(text.start + (64 << 10)) {
             for (s, e) in [(a, a), (a, (a + 4).min(text.end - 1))] {
-                let ours = self.module_reserved(s, e);
-                self.compare(s, e, ours, &mut res);
+                let ours = self.module_reserved(&lock, s, e);
+                Self::compare(&lock, s, e, ours, &mut res);
             }
         }
         Some(res)
@@ -319,7 +264,7 @@ impl TextSites {
         let Some(idx) = &self.index else {
             return res;
         };
-        let _lock = JumpLabelGuard::lock(&self.rt);
+        let lock = JumpLabelGuard::lock(&self.rt);
         let stride = stride.max(1);
         for (i, &e) in idx.entries.iter().enumerate() {
             let (off, len) = sites::unpack(e);
@@ -335,7 +280,7 @@ impl TextSites {
                     (code - 2, last + 2),
                 ] {
                     let ours = self.indexed(s, e);
-                    self.compare(s, e, ours, &mut res);
+                    Self::compare(&lock, s, e, ours, &mut res);
                 }
             }
         }

@@ -3,18 +3,19 @@
 //! Each CPU's probe state, the kernel's `current_kprobe` and
 //! `struct kprobe_ctlblk`: a small stack of frames, one per probe this CPU
 //! is handling (an active probe, plus reentries from an interrupt, NMI or
-//! handler), in the per-CPU variable `rkp_ctl_area` of `ffi/glue.c`.
+//! handler), in the per-CPU variable `rkp_ctl_area` of `ctl.c`.
 //!
 //! Every hit path uses it from a context the CPU cannot leave (interrupts
 //! or preemption off); interrupts, NMIs and exceptions nesting on the same
 //! CPU use the same block. Its protocol (a frame is filled before its
 //! status says so, and made `Busy` before the depth drops) makes every
 //! nesting point safe: see [`Ctl`]. The hit paths that only ever push a
-//! first frame (ftrace, an optimized probe's jump) reach it through `%gs`,
-//! one instruction per access, as the kernel's `this_cpu_*()` do.
+//! first frame (ftrace, an optimized probe's jump) reach it through `%gs`
+//! (`ffi::percpu::this_cpu!`), one instruction per access, as the kernel's
+//! `this_cpu_*()` do.
 
 use crate::{
-    ffi,
+    ffi::{self, percpu::this_cpu},
     kernel_ext::{cpu, sync::PreemptNotraceGuard},
     kprobe::Point,
 };
@@ -126,7 +127,7 @@ impl Frame {
 }
 
 /// A CPU's probe state (the kernel's `struct kprobe_ctlblk`), in the
-/// per-CPU variable `rkp_ctl_area` of `ffi/glue.c`, as the kernel keeps
+/// per-CPU variable `rkp_ctl_area` of `ctl.c`, as the kernel keeps
 /// `current_kprobe` and `kprobe_ctlblk` per CPU.
 ///
 /// # Invariants
@@ -139,7 +140,7 @@ pub(super) struct Ctl {
     frames: [Frame; MAX_DEPTH],
 }
 
-/// The size of `rkp_ctl_area` (`RKP_CTL_AREA_WORDS` words in `glue.h`),
+/// The size of `rkp_ctl_area` (`RKP_CTL_AREA_WORDS` words in `ctl.h`),
 /// checked against the C side's at load ([`init_ctl`]).
 const CTL_AREA_BYTES: usize = 16 * 8;
 const _: () =
@@ -152,8 +153,9 @@ const FRAME0_POINT: usize = offset_of!(Ctl, frames) + offset_of!(Frame, point);
 const FRAME0_COUNT: usize = offset_of!(Ctl, frames) + offset_of!(Frame, count);
 const FRAME0_STATUS: usize = offset_of!(Ctl, frames) + offset_of!(Frame, status);
 const FRAME0_SAVED: usize = offset_of!(Ctl, frames) + offset_of!(Frame, saved);
-// What the asm stores: a `usize`, a pointer, a `u32`, a one-byte `Status`,
-// a `u64`.
+// What the `%gs`-relative accesses load and store: a `usize`, a pointer,
+// a `u32`, a one-byte `Status`, a `u64`, as `usize`, `usize`, `u32`, `u8`
+// and `usize`.
 const _: () = assert!(
     core::mem::size_of::<Cell<usize>>() == 8
         && core::mem::size_of::<Cell<*const Point>>() == 8
@@ -227,50 +229,32 @@ impl Ctl {
     /// Preemption off.
     #[inline(always)]
     pub(super) fn this_cpu_depth() -> usize {
-        let d: usize;
         // SAFETY: a load of this CPU's block's depth, a `usize` at `DEPTH`
-        // in `rkp_ctl_area`, through `%gs` (as `ffi::percpu::ctl_area`).
-        unsafe {
-            core::arch::asm!(
-                "mov {d}, qword ptr gs:[{area} + {depth}]",
-                d = out(reg) d,
-                area = sym ffi::percpu::rkp_ctl_area,
-                depth = const DEPTH,
-                options(nostack, readonly, preserves_flags)
-            )
-        };
-        d
+        // in `rkp_ctl_area`.
+        unsafe { this_cpu!(read usize, ffi::rkp_ctl_area, DEPTH) }
     }
 
     /// [`Ctl::push`] of a `HitActive` frame for `point` on this CPU's
     /// block at depth 0, through `%gs` as [`Ctl::this_cpu_depth`]: the same
     /// stores in the same order (the depth, then the frame, status last),
-    /// one instruction each. The caller found the depth 0 with preemption
-    /// off; an interrupt or NMI that pushed meanwhile popped again.
+    /// one instruction each, each a compiler barrier. The caller found the
+    /// depth 0 with preemption off; an interrupt or NMI that pushed
+    /// meanwhile popped again.
     #[inline(always)]
     pub(super) fn this_cpu_push_first(point: *const Point) {
         let count = cpu::preempt_count_raw();
-        // SAFETY: stores to this CPU's block, at the offsets of its members
-        // (below), of values valid for them; the depth grows from 0 while
-        // frame 0 is `Busy` (type invariant). Not `nomem`: the asm is the
-        // compiler barrier between the depth and the frame, and before the
-        // handlers.
+        // SAFETY: this and each store below is to this CPU's block, at the
+        // offset of one of its members, of a value valid for it; the depth
+        // grows from 0 while frame 0 is `Busy` (type invariant), and the
+        // status is written last.
+        unsafe { this_cpu!(write usize, ffi::rkp_ctl_area, DEPTH, const 1) };
+        // SAFETY: as the depth's store above.
+        unsafe { this_cpu!(write usize, ffi::rkp_ctl_area, FRAME0_POINT, point as usize) };
+        // SAFETY: as the depth's store above.
+        unsafe { this_cpu!(write u32, ffi::rkp_ctl_area, FRAME0_COUNT, count) };
+        // SAFETY: as the depth's store above.
         unsafe {
-            core::arch::asm!(
-                "mov qword ptr gs:[{area} + {depth}], 1",
-                "mov qword ptr gs:[{area} + {point}], {p}",
-                "mov dword ptr gs:[{area} + {count}], {c:e}",
-                "mov byte ptr gs:[{area} + {status}], {active}",
-                p = in(reg) point,
-                c = in(reg) count,
-                area = sym ffi::percpu::rkp_ctl_area,
-                depth = const DEPTH,
-                point = const FRAME0_POINT,
-                count = const FRAME0_COUNT,
-                status = const FRAME0_STATUS,
-                active = const Status::HitActive as u8,
-                options(nostack, preserves_flags)
-            )
+            this_cpu!(write u8, ffi::rkp_ctl_area, FRAME0_STATUS, const Status::HitActive as u8)
         };
     }
 
@@ -283,51 +267,25 @@ impl Ctl {
     pub(super) fn this_cpu_save_first(v: usize) {
         // SAFETY: a store to this CPU's block, of a word at its `u64`
         // member's offset.
-        unsafe {
-            core::arch::asm!(
-                "mov qword ptr gs:[{area} + {saved}], {v}",
-                v = in(reg) v,
-                area = sym ffi::percpu::rkp_ctl_area,
-                saved = const FRAME0_SAVED,
-                options(nostack, preserves_flags)
-            )
-        };
+        unsafe { this_cpu!(write usize, ffi::rkp_ctl_area, FRAME0_SAVED, v) };
     }
 
     /// What [`Ctl::this_cpu_save_first`] kept.
     #[inline(always)]
     pub(super) fn this_cpu_saved_first() -> usize {
-        let v: usize;
         // SAFETY: a load of this CPU's block's `u64` member, as a word.
-        unsafe {
-            core::arch::asm!(
-                "mov {v}, qword ptr gs:[{area} + {saved}]",
-                v = out(reg) v,
-                area = sym ffi::percpu::rkp_ctl_area,
-                saved = const FRAME0_SAVED,
-                options(nostack, readonly, preserves_flags)
-            )
-        };
-        v
+        unsafe { this_cpu!(read usize, ffi::rkp_ctl_area, FRAME0_SAVED) }
     }
 
     /// [`Ctl::pop_first`] on this CPU's block through `%gs`: frame 0 `Busy`,
-    /// then depth 0, after the handlers (a compiler barrier).
+    /// then depth 0, after the handlers (each store a compiler barrier).
     #[inline(always)]
     pub(super) fn this_cpu_pop_first() {
         // SAFETY: stores to this CPU's block, at its members' offsets, of
         // valid values, in the order of its invariant.
-        unsafe {
-            core::arch::asm!(
-                "mov byte ptr gs:[{area} + {status}], {busy}",
-                "mov qword ptr gs:[{area} + {depth}], 0",
-                area = sym ffi::percpu::rkp_ctl_area,
-                depth = const DEPTH,
-                status = const FRAME0_STATUS,
-                busy = const Status::Busy as u8,
-                options(nostack, preserves_flags)
-            )
-        };
+        unsafe { this_cpu!(write u8, ffi::rkp_ctl_area, FRAME0_STATUS, const Status::Busy as u8) };
+        // SAFETY: as above.
+        unsafe { this_cpu!(write usize, ffi::rkp_ctl_area, DEPTH, const 0) };
     }
 
     /// Pops the frame that a [`Ctl::push`] at depth 0 pushed (the depth is
@@ -358,7 +316,7 @@ impl Ctl {
 /// possible CPU's block (`cpu::check_percpu` checked the inline pointer).
 /// Process context, before any probe exists.
 pub(crate) fn init_ctl() -> Result {
-    // SAFETY: a constant of glue.c.
+    // SAFETY: a constant of ctl.c.
     if unsafe { ffi::rkp_ctl_area_size } as usize != CTL_AREA_BYTES {
         pr_err!("rkp_ctl_area's size differs from the Rust side's\n");
         return Err(EINVAL);

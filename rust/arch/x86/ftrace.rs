@@ -6,7 +6,7 @@
 //! with a 5-byte call site that ftrace rewrites at will; an int3 there would
 //! break it. As the kernel's kprobes do (`KPROBES_ON_FTRACE`), rkprobes asks
 //! ftrace to call it at such a site instead: one `ftrace_ops` with
-//! `SAVE_REGS | IPMODIFY`, filtered to the probed sites (`rust/ffi/glue.c`). On a
+//! `SAVE_REGS | IPMODIFY`, filtered to the probed sites (`ftrace.c`). On a
 //! hit the handlers see `ip` as after an int3 at the site, then, for the
 //! post-handlers, as after the 5-byte NOP; a pre-handler that moves `ip`
 //! (returns non-zero) makes ftrace return there.
@@ -36,7 +36,7 @@ const MCOUNT_INSN_SIZE: usize = 5;
 /// without `text_mutex` (ftrace takes it).
 #[cfg(CONFIG_DYNAMIC_FTRACE_WITH_REGS)]
 pub(crate) fn ftrace_arm(core: &Core, addr: usize, first: bool) -> Result {
-    // SAFETY: process context; the ops is static in glue.c.
+    // SAFETY: process context; the ops is static in ftrace.c.
     kernel::error::to_result(unsafe {
         rkp_ftrace_filter_ip(addr as c_ulong, 0, c_int::from(first))
     })?;
@@ -68,7 +68,7 @@ pub(crate) fn ftrace_arm(core: &Core, addr: usize, first: bool) -> Result {
 pub(crate) fn ftrace_disarm(addr: usize, last: bool) {
     if last {
         // SAFETY: process context; unregistering an ops that is not
-        // registered does nothing (glue.c).
+        // registered does nothing (ftrace.c).
         unsafe { rkp_ftrace_unregister() };
     }
     // SAFETY: process context. A failure is harmless (above).
@@ -136,7 +136,7 @@ unsafe fn ftrace_hit(core: &Core, ip: usize, regs: *mut ffi::pt_regs) {
     Ctl::this_cpu_pop_first();
 }
 
-/// rkprobes' ftrace callback (`rkp_ftrace_ops` in `ffi/glue.c`; on a kernel
+/// rkprobes' ftrace callback (`rkp_ftrace_ops` in `ftrace.c`; on a kernel
 /// with kCFI through a C adapter of the exact `ftrace_func_t` type): a hit
 /// at the ftrace call site `ip`, with interrupts as the probed code had
 /// them (the kernel's `kprobe_ftrace_handler()`). The architecture handles
@@ -175,7 +175,7 @@ pub(crate) unsafe extern "C" fn rkp_ftrace_hit(
     fregs: *mut kernel::ffi::c_void,
 ) {
     // `ftrace_get_regs()` without its test of `cs` (see the contract): x86's
-    // `struct ftrace_regs` is a `struct pt_regs`, its only member (glue.c
+    // `struct ftrace_regs` is a `struct pt_regs`, its only member (ftrace.c
     // asserts the offset).
     let regs = fregs.cast::<ffi::pt_regs>();
     // SAFETY: `op` is rkprobes' ops, whose `private` member, at the offset
@@ -201,7 +201,7 @@ const FTRACE_OPS_PRIVATE_OFF: usize = 3 * 8;
 /// before any probe exists.
 pub(crate) fn check_ftrace_ops() -> Result {
     #[cfg(CONFIG_DYNAMIC_FTRACE_WITH_REGS)]
-    // SAFETY: a constant of glue.c.
+    // SAFETY: a constant of ftrace.c.
     if unsafe { ffi::rkp_ftrace_ops_private_off } as usize != FTRACE_OPS_PRIVATE_OFF {
         pr_err!("struct ftrace_ops' private member is not where rkprobes reads it\n");
         return Err(EINVAL);

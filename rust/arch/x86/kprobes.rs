@@ -439,7 +439,7 @@ fn leave_copy(point: &Point, regs: &mut ffi::pt_regs, ctl: &Ctl, frame: &Frame) 
     ctl.pop();
 }
 
-/// A page fault, from the `page_fault_kernel` tracepoint (`ffi/glue.c`),
+/// A page fault, from the `page_fault_kernel` tracepoint (`page_fault.c`),
 /// before the kernel handles it: the kernel's `kprobe_page_fault()`. When
 /// it is this CPU's copy that faulted, the copy is left ([`leave_copy`]),
 /// so that the fault is handled, and fixed up if it must be, at the

@@ -27,7 +27,7 @@ pub(crate) use opt::{
     can_optimize_here, optimize, prepare_optimized, region_unchanged, release_optimized,
     unoptimize_finish, unoptimize_start, OptInsn, OptRefusal, MAX_REGION,
 };
-pub(crate) use regs::{regs_get_kernel_argument, NR_REG_ARGUMENTS};
+pub(crate) use regs::{argument_register_offset, regs_get_kernel_argument, NR_REG_ARGUMENTS};
 pub(crate) use rethook::{
     rethook_fixup_return, rethook_hijack, rethook_prepare, rethook_stub, RETHOOK_STUB_SIZE,
 };

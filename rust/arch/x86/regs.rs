@@ -33,6 +33,21 @@ pub(super) fn gpr(regs: &pt_regs, n: u8) -> u64 {
 /// (`NR_REG_ARGUMENTS`).
 pub(crate) const NR_REG_ARGUMENTS: usize = 6;
 
+/// The byte offset in `pt_regs` of the register that holds argument `n`
+/// (0-based) at a function's entry, for the first [`NR_REG_ARGUMENTS`].
+pub(crate) const fn argument_register_offset(n: u32) -> Option<usize> {
+    use core::mem::offset_of;
+    Some(match n {
+        0 => offset_of!(pt_regs, di),
+        1 => offset_of!(pt_regs, si),
+        2 => offset_of!(pt_regs, dx),
+        3 => offset_of!(pt_regs, cx),
+        4 => offset_of!(pt_regs, r8),
+        5 => offset_of!(pt_regs, r9),
+        _ => return None,
+    })
+}
+
 /// Argument `n` (0-based) of a function at its entry, as the kernel's
 /// `regs_get_kernel_argument()`: `rdi`, `rsi`, `rdx`, `rcx`, `r8`, `r9`,
 /// then the stack words above the return address, which `stack_nth(k)`

@@ -148,7 +148,7 @@ impl Tracer<'_> {
 /// probe of rkprobes may exist yet (its notifier is not registered).
 pub(crate) fn trace_int3_path(rt: &Runtime) -> Result<KVec<usize>> {
     let mut buf = VVec::<u64>::with_capacity(MAX_STEPS, GFP_KERNEL)?;
-    // SAFETY: a function of glue.c without preconditions.
+    // SAFETY: a function of trap_path.c without preconditions.
     let site = unsafe { ffi::rkp_trap_path_site_addr() } as usize;
     let tracer = Tracer { rt, site };
     let nb = Notifier::<DieChain, Tracer<'_>>::new(super::DIE_NOTIFIER_PRIORITY);

@@ -5,24 +5,40 @@
 //! A [`Pool`] holds a kretprobe's instances in one block, and one return stub
 //! per instance in executable pages, each page starting with a header that
 //! names its pool: a stub's address alone leads to its pool and instance
-//! ([`Pool::from_stub`]). Free instances form a lock-free stack of indices
+//! ([`Pool::returning`]). Free instances form a lock-free stack of indices
 //! with a generation tag against ABA.
+//!
+//! An instance is reached only through a handle whose type says what its
+//! holder may do with it, so that the instance's unsafe accesses are argued
+//! here, once: an [`Instance`] is an index checked against the pool's size,
+//! whose atomic slots anyone may use; a [`Taken`] instance, off the free
+//! list, is its taker's to fill in, put out for a frame or give back; a
+//! [`Returning`] one is in the hands of the frame that returned into its
+//! stub, which gives it back with its references.
 //!
 //! Context: a pool is built ([`Pool::new`]) and the instances of dead tasks
 //! are reclaimed ([`Pool::reclaim_dead`]) in process context. Taking and
 //! giving back instances, finding the instance of a stub and dropping
 //! references are lock-free and run in any context, NMI included.
 
+use crate::impl_linked;
+use crate::kernel_ext::list::{Linked, Links};
 use crate::{
     abi::{RkpKretprobe, RkpKretprobeInstance},
     arch,
     ffi::runtime::Runtime,
-    kernel_ext::{execmem::ExecPages, module, sync::PreemptGuard, task, work::reclaim},
+    kernel_ext::{
+        execmem::ExecPages,
+        module,
+        race::{self, Window},
+        sync::PreemptGuard,
+        task,
+        work::reclaim,
+    },
 };
-use core::{
-    cell::Cell,
-    sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering},
-};
+use core::marker::PhantomData;
+use core::ptr::addr_of_mut;
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use kernel::{ffi::c_void, page::PAGE_SIZE, prelude::*, static_assert};
 
 /// Bytes of a stub page taken by its [`StubHeader`].
@@ -58,18 +74,16 @@ static_assert!(core::mem::size_of::<StubHeader>() <= STUB_HEADER);
 /// instance. `refs` counts
 /// the registration (while `rp` is non-null) and every instance out on a
 /// stack; the pool is freed only when it is zero and no CPU can reach it.
-/// `prev` and `retiring` are read and written only with
-/// `Kretprobes::pools` held.
 pub(super) struct Pool {
     /// The client's kretprobe; null once it is unregistered.
     pub(super) rp: AtomicPtr<RkpKretprobe>,
-    /// The next pool on `Kretprobes`' list, which readers follow.
-    pub(super) next: AtomicPtr<Pool>,
-    /// The previous pool on the list, for an O(1) unlink; writers only.
-    pub(super) prev: Cell<*mut Pool>,
+    /// The pool's links on `Kretprobes`' list, whose forward links readers
+    /// follow.
+    pub(super) links: Links<Pool>,
     /// Taken by an unregistration batch: a second mention of the same
-    /// kretprobe in the batch is skipped. Writers only.
-    pub(super) retiring: Cell<bool>,
+    /// kretprobe in the batch is skipped. Set with `Kretprobes::pools`
+    /// held.
+    pub(super) retiring: AtomicBool,
     pub(super) refs: AtomicUsize,
     /// Free list: low 32 bits the top instance's index plus one (0: empty),
     /// high 32 bits a generation tag.
@@ -80,6 +94,8 @@ pub(super) struct Pool {
     _mem: KVVec<u64>,
     stubs: Option<ExecPages>,
 }
+
+impl_linked!(Pool, 0, links);
 
 // SAFETY: instances are handed out through the atomic free list, so each is
 // used by one owner at a time; the cells are used only with the pools' mutex
@@ -106,9 +122,8 @@ impl Pool {
         let mut pool = KBox::new(
             Pool {
                 rp: AtomicPtr::new(rp),
-                next: AtomicPtr::new(core::ptr::null_mut()),
-                prev: Cell::new(core::ptr::null_mut()),
-                retiring: Cell::new(false),
+                links: Links::new(),
+                retiring: AtomicBool::new(false),
                 refs: AtomicUsize::new(1),
                 free: AtomicU64::new(0),
                 max,
@@ -119,10 +134,13 @@ impl Pool {
             },
             GFP_KERNEL,
         )?;
-        for i in (0..max as u32).rev() {
-            // SAFETY: `i < max`; the pool is not shared yet.
-            unsafe { (*pool.inst(i)).rkp_index = i };
-            pool.push(i);
+        for inst in pool.instances().rev() {
+            // SAFETY: a live instance (`Instance::as_ptr`) of a pool that is
+            // not shared yet.
+            unsafe { (*inst.as_ptr()).rkp_index = inst.i };
+            // INVARIANT: the pool is not shared yet, and its task slots are
+            // null (zeroed memory).
+            pool.push(Taken(inst));
         }
         let this = core::ptr::from_ref::<Pool>(&pool);
         // A stray jump anywhere but a stub traps: the pages come filled
@@ -169,68 +187,54 @@ impl Pool {
         self.stubs.as_ref().map_or(0, ExecPages::addr)
     }
 
-    /// Instance `i`.
-    ///
-    /// # Safety
-    ///
-    /// `i < self.max`.
-    pub(super) unsafe fn inst(&self, i: u32) -> *mut RkpKretprobeInstance {
-        // SAFETY: by the type invariant and the caller's bound, in bounds.
-        unsafe { self.base.add(i as usize * self.stride) }.cast()
+    /// Instance `i`, or `None` if the pool has no such instance.
+    #[inline(always)]
+    fn instance(&self, i: u32) -> Option<Instance<'_>> {
+        if i as usize >= self.max {
+            return None;
+        }
+        // SAFETY: `i < max`, so the offset is within the `max * stride`
+        // bytes at `base` (the type invariant).
+        let ptr = unsafe { self.base.add(i as usize * self.stride) }.cast();
+        // INVARIANT: `i < max`, checked, and `ptr` is its address.
+        Some(Instance { pool: self, i, ptr })
     }
 
-    /// The free-list link of instance `i`.
-    ///
-    /// # Safety
-    ///
-    /// `i < self.max`.
-    unsafe fn next(&self, i: u32) -> &AtomicU32 {
-        // SAFETY: an aligned `u32` field of a live instance, only accessed
-        // atomically.
-        unsafe { AtomicU32::from_ptr(core::ptr::addr_of_mut!((*self.inst(i)).rkp_next)) }
-    }
-
-    /// The task of instance `i`: non-null while the instance is out.
-    ///
-    /// # Safety
-    ///
-    /// `i < self.max`.
-    pub(super) unsafe fn task(&self, i: u32) -> &AtomicPtr<c_void> {
-        // SAFETY: an aligned pointer field of a live instance, only accessed
-        // atomically.
-        unsafe { AtomicPtr::from_ptr(core::ptr::addr_of_mut!((*self.inst(i)).rkp_task)) }
+    /// Every instance, free or out.
+    pub(super) fn instances(&self) -> impl DoubleEndedIterator<Item = Instance<'_>> {
+        (0..self.max as u32).filter_map(move |i| self.instance(i))
     }
 
     /// Takes a free instance. Any context, NMI included (lock-free).
-    pub(super) fn pop(&self) -> Option<u32> {
+    pub(super) fn pop(&self) -> Option<Taken<'_>> {
         let mut head = self.free.load(Ordering::Acquire);
         loop {
             let top = (head & 0xffff_ffff) as u32;
-            let i = top.checked_sub(1)?;
-            if i as usize >= self.max {
-                return None;
-            }
-            // SAFETY: `i < max`. The link may be stale if another CPU took
-            // `i` meanwhile; the tag then makes the exchange fail.
-            let next = unsafe { self.next(i) }.load(Ordering::Relaxed);
+            let inst = self.instance(top.checked_sub(1)?)?;
+            // The link may be stale if another CPU took the instance
+            // meanwhile; the tag then makes the exchange fail.
+            let next = inst.next().load(Ordering::Relaxed);
             let new = ((head >> 32).wrapping_add(1) << 32) | u64::from(next);
             match self
                 .free
                 .compare_exchange_weak(head, new, Ordering::AcqRel, Ordering::Acquire)
             {
-                Ok(_) => return Some(i),
+                // INVARIANT: the exchange took the instance off the free
+                // list, whose task slot is null; no one else has it.
+                Ok(_) => return Some(Taken(inst)),
                 Err(h) => head = h,
             }
         }
     }
 
-    /// Gives instance `i` back. Any context, NMI included (lock-free).
-    pub(super) fn push(&self, i: u32) {
+    /// Gives `inst` back. Any context, NMI included (lock-free).
+    pub(super) fn push(&self, inst: Taken<'_>) {
+        let inst = inst.0;
         let mut head = self.free.load(Ordering::Relaxed);
         loop {
-            // SAFETY: the caller owns `i < max`.
-            unsafe { self.next(i) }.store((head & 0xffff_ffff) as u32, Ordering::Relaxed);
-            let new = ((head >> 32).wrapping_add(1) << 32) | (u64::from(i) + 1);
+            inst.next()
+                .store((head & 0xffff_ffff) as u32, Ordering::Relaxed);
+            let new = ((head >> 32).wrapping_add(1) << 32) | (u64::from(inst.i) + 1);
             match self
                 .free
                 .compare_exchange_weak(head, new, Ordering::Release, Ordering::Relaxed)
@@ -241,22 +245,33 @@ impl Pool {
         }
     }
 
-    /// The address of instance `i`'s return stub.
-    pub(super) fn stub(&self, i: u32) -> usize {
-        let i = i as usize;
-        self.stubs_base()
-            + (i / STUBS_PER_PAGE) * PAGE_SIZE
-            + STUB_HEADER
-            + (i % STUBS_PER_PAGE) * arch::RETHOOK_STUB_SIZE
+    /// The instance of the stub at `addr`, which is in this pool's stubs.
+    pub(super) fn instance_at(&self, addr: usize) -> Option<Instance<'_>> {
+        let off = addr.checked_sub(self.stubs_base())?;
+        let in_page = (off % PAGE_SIZE).checked_sub(STUB_HEADER)?;
+        if in_page % arch::RETHOOK_STUB_SIZE != 0 {
+            return None;
+        }
+        let j = in_page / arch::RETHOOK_STUB_SIZE;
+        if j >= STUBS_PER_PAGE {
+            return None;
+        }
+        let i = (off / PAGE_SIZE)
+            .checked_mul(STUBS_PER_PAGE)?
+            .checked_add(j)?;
+        self.instance(u32::try_from(i).ok()?)
     }
 
-    /// The pool and instance of the stub at `stub`.
+    /// The instance whose frame returned into the stub at `stub`, found
+    /// through the header of the stub's page, and handed to the caller.
     ///
     /// # Safety
     ///
-    /// `stub` is in a stub page of a live pool (the trampoline was called
-    /// from there, or the caller checked the address against the registry).
-    pub(super) unsafe fn from_stub<'a>(stub: usize) -> Option<(&'a Pool, u32)> {
+    /// The trampoline was called from `stub`, as the frame that its
+    /// instance hijacked returned into it: the stub is in a page of a live
+    /// pool (an instance out holds its pool), and the caller runs as the
+    /// instance's task, which holds the instance until it gives it back.
+    pub(super) unsafe fn returning<'a>(stub: usize) -> Option<Returning<'a>> {
         let page = stub & !(PAGE_SIZE - 1);
         let off = (stub - page).checked_sub(STUB_HEADER)?;
         if off % arch::RETHOOK_STUB_SIZE != 0 {
@@ -270,11 +285,15 @@ impl Pool {
         }
         // SAFETY: the header names the live pool it belongs to.
         let pool = unsafe { &*h.pool };
-        let i = h.first.checked_add(j as u32)?;
-        if i as usize >= pool.max {
-            return None;
-        }
-        Some((pool, i))
+        let inst = pool.instance(h.first.checked_add(j as u32)?)?;
+        // INVARIANT: the instance is out for the frame that returned, so it
+        // holds a reference on its pool, and its task slot one on the task
+        // that entered, the caller's (the caller's contract); that frame is
+        // the instance's only user.
+        Some(Returning {
+            inst,
+            _not_send: PhantomData,
+        })
     }
 
     /// Drops a reference; the last one of an unregistered pool releases
@@ -290,43 +309,27 @@ impl Pool {
         }
     }
 
-    /// Gives back instance `i` after its frame returned (`reclaim_dead`
-    /// gives back those of tasks that died).
-    ///
-    /// # Safety
-    ///
-    /// `i < max` is out, the caller is its only user, and it runs as the
-    /// instance's task.
-    pub(super) unsafe fn release(&self, i: u32) {
-        // SAFETY: the caller's contract.
-        let task = unsafe { self.task(i) }.swap(core::ptr::null_mut(), Ordering::AcqRel);
-        if !task.is_null() {
-            // SAFETY: the reference taken at entry, put once (swapped out),
-            // by the task itself: its frame just returned.
-            unsafe { task::put_current_raw(task) };
-        }
-        self.push(i);
-        self.put_ref();
-    }
-
     /// Gives back the instances of tasks that will never run again. Process
     /// context.
     pub(super) fn reclaim_dead(&self) -> usize {
         let mut n = 0;
-        for i in 0..self.max as u32 {
-            // SAFETY: `i < max`.
-            let slot = unsafe { self.task(i) };
+        for inst in self.instances() {
+            let slot = inst.task();
             // The task may return through its frame right after the load,
-            // putting the instance's reference ([`Pool::release`]), and
+            // putting the instance's reference ([`Returning::release`]), and
             // exit. Preemption off is an RCU read-side section: a task that
             // was alive at the load keeps its memory until the section
             // ends, since its last reference but ours is put by an RCU
             // callback queued when it dies (`put_task_struct_rcu_user()`).
             let guard = PreemptGuard::new();
             let t = slot.load(Ordering::Acquire);
+            if t.is_null() {
+                continue;
+            }
+            race::window(Window::ReclaimTask);
             // SAFETY: a task loaded from the slot was referenced then, and
             // is kept by the RCU section since (above).
-            if t.is_null() || !unsafe { task::is_dead(t) } {
+            if !unsafe { task::is_dead(t) } {
                 continue;
             }
             // A dead task never returns through its frames, so nobody else
@@ -345,7 +348,9 @@ impl Pool {
                 // SAFETY: process context; the instance's reference, put
                 // once (exchanged out).
                 unsafe { task::put_raw(t) };
-                self.push(i);
+                // INVARIANT: exchanged out of a dead task's hands, the
+                // instance is ours alone, and its slot is null.
+                self.push(Taken(inst));
                 self.put_ref();
                 n += 1;
             }
@@ -358,5 +363,166 @@ impl Pool {
         self.stubs
             .as_ref()
             .map_or((0, 0), |s| (s.range().start, s.range().end))
+    }
+}
+
+/// Instance `i` of a pool.
+///
+/// # Invariants
+///
+/// `i < pool.max`, and `ptr` is the instance's address: it points to a
+/// live `RkpKretprobeInstance` for as long as the pool lives.
+#[derive(Clone, Copy)]
+pub(super) struct Instance<'a> {
+    pool: &'a Pool,
+    i: u32,
+    ptr: *mut RkpKretprobeInstance,
+}
+
+impl<'a> Instance<'a> {
+    /// The instance's structure, for the client's handlers.
+    #[inline(always)]
+    fn as_ptr(self) -> *mut RkpKretprobeInstance {
+        self.ptr
+    }
+
+    /// The free-list link: the next free instance's index plus one.
+    #[inline(always)]
+    fn next(self) -> &'a AtomicU32 {
+        // SAFETY: an aligned `u32` field of a live instance (`as_ptr`), only
+        // accessed atomically.
+        unsafe { AtomicU32::from_ptr(addr_of_mut!((*self.as_ptr()).rkp_next)) }
+    }
+
+    /// The task slot: a referenced task while the instance is out, else
+    /// null.
+    #[inline(always)]
+    fn task(self) -> &'a AtomicPtr<c_void> {
+        // SAFETY: an aligned pointer field of a live instance (`as_ptr`),
+        // only accessed atomically.
+        unsafe { AtomicPtr::from_ptr(addr_of_mut!((*self.as_ptr()).rkp_task)) }
+    }
+
+    /// The address of the instance's return stub.
+    #[inline(always)]
+    pub(super) fn stub(self) -> usize {
+        let i = self.i as usize;
+        self.pool.stubs_base()
+            + (i / STUBS_PER_PAGE) * PAGE_SIZE
+            + STUB_HEADER
+            + (i % STUBS_PER_PAGE) * arch::RETHOOK_STUB_SIZE
+    }
+
+    /// The stack word that holds the return address of the instance's
+    /// frame, and the real return address, if the instance is out for the
+    /// current task. Any context.
+    pub(super) fn current_frame(self) -> Option<(usize, usize)> {
+        if self.task().load(Ordering::Acquire) != task::current_id() {
+            return None;
+        }
+        // SAFETY: fields of a live instance (`as_ptr`). It is out for the
+        // current task, which wrote them before it published itself in the
+        // task slot (seen by the acquire load above), and which alone gives
+        // it back (the reclaim work takes only dead tasks' instances), when
+        // the frame returns: after the caller's code, which that frame's
+        // function called, directly or through an interrupt.
+        let (fp, ret) = unsafe { ((*self.as_ptr()).fp, (*self.as_ptr()).ret_addr) };
+        Some((fp as usize, ret))
+    }
+}
+
+/// An instance in its taker's hands, off the free list and not out.
+///
+/// # Invariants
+///
+/// No one else uses the instance's fields or gives it back; its task slot
+/// is null.
+pub(super) struct Taken<'a>(Instance<'a>);
+
+impl<'a> Taken<'a> {
+    /// The instance's structure, for the entry handler.
+    #[inline(always)]
+    pub(super) fn as_ptr(&self) -> *mut RkpKretprobeInstance {
+        self.0.as_ptr()
+    }
+
+    /// Records the frame: the kretprobe `rp`, the real return address `ret`
+    /// and the stack word `fp` that holds it.
+    #[inline(always)]
+    pub(super) fn set_frame(&mut self, rp: *mut RkpKretprobe, ret: usize, fp: usize) {
+        let ri = self.0.as_ptr();
+        // SAFETY: fields of a live instance (`as_ptr`) that no one else uses
+        // (the type invariant).
+        unsafe {
+            (*ri).rp = rp;
+            (*ri).ret_addr = ret as _;
+            (*ri).fp = fp as _;
+        }
+    }
+
+    /// Puts the instance out for the current task's frame: takes a
+    /// reference on the pool and one on the task, and returns the address
+    /// of the stub that the frame is to return into. Any context, NMI
+    /// included.
+    #[inline(always)]
+    pub(super) fn put_out(self) -> usize {
+        let inst = self.0;
+        inst.pool.refs.fetch_add(1, Ordering::Relaxed);
+        inst.task()
+            .store(task::get_current_raw(), Ordering::Release);
+        inst.stub()
+    }
+}
+
+/// An instance whose frame is returning, in the hands of that frame.
+///
+/// # Invariants
+///
+/// As [`Taken`]'s, but the task slot holds a reference, from
+/// [`task::get_current_raw`], on the task that holds this handle (the type
+/// is `!Send`), and the instance holds one of its pool's references.
+pub(super) struct Returning<'a> {
+    inst: Instance<'a>,
+    _not_send: PhantomData<*mut ()>,
+}
+
+impl<'a> Returning<'a> {
+    /// The instance's pool.
+    #[inline(always)]
+    pub(super) fn pool(&self) -> &'a Pool {
+        self.inst.pool
+    }
+
+    /// The instance's structure, for the return handler.
+    #[inline(always)]
+    pub(super) fn as_ptr(&self) -> *mut RkpKretprobeInstance {
+        self.inst.as_ptr()
+    }
+
+    /// The real return address, and the stack word that held it.
+    #[inline(always)]
+    pub(super) fn frame(&self) -> (usize, usize) {
+        let ri = self.inst.as_ptr();
+        // SAFETY: fields of a live instance (`as_ptr`) that no one else
+        // writes (the type invariant).
+        let (ret, fp) = unsafe { ((*ri).ret_addr, (*ri).fp) };
+        (ret, fp as usize)
+    }
+
+    /// Gives the instance back after its frame returned, with its task's
+    /// and its pool's references. Any context, NMI included. The pool may
+    /// be freed as soon as this returns.
+    #[inline(always)]
+    pub(super) fn release(self) {
+        let inst = self.inst;
+        let task = inst.task().swap(core::ptr::null_mut(), Ordering::AcqRel);
+        if !task.is_null() {
+            // SAFETY: the reference taken at entry by the task that runs
+            // this (the type invariant), put once (swapped out).
+            unsafe { task::put_current_raw(task) };
+        }
+        // INVARIANT: the frame was the only user, and the slot is null.
+        inst.pool.push(Taken(inst));
+        inst.pool.put_ref();
     }
 }

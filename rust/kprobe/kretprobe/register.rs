@@ -31,63 +31,86 @@ use crate::{
         Core,
     },
 };
-use core::{pin::Pin, sync::atomic::Ordering};
+use core::{pin::Pin, ptr::NonNull, sync::atomic::Ordering};
 use kernel::{ffi::c_int, prelude::*};
+
+/// A pool that registration gave to the pools' list, as the writers hold
+/// it: the pool is reached only with the pools' mutex held
+/// ([`PoolRef::get`]), and freed in one place ([`Kretprobes::free_drained`]).
+///
+/// # Invariants
+///
+/// Points to a pool leaked from a `KBox` by [`PoolRef::new`], which lives
+/// until [`PoolRef::free`] is called on a copy of the handle; that happens
+/// only with the pools' mutex held, after which no copy is used.
+#[derive(Clone, Copy)]
+struct PoolRef(NonNull<Pool>);
+
+impl PoolRef {
+    /// The handle of `pool`, which the list is to own.
+    fn new(pool: KBox<Pool>) -> Self {
+        // INVARIANT: leaked here, freed only by `free`.
+        PoolRef(NonNull::from(KBox::leak(pool)))
+    }
+
+    /// The pool, for as long as the caller holds the pools' mutex (`Pools`
+    /// is the data the mutex owns).
+    fn get<'a>(self, _pools: &'a Pools) -> &'a Pool {
+        // SAFETY: the pool lives until `free`, which runs only with the
+        // mutex held: not while `'a` holds it (the type invariant).
+        unsafe { self.0.as_ref() }
+    }
+
+    /// Frees the pool.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds the pools' mutex; the pool is on no list, has no
+    /// frame out and no registration, and no CPU can reach it (a grace
+    /// period has passed since it was unlinked, or it never was listed);
+    /// no copy of the handle is used afterwards.
+    unsafe fn free(self) {
+        // SAFETY: leaked from a `KBox` (the type invariant), and unreachable
+        // (the caller's contract).
+        drop(unsafe { KBox::from_raw(self.0.as_ptr()) });
+    }
+}
 
 impl Kretprobes {
     /// Links `pool` first on the list, where the lookups find its stubs.
     /// Writer (`pools` is the mutex's guard); O(1).
-    fn link(&self, pools: &mut Pools, pool: *mut Pool) {
-        // SAFETY: `pool` is live and not listed; listed pools are live while
-        // the mutex is held.
-        unsafe {
-            let first = self.head.load(Ordering::Relaxed);
-            (*pool).prev.set(core::ptr::null_mut());
-            (*pool).next.store(first, Ordering::Relaxed);
-            if let Some(f) = first.as_ref() {
-                f.prev.set(pool);
-            }
-        }
-        // Its fields before the pointer to it.
-        self.head.store(pool, Ordering::Release);
-        pools.len += 1;
+    fn link(&self, pools: &mut Pools, pool: PoolRef) {
+        // SAFETY: the list's head and its tail; the pool is live, not
+        // listed (only `register` links, a pool it just made), and freed
+        // only a grace period after it is unlinked (`free_drained`).
+        unsafe { pools.tail.push_front(&self.head, pool.0) };
     }
 
-    /// Takes `pool` off the list. Its `next` stays for the readers that
-    /// stand on it; it may be freed, or linked again, only after a grace
-    /// period. Writer; O(1).
-    fn unlink(&self, pools: &mut Pools, pool: *mut Pool) {
-        // SAFETY: `pool` and its neighbours are listed, so live while the
-        // mutex is held.
-        unsafe {
-            let (prev, next) = ((*pool).prev.get(), (*pool).next.load(Ordering::Relaxed));
-            match prev.as_ref() {
-                Some(p) => p.next.store(next, Ordering::Release),
-                None => self.head.store(next, Ordering::Release),
-            }
-            if let Some(n) = next.as_ref() {
-                n.prev.set(prev);
-            }
-        }
-        pools.len -= 1;
+    /// Takes `pool` off the list. Its forward link stays for the readers
+    /// that stand on it; it may be freed, or linked again, only after a
+    /// grace period. Writer; O(1).
+    fn unlink(&self, pools: &mut Pools, pool: PoolRef) {
+        // SAFETY: the list's head and its tail; the pool is live (the
+        // handle's invariant while the mutex is held), and if on a list, on
+        // this one, the only one of its kind.
+        unsafe { pools.tail.remove(&self.head, pool.0) };
     }
 
     /// The listed pools, for a writer (`_pools` is the mutex's guard): the
     /// list does not change while it is borrowed.
-    fn listed<'a>(&'a self, _pools: &'a Pools) -> impl Iterator<Item = *mut Pool> + 'a {
-        let mut next = self.head.load(Ordering::Relaxed);
-        core::iter::from_fn(move || {
-            let p = next;
-            // SAFETY: listed pools are live while the mutex is held.
-            next = unsafe { p.as_ref() }?.next.load(Ordering::Relaxed);
-            Some(p)
-        })
+    fn listed<'a>(&'a self, _pools: &'a Pools) -> impl Iterator<Item = PoolRef> + 'a {
+        // SAFETY: the caller is the writer.
+        let listed = unsafe { self.head.iter() };
+        // INVARIANT: only `link` lists pools, `PoolRef`s' pools, and they
+        // are freed only after they are unlinked.
+        listed.map(PoolRef)
     }
 
     /// Registers `rps`, all or nothing. Process context, may sleep.
     pub(crate) fn register(&self, core: &Core, rps: &[RetClient]) -> Result {
         let mut pools = self.pools.lock();
-        let mut made: KVec<*mut Pool> = KVec::with_capacity(rps.len(), GFP_KERNEL)?;
+        let mut made: KVec<KBox<Pool>> = KVec::with_capacity(rps.len(), GFP_KERNEL)?;
+        let mut listed: KVec<PoolRef> = KVec::with_capacity(rps.len(), GFP_KERNEL)?;
         let mut kps: KVec<Client> = KVec::with_capacity(rps.len(), GFP_KERNEL)?;
         let mut result = Ok(());
         for &rp in rps {
@@ -104,28 +127,33 @@ impl Kretprobes {
             }
         }
         if let Err(e) = result {
-            for (&rp, &pool) in rps.iter().zip(made.iter()) {
-                // SAFETY: never listed or registered, so no instance was out.
-                drop(unsafe { KBox::from_raw(pool) });
+            for &rp in rps.iter().take(made.len()) {
                 rp.set_private(core::ptr::null_mut());
             }
+            // Never listed or registered: no instance was out.
+            drop(made);
             return Err(e);
         }
         // Listed before their entry probes can hit: the lookups know a
         // stub as soon as a frame can return into it.
-        for &p in made.iter() {
+        for pool in made {
+            let p = PoolRef::new(pool);
             self.link(&mut pools, p);
+            // Cannot fail: capacity reserved.
+            let _ = listed.push(p, GFP_KERNEL);
         }
         if let Err(e) = core.register_many(&kps) {
             // A probe of the batch that joined an armed probe point was
             // live until `register_many` took it back: its pool may have
             // frames out. Retire the pools as unregistration does; those
             // with frames out wait as zombies.
-            self.retire(&made);
-            for &rp in rps.iter().take(made.len()) {
+            self.retire(&pools, &listed);
+            for &rp in rps.iter().take(listed.len()) {
                 rp.set_private(core::ptr::null_mut());
             }
-            self.free_drained(&mut pools, &made);
+            // SAFETY: `listed` holds the pools made above, once each, and
+            // is not used afterwards.
+            unsafe { self.free_drained(&mut pools, &listed) };
             return Err(e);
         }
         Ok(())
@@ -135,20 +163,23 @@ impl Kretprobes {
     /// out, after unlinking them and a grace period; the others stay as
     /// zombies until the reclaim work finds them drained. Writer; O(1) per
     /// pool of `retired`.
-    fn free_drained(&self, pools: &mut Pools, retired: &[*mut Pool]) {
-        let drained = |p: *mut Pool| {
-            // SAFETY: listed pools are live while the mutex is held.
-            let p = unsafe { &*p };
+    ///
+    /// # Safety
+    ///
+    /// `retired` names each pool once, and the caller uses none of its
+    /// handles, or copies of them, after the call.
+    unsafe fn free_drained(&self, pools: &mut Pools, retired: &[PoolRef]) {
+        let drained = |p: &Pool| {
             p.rp.load(Ordering::Acquire).is_null() && p.refs.load(Ordering::Acquire) == 0
         };
         // What is unlinked here, and only that, is freed below: a pool whose
         // last frame returns in between stays listed for the reclaim work.
-        let Ok(mut dead) = KVec::<*mut Pool>::with_capacity(retired.len(), GFP_KERNEL) else {
+        let Ok(mut dead) = KVec::<PoolRef>::with_capacity(retired.len(), GFP_KERNEL) else {
             reclaim::kick_later();
             return;
         };
         for &p in retired {
-            if drained(p) {
+            if drained(p.get(pools)) {
                 self.unlink(pools, p);
                 // Cannot fail: capacity reserved.
                 let _ = dead.push(p, GFP_KERNEL);
@@ -166,9 +197,13 @@ impl Kretprobes {
         // to the pool; the list's readers are RCU readers.
         synchronize_rcu();
         for p in dead {
-            // SAFETY: unlisted, drained, past a grace period: nothing can
-            // reach it.
-            drop(unsafe { KBox::from_raw(p) });
+            // SAFETY: the mutex is held; unlisted, unregistered, drained,
+            // past a grace period: nothing can reach it. Freed once
+            // (`retired` names it once), and no other handle of it is used
+            // afterwards: the list no longer yields it, the caller uses none
+            // of `retired`, and `rkp_private`, which named it, was cleared
+            // at unregistration.
+            unsafe { p.free() };
         }
     }
 
@@ -176,14 +211,13 @@ impl Kretprobes {
     /// longer registered, and drops their registration references: from now
     /// on no handler sees the client's structure, and each pool is freed
     /// once its last frame has returned. Writer, with the pools' mutex held.
-    fn retire(&self, pools: &[*mut Pool]) {
-        if pools.is_empty() {
+    fn retire(&self, pools: &Pools, retired: &[PoolRef]) {
+        if retired.is_empty() {
             // Nothing to wait for.
             return;
         }
-        for &pool in pools {
-            // SAFETY: listed pools are live while the mutex is held.
-            unsafe { &*pool }
+        for &pool in retired {
+            pool.get(pools)
                 .rp
                 .store(core::ptr::null_mut(), Ordering::Release);
         }
@@ -191,18 +225,17 @@ impl Kretprobes {
         // this: return handlers run with preemption off, which the grace
         // period waits for.
         synchronize_rcu();
-        for &pool in pools {
+        for &pool in retired {
             // Frames still out hold rkprobes loaded; the last one returns
             // this reference (`Pool::put_ref`).
             module::get_self();
-            // SAFETY: listed pools are live while the mutex is held.
-            unsafe { &*pool }.put_ref();
+            pool.get(pools).put_ref();
         }
     }
 
     /// Checks `rp` as the kernel's `register_kretprobe()` does and gives it
     /// a pool. Process context, with the pools' mutex held.
-    fn prepare(&self, core: &Core, rp: RetClient) -> Result<*mut Pool> {
+    fn prepare(&self, core: &Core, rp: RetClient) -> Result<KBox<Pool>> {
         if !rp.private().is_null() || !rp.entry().private().is_null() {
             return Err(EINVAL);
         }
@@ -224,13 +257,13 @@ impl Kretprobes {
         if max > KRETPROBE_MAXACTIVE_MAX {
             return Err(E2BIG);
         }
-        let pool = KBox::into_raw(Pool::new(rp.as_ptr(), max, r.data_size, *core.runtime())?);
+        let pool = Pool::new(rp.as_ptr(), max, r.data_size, *core.runtime())?;
         r.maxactive = max as c_int;
         r.nmissed = 0;
         r.kp.pre_handler = Some(pre_handler);
         r.kp.post_handler = None;
         r.kp.fault_handler = None;
-        r.rkp_private = pool.cast();
+        r.rkp_private = core::ptr::from_ref::<Pool>(&pool).cast_mut().cast();
         Ok(pool)
     }
 
@@ -238,14 +271,16 @@ impl Kretprobes {
     /// kernel's `__get_valid_kprobe()` finds a kprobe by its address: its
     /// entry probe is registered, which only `register` does after giving
     /// `rkp_private` its pool, and that pool names it. Writer.
-    fn registered_pool(&self, core: &Core, rp: RetClient) -> Option<*mut Pool> {
-        let (pool, kp) = (rp.private().cast::<Pool>(), rp.entry());
-        if pool.is_null() || !is_kretprobe(kp) || !core.is_registered(kp) {
+    fn registered_pool(&self, pools: &Pools, core: &Core, rp: RetClient) -> Option<PoolRef> {
+        let (pool, kp) = (NonNull::new(rp.private().cast::<Pool>())?, rp.entry());
+        if !is_kretprobe(kp) || !core.is_registered(kp) {
             return None;
         }
-        // SAFETY: a registered kretprobe's pool is listed, so live while
-        // the mutex is held.
-        let names_it = core::ptr::eq(unsafe { &*pool }.rp.load(Ordering::Acquire), rp.as_ptr());
+        // INVARIANT: a registered kretprobe's `rkp_private` is the pool that
+        // `register` gave to the list, which frees it only after clearing
+        // `rkp_private`.
+        let pool = PoolRef(pool);
+        let names_it = core::ptr::eq(pool.get(pools).rp.load(Ordering::Acquire), rp.as_ptr());
         names_it.then_some(pool)
     }
 
@@ -266,7 +301,7 @@ impl Kretprobes {
         let n = rps.clone().count();
         let (Ok(mut kps), Ok(mut mine), Ok(mut rks)) = (
             KVec::<Client>::with_capacity(n, GFP_KERNEL),
-            KVec::<*mut Pool>::with_capacity(n, GFP_KERNEL),
+            KVec::<PoolRef>::with_capacity(n, GFP_KERNEL),
             KVec::<RetClient>::with_capacity(n, GFP_KERNEL),
         ) else {
             // Without memory for the batch, one at a time, with nothing to
@@ -278,12 +313,10 @@ impl Kretprobes {
             return;
         };
         for rp in rps {
-            let Some(pool) = self.registered_pool(core, rp) else {
+            let Some(pool) = self.registered_pool(&pools, core, rp) else {
                 continue;
             };
-            // SAFETY: listed, so live while the mutex is held.
-            let pool_ref = unsafe { &*pool };
-            if pool_ref.retiring.replace(true) {
+            if pool.get(&pools).retiring.swap(true, Ordering::Relaxed) {
                 // Named twice in the batch.
                 continue;
             }
@@ -294,22 +327,24 @@ impl Kretprobes {
         }
         // No CPU is in the entry handler of these after this.
         core.unregister_many(&kps);
-        self.retire(&mine);
+        self.retire(&pools, &mine);
         for &rp in rks.iter() {
             rp.set_private(core::ptr::null_mut());
         }
-        self.free_drained(&mut pools, &mine);
+        // SAFETY: `mine` names each pool once (`retiring`), and is not used
+        // afterwards.
+        unsafe { self.free_drained(&mut pools, &mine) };
     }
 
     /// Unregisters one kretprobe without allocating; its pool is freed by
     /// the reclaim work. Process context.
     fn unregister_one(&self, core: &Core, rp: RetClient) {
-        let _pools = self.pools.lock();
-        let Some(pool) = self.registered_pool(core, rp) else {
+        let pools = self.pools.lock();
+        let Some(pool) = self.registered_pool(&pools, core, rp) else {
             return;
         };
         core.unregister_many(&[rp.entry()]);
-        self.retire(&[pool]);
+        self.retire(&pools, &[pool]);
         rp.set_private(core::ptr::null_mut());
         reclaim::kick_later();
     }
@@ -320,23 +355,23 @@ impl Kretprobes {
     pub(crate) fn gc(&self) -> usize {
         let mut pools = self.pools.lock();
         for p in self.listed(&pools) {
-            // SAFETY: listed pools are live while the mutex is held.
-            unsafe { &*p }.reclaim_dead();
+            p.get(&pools).reclaim_dead();
         }
-        let zombie = |p: *mut Pool| {
-            // SAFETY: as above.
-            unsafe { &*p }.rp.load(Ordering::Acquire).is_null()
-        };
-        let mut zombies: KVec<*mut Pool> = KVec::new();
+        let zombie = |p: &Pool| p.rp.load(Ordering::Acquire).is_null();
+        let mut zombies: KVec<PoolRef> = KVec::new();
         for p in self.listed(&pools) {
-            if zombie(p) && zombies.push(p, GFP_KERNEL).is_err() {
+            if zombie(p.get(&pools)) && zombies.push(p, GFP_KERNEL).is_err() {
                 // The rest on a later pass.
                 break;
             }
         }
         // Those with frames still out stay, and ask for another pass.
-        self.free_drained(&mut pools, &zombies);
-        self.listed(&pools).filter(|&p| zombie(p)).count()
+        // SAFETY: `zombies` holds listed pools, once each, and is not used
+        // afterwards; the walk below no longer yields the freed ones.
+        unsafe { self.free_drained(&mut pools, &zombies) };
+        self.listed(&pools)
+            .filter(|&p| zombie(p.get(&pools)))
+            .count()
     }
 
     /// Waits until no frame can return into a stub any more and frees every
@@ -347,10 +382,9 @@ impl Kretprobes {
             // Pools still registered lost their entry probe with the rest of
             // the probes: unregister them as `unregister` would.
             let pools = self.pools.lock();
-            let mut left: KVec<*mut Pool> = KVec::new();
+            let mut left: KVec<PoolRef> = KVec::new();
             for p in self.listed(&pools) {
-                // SAFETY: listed pools are live while the mutex is held.
-                if !unsafe { &*p }.rp.load(Ordering::Acquire).is_null()
+                if !p.get(&pools).rp.load(Ordering::Acquire).is_null()
                     && left.push(p, GFP_KERNEL).is_err()
                 {
                     // Retire what fits now.
@@ -359,7 +393,7 @@ impl Kretprobes {
             }
             if !left.is_empty() {
                 pr_warn!("{} kretprobes still registered at unload\n", left.len());
-                self.retire(&left);
+                self.retire(&pools, &left);
             }
         }
         let mut waited = 0u32;
@@ -385,7 +419,7 @@ impl PinnedDrop for Kretprobes {
         let pools = self.pools.lock();
         for p in self.listed(&pools) {
             // Cannot happen after `drain`; leaking beats freeing live stubs.
-            pr_err!("kretprobe pool {:p} left at unload\n", p);
+            pr_err!("kretprobe pool {:p} left at unload\n", p.0);
         }
     }
 }

@@ -1,0 +1,268 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The intrusive lists (`rust/kernel_ext/list.rs`) against a `VecDeque` model:
+//! random pushes at both ends and removals (of listed and unlisted
+//! elements), for elements with a backward link (O(1) removal) and without
+//! one (the C ABI's singly linked client chain), through `List` and through
+//! a separate `Head` and `Tail`. After every step the forward walk, the
+//! length and each element's membership agree with the model; a removed
+//! element keeps its forward link for readers standing on it.
+
+mod common;
+
+use common::Rng;
+use core::ptr::NonNull;
+use core::sync::atomic::{AtomicPtr, Ordering};
+use rkprobes_host::impl_linked;
+use rkprobes_host::list::{is_listed, Head, Link, Linked, Links, List, Tail};
+use std::collections::VecDeque;
+
+struct Node {
+    id: usize,
+    links: Links<Node>,
+}
+impl_linked!(Node, 0, links);
+
+/// A second list kind on the same elements.
+struct Two {
+    id: usize,
+    a: Links<Two>,
+    b: Links<Two>,
+}
+impl_linked!(Two, 1, a);
+impl_linked!(Two, 2, b);
+
+/// An element with only a forward link, as `struct rkp_kprobe`.
+struct Single {
+    id: usize,
+    next: AtomicPtr<Single>,
+}
+
+// SAFETY: `next` is the element's own field, used by the lists alone.
+unsafe impl Linked for Single {
+    unsafe fn next<'a>(this: NonNull<Self>) -> &'a AtomicPtr<Self> {
+        // SAFETY: the caller's contract.
+        unsafe { &(*this.as_ptr()).next }
+    }
+    unsafe fn prev<'a>(_: NonNull<Self>) -> Option<&'a AtomicPtr<Self>> {
+        None
+    }
+}
+
+fn walk<T: Linked<ID>, const ID: u64>(head: &Head<T, ID>, id: impl Fn(&T) -> usize) -> Vec<usize> {
+    // SAFETY: the test is the only writer and reader.
+    unsafe { head.iter() }
+        .map(|e| id(unsafe { e.as_ref() }))
+        .collect()
+}
+
+/// Random operations on `n` elements through a head and a tail.
+fn run<T: Linked<ID>, const ID: u64>(
+    elems: &[T],
+    id: impl Fn(&T) -> usize + Copy,
+    rng: &mut Rng,
+    steps: usize,
+) {
+    let ptr = |i: usize| NonNull::from(&elems[i]);
+    let head = Head::<T, ID>::new();
+    let mut tail = Tail::<T, ID>::new();
+    let mut model: VecDeque<usize> = VecDeque::new();
+    for _ in 0..steps {
+        let i = rng.below(elems.len());
+        let listed = model.contains(&i);
+        match rng.below(3) {
+            0 if !listed => {
+                // SAFETY: `elems` outlives the list; `i` is on no list.
+                unsafe { tail.push_back(&head, ptr(i)) };
+                model.push_back(i);
+            }
+            1 if !listed => {
+                // SAFETY: as above.
+                unsafe { tail.push_front(&head, ptr(i)) };
+                model.push_front(i);
+            }
+            _ => {
+                let next_before = unsafe { T::next(ptr(i)) }.load(Ordering::Relaxed);
+                // SAFETY: `i` is valid and on this list or none.
+                let was = unsafe { tail.remove(&head, ptr(i)) };
+                assert_eq!(was, listed, "remove of {i}");
+                if listed {
+                    model.retain(|&x| x != i);
+                    let next_after = unsafe { T::next(ptr(i)) }.load(Ordering::Relaxed);
+                    assert_eq!(
+                        next_before, next_after,
+                        "a removed element keeps its forward link"
+                    );
+                }
+            }
+        }
+        assert_eq!(walk(&head, id), model.iter().copied().collect::<Vec<_>>());
+        assert_eq!(head.is_empty(), model.is_empty());
+        for j in 0..elems.len() {
+            // SAFETY: valid elements; the test is the writer.
+            if unsafe { T::prev(ptr(j)) }.is_some() {
+                assert_eq!(
+                    unsafe { is_listed(ptr(j)) },
+                    model.contains(&j),
+                    "membership of {j}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn doubly_linked_against_model() {
+    let mut rng = Rng(0x11_57);
+    for n in [1, 2, 3, 8, 40] {
+        let elems: Vec<Node> = (0..n)
+            .map(|id| Node {
+                id,
+                links: Links::new(),
+            })
+            .collect();
+        run(&elems, |e| e.id, &mut rng, 4000);
+    }
+}
+
+#[test]
+fn singly_linked_against_model() {
+    let mut rng = Rng(0x5_1e);
+    for n in [1, 2, 5, 30] {
+        let elems: Vec<Single> = (0..n)
+            .map(|id| Single {
+                id,
+                next: AtomicPtr::new(core::ptr::null_mut()),
+            })
+            .collect();
+        run(&elems, |e| e.id, &mut rng, 4000);
+    }
+}
+
+#[test]
+fn two_kinds_on_the_same_elements_are_independent() {
+    let mut rng = Rng(0x7_70);
+    let elems: Vec<Two> = (0..16)
+        .map(|id| Two {
+            id,
+            a: Links::new(),
+            b: Links::new(),
+        })
+        .collect();
+    let mut a = List::<Two, 1>::new();
+    let mut b = List::<Two, 2>::new();
+    let (mut ma, mut mb) = (VecDeque::new(), VecDeque::new());
+    for _ in 0..4000 {
+        let i = rng.below(16);
+        let p = NonNull::from(&elems[i]);
+        if rng.below(2) == 0 {
+            if ma.contains(&i) {
+                // SAFETY: on `a`.
+                assert!(unsafe { a.remove(p) });
+                ma.retain(|&x| x != i);
+            } else {
+                // SAFETY: on no list of kind 1.
+                unsafe { a.push_back(p) };
+                ma.push_back(i);
+            }
+        } else if mb.contains(&i) {
+            // SAFETY: on `b`.
+            assert!(unsafe { b.remove(p) });
+            mb.retain(|&x| x != i);
+        } else {
+            // SAFETY: on no list of kind 2.
+            unsafe { b.push_front(p) };
+            mb.push_front(i);
+        }
+        let ids = |l: &List<Two, 1>| {
+            l.iter()
+                .map(|e| unsafe { e.as_ref() }.id)
+                .collect::<Vec<_>>()
+        };
+        let idsb = |l: &List<Two, 2>| {
+            l.iter()
+                .map(|e| unsafe { e.as_ref() }.id)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(ids(&a), ma.iter().copied().collect::<Vec<_>>());
+        assert_eq!(idsb(&b), mb.iter().copied().collect::<Vec<_>>());
+    }
+    let drained: Vec<usize> = a.drain().map(|e| unsafe { e.as_ref() }.id).collect();
+    assert_eq!(drained, ma.iter().copied().collect::<Vec<_>>());
+    assert!(a.iter().next().is_none());
+    for e in &elems {
+        // SAFETY: valid; the test is the writer.
+        assert!(!unsafe { is_listed::<Two, 1>(NonNull::from(e)) });
+    }
+}
+
+#[test]
+fn iteration_survives_removing_the_yielded_element() {
+    let elems: Vec<Node> = (0..10)
+        .map(|id| Node {
+            id,
+            links: Links::new(),
+        })
+        .collect();
+    let mut l = List::<Node>::new();
+    for e in &elems {
+        // SAFETY: `elems` outlives the list.
+        unsafe { l.push_back(NonNull::from(e)) };
+    }
+    let mut seen = Vec::new();
+    for e in l.iter() {
+        let id = unsafe { e.as_ref() }.id;
+        seen.push(id);
+        if id % 2 == 0 {
+            // SAFETY: on this list.
+            assert!(unsafe { l.remove(e) });
+        }
+    }
+    assert_eq!(seen, (0..10).collect::<Vec<_>>());
+    let left: Vec<usize> = l.iter().map(|e| unsafe { e.as_ref() }.id).collect();
+    assert_eq!(left, vec![1, 3, 5, 7, 9]);
+}
+
+/// An element with a forward link alone on a `List` (a point's batch link).
+struct Fwd {
+    id: usize,
+    link: Link<Fwd>,
+}
+impl_linked!(Fwd, 0, link);
+
+#[test]
+fn forward_only_list_knows_membership_against_model() {
+    let mut rng = Rng(0xf0_4d);
+    let elems: Vec<Fwd> = (0..12)
+        .map(|id| Fwd {
+            id,
+            link: Link::new(),
+        })
+        .collect();
+    let mut l = List::<Fwd>::new();
+    let mut model: VecDeque<usize> = VecDeque::new();
+    for _ in 0..4000 {
+        let i = rng.below(12);
+        let p = NonNull::from(&elems[i]);
+        // SAFETY: valid; the test is the writer.
+        assert_eq!(unsafe { is_listed(p) }, model.contains(&i));
+        match rng.below(3) {
+            0 if !model.contains(&i) => {
+                // SAFETY: on no list of the kind; `elems` outlives `l`.
+                unsafe { l.push_front(p) };
+                model.push_front(i);
+            }
+            1 => {
+                let first: Option<usize> = l.drain().next().map(|e| unsafe { e.as_ref() }.id);
+                assert_eq!(first, model.pop_front());
+            }
+            _ => {
+                // SAFETY: valid, on `l` or on no list.
+                assert_eq!(unsafe { l.remove(p) }, model.contains(&i));
+                model.retain(|&x| x != i);
+            }
+        }
+        let ids: Vec<usize> = l.iter().map(|e| unsafe { e.as_ref() }.id).collect();
+        assert_eq!(ids, model.iter().copied().collect::<Vec<_>>());
+    }
+}
