@@ -14,15 +14,19 @@ use super::{
     env::{cstring, KernelEnv},
     hit::{entry_handler, kprobe_handler, ret_handler},
     output::VecWriter,
-    scratch, Arg, EntryArgs, Event, Events, Probe, KPROBE_HEADER, KRETPROBE_HEADER,
+    scratch, Arg, EntryArgs, Event, Events, PlainStores, Probe, KPROBE_HEADER, KRETPROBE_HEADER,
 };
 use crate::{
     abi::RkpKretprobe,
+    arch,
     ffi::{self, rkp_tev_create, RkpField},
-    kernel_ext::module,
+    kernel_ext::{
+        module,
+        race::{self, Window},
+    },
     pure::probe_events::{
         bytes::Fmt,
-        exec::{self, always_stores},
+        exec::{self, always_stores, Base, Fast},
         parse::split_symbol_offset,
         print::write_print_fmt,
         program::FetchInsn,
@@ -35,10 +39,73 @@ use core::{
     sync::atomic::{AtomicBool, AtomicU64},
 };
 use kernel::{
-    ffi::{c_int, c_void},
+    ffi::{c_int, c_long, c_uint, c_void},
     prelude::*,
     types::Opaque,
 };
+
+/// The arguments' stores for the plain record (`rkp_tev_trace_regs`,
+/// `rkp_tev_trace_strings`), when every argument is a register (or the
+/// return value) stored as it is or a user string at a register plus an
+/// offset (`$argN` of an entry probe being its register):
+/// the registers first, then the strings in the order of their fields,
+/// which is the order of their data; `fixed` is the size of the fields.
+/// `None` when an argument is neither.
+fn plain_stores(
+    args: &[Arg],
+    is_return: bool,
+    fixed: usize,
+) -> core::result::Result<Option<PlainStores>, kernel::alloc::AllocError> {
+    let mut st = KVec::with_capacity(args.len(), GFP_KERNEL)?;
+    let mut strs = KVec::new();
+    for a in args {
+        let (reg, size, offset, string) = match a.fast {
+            Some(Fast::Reg(r, size)) => (r.pt_regs_offset().into(), size, 0, false),
+            Some(Fast::Retval(size)) => (core::mem::offset_of!(ffi::pt_regs, ax), size, 0, false),
+            Some(Fast::String {
+                base,
+                offset,
+                user: true,
+            }) => {
+                let reg = match base {
+                    Base::Reg(r) => r.pt_regs_offset().into(),
+                    Base::Arg(n) if !is_return => match arch::argument_register_offset(n) {
+                        Some(off) => off,
+                        None => return Ok(None),
+                    },
+                    Base::Arg(_) => return Ok(None),
+                };
+                (reg, 4, offset, true)
+            }
+            _ => return Ok(None),
+        };
+        // A whole word of the registers, and a size the C stores know.
+        if reg + 8 > core::mem::size_of::<ffi::pt_regs>() || !matches!(size, 1 | 2 | 4 | 8) {
+            return Ok(None);
+        }
+        let store = ffi::RkpTevStore {
+            reg: reg as c_uint,
+            at: a.offset,
+            size: size.into(),
+            offset: offset as c_long,
+        };
+        if string {
+            strs.push(store, GFP_KERNEL)?;
+        } else {
+            st.push(store, GFP_KERNEL)?;
+        }
+    }
+    let nregs = st.len();
+    st.extend_from_slice(&strs, GFP_KERNEL)?;
+    let c = ffi::RkpTevPlain {
+        // Kept while `st` is: a vector's buffer does not move with it.
+        st: st.as_ptr(),
+        nregs: nregs as c_uint,
+        nstrs: strs.len() as c_uint,
+        fixed: fixed as c_uint,
+    };
+    Ok(Some(PlainStores { _st: st, c }))
+}
 
 impl Events {
     /// Builds a probe from a parsed command: its programs resolved.
@@ -121,15 +188,21 @@ impl Events {
             kp.pre_handler = Some(kprobe_handler);
             RkpKretprobe::new(kp, None, None, 0, 0)
         };
-        // A string that is staged: not a `symstr`, the module's own text.
+        // Staged (read once into the per-CPU scratch, `pure::probe_events::
+        // stage`) when there is a kernel string, whose measure is a chunked
+        // read: not a `symstr`, the module's own text. User strings alone
+        // are read twice, as the kernel reads them: `strnlen_user_nofault()`
+        // costs less than staging a short string (the event matrix:
+        // performance.rst).
         let strings = args.iter().any(|a| {
             a.code
                 .iter()
-                .any(|i| matches!(i, FetchInsn::StString { .. } | FetchInsn::StUString { .. }))
+                .any(|i| matches!(i, FetchInsn::StString { .. }))
         });
         if strings {
             scratch::ensure();
         }
+        let stores = plain_stores(&args, def.is_return, def.size as usize).map_err(|_| nomem)?;
         let module = match def.location.module() {
             Some(m) => {
                 let mut v = KVec::new();
@@ -146,6 +219,7 @@ impl Events {
                 module,
                 zero_fixed: args.iter().any(|a| !always_stores(&a.code, a.dynamic)),
                 strings,
+                stores,
                 args,
                 data,
                 event: core::ptr::null(),
@@ -269,6 +343,7 @@ impl Events {
                     .add(ffi::rkp_tev_perf_on_off as usize)
                     .cast::<core::sync::atomic::AtomicI32>(),
             );
+            race::window(Window::TevPublish);
             core::ptr::write_volatile(&mut e.tev, tev);
         }
         // An event's trace event calls into rkprobes (and an open tracefs

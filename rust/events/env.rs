@@ -93,6 +93,10 @@ fn kernel_dentry_offsets() -> DentryOffsets {
 }
 
 impl ProbeEnv for KernelEnv<'_> {
+    fn default_group(&self) -> &'static [u8] {
+        super::default_group()
+    }
+
     fn dentry_offsets(&self) -> DentryOffsets {
         kernel_dentry_offsets()
     }

@@ -13,13 +13,14 @@
 //! so probing this code cannot recurse.
 
 use super::scratch::Scratch;
-use super::{Arg, EntryArgs, Event, Probe, KPROBE_HEADER, KRETPROBE_HEADER, MAX_RECORD};
+use super::{Arg, EntryArgs, Event, Probe, KPROBE_HEADER, KRETPROBE_HEADER};
 use crate::{
     abi::{RkpKprobe, RkpKretprobe, RkpKretprobeInstance},
     arch,
     ffi::{
         self, rkp_current_comm, rkp_tev_commit, rkp_tev_perf, rkp_tev_reserve, rkp_tev_symstr,
-        rkp_tev_task_size, rkp_tev_wants, RkpTevRec, RKP_TEV_PERF, RKP_TEV_PERF_RAN, RKP_TEV_TRACE,
+        rkp_tev_task_size, rkp_tev_trace_regs, rkp_tev_trace_strings, rkp_tev_wants, RkpTevRec,
+        RKP_TEV_PERF, RKP_TEV_PERF_RAN, RKP_TEV_TRACE,
     },
     kernel_ext::nofault,
     pure::probe_events::{
@@ -247,10 +248,11 @@ struct FillCtx<'a> {
 /// event, then for perf and BPF when they listen. Probe-hit context:
 /// preemption (or interrupts) off, may not sleep, allocate or take locks.
 ///
-/// The loop over the instances is here, with the trace core's reserve and
-/// commit behind two thin C calls, so that the arguments are stored by
-/// this function itself (building the record across calls between Rust
-/// and C costs 60 instructions a hit more; performance.rst). The
+/// An event whose arguments are all registers or user strings at a
+/// register (or none), with perf not listening, is recorded by one C call
+/// that measures, reserves, stores and commits for every trace instance
+/// (`rkp_tev_trace_regs`, `rkp_tev_trace_strings`): the handlers are this
+/// test and that call, with the rest out of line ([`record_others`]). The
 /// test of who listens is inlined into the handlers, which are all it is.
 #[inline(always)]
 fn record(
@@ -270,11 +272,45 @@ fn record(
     // `rkp_tev_wants` reads perf's list, published before the flag, without
     // reading the flag again (a plain load on x86).
     // SAFETY: set with `tev`, checked above; an aligned `int`.
-    let wants = if unsafe { &*ev.perf_on }.load(Ordering::Acquire) == 0 {
-        RKP_TEV_TRACE
-    } else {
+    let perf_on = unsafe { &*ev.perf_on }.load(Ordering::Acquire) != 0;
+    if let (false, Some(plain)) = (perf_on, &probe.stores) {
+        let (a0, a1) = addrs();
+        // SAFETY: the event's trace event is registered while it has
+        // probes; the stores are the probe's, each inside `pt_regs` and the
+        // fixed fields, the registers first (`build::plain_stores`); `regs`
+        // are the hit's.
+        unsafe {
+            if plain.c.nstrs == 0 {
+                rkp_tev_trace_regs(ev.tev, regs, a0 as c_ulong, a1 as c_ulong, &plain.c)
+            } else {
+                rkp_tev_trace_strings(ev.tev, regs, a0 as c_ulong, a1 as c_ulong, &plain.c)
+            }
+        };
+        return;
+    }
+    record_others(probe, ev, regs, entry, perf_on, addrs);
+}
+
+/// [`record`] for the other events, or with perf listening: who wants a
+/// record, then the records. Here the loop over the trace instances is in
+/// Rust ([`build`]), with the trace core's reserve and commit behind two
+/// thin C calls, so that the arguments are stored by Rust itself (building
+/// the record across calls between Rust and C costs 60 instructions a hit
+/// more; performance.rst).
+#[inline(never)]
+fn record_others(
+    probe: &Probe,
+    ev: &Event,
+    regs: *mut ffi::pt_regs,
+    entry: Option<&EntryArgs>,
+    perf_on: bool,
+    addrs: impl FnOnce() -> (usize, usize),
+) {
+    let wants = if perf_on {
         // SAFETY: the event's trace event is registered while it has probes.
         unsafe { rkp_tev_wants(ev.tev, regs) }
+    } else {
+        RKP_TEV_TRACE
     };
     if wants != 0 {
         // The header's addresses read only now: fewer registers kept
@@ -286,7 +322,12 @@ fn record(
     // of the record, which ran: the hit is done, with no argument fetched.
 }
 
-/// [`record`]'s records, once it is known who wants them. Out of line, so
+/// [`record`]'s records, once it is known who wants them. A record is never
+/// cut: one larger than a trace instance's ring buffer takes is dropped
+/// there, and one larger than perf's buffer (`PERF_MAX_TRACE_SIZE`) by
+/// `rkp_tev_perf`, as the kernel's kprobe events drop them (a cut record
+/// of a read of `trace` itself, on `ksys_read` with the buffer as a
+/// string, would feed the reader without end). Out of line, so
 /// that a hit that builds none (its BPF programs read nothing of the
 /// record, or nobody listens) saves no registers for it: inline, the
 /// strings' staging had put `bpf-empty`'s handler at 38 instructions
@@ -312,13 +353,12 @@ fn build(
     } else {
         KPROBE_HEADER
     };
-    let room = MAX_RECORD.saturating_sub(hdr + ev.fixed_size());
     if probe.strings {
         // Read once, in the size pass; copied from this CPU's scratch into
         // each record. Dropped after `staged`, which borrows it.
         let mut slot = Scratch::take();
         let staged = Staged::new(&env, slot.as_mut().map(|s| s.bytes()));
-        let dsize = data_size(&probe.args, &staged).min(room);
+        let dsize = data_size(&probe.args, &staged);
         emit(
             probe,
             ev,
@@ -333,7 +373,7 @@ fn build(
     } else {
         // A `symstr` still has dynamic data; without one, no argument is
         // dynamic and this is a loop over the arguments' flags.
-        let dsize = data_size(&probe.args, &env).min(room);
+        let dsize = data_size(&probe.args, &env);
         emit(probe, ev, regs, Env::Plain(&env), hdr, dsize, a0, a1, wants);
     }
 }

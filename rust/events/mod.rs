@@ -107,7 +107,34 @@ const _: () = {
     assert!(offset_of!(R, perf) == c::TEV_REC_PERF);
     assert!(offset_of!(R, fb) == c::TEV_REC_FB);
 };
-/// Largest record rkprobes reserves: dynamic data beyond it is cut.
+// `RkpTevStore` is C's `struct rkp_tev_store`, and the plain record reads
+// user strings as far as the Rust path's `exec` does.
+const _: () = {
+    use core::mem::{offset_of, size_of};
+    use ffi::RkpTevStore as S;
+    use tev_offsets as c;
+    assert!(size_of::<S>() == c::TEV_STORE_SIZE);
+    assert!(offset_of!(S, reg) == c::TEV_STORE_REG);
+    assert!(offset_of!(S, at) == c::TEV_STORE_AT);
+    assert!(offset_of!(S, size) == c::TEV_STORE_SIZE_FIELD);
+    assert!(offset_of!(S, offset) == c::TEV_STORE_OFFSET);
+    assert!(c::TEV_MAX_STRING == crate::pure::probe_events::MAX_STRING_SIZE);
+};
+// `RkpTevPlain` is C's `struct rkp_tev_plain`.
+const _: () = {
+    use core::mem::{offset_of, size_of};
+    use ffi::RkpTevPlain as P;
+    use tev_offsets as c;
+    assert!(size_of::<P>() == c::TEV_PLAIN_SIZE);
+    assert!(offset_of!(P, st) == c::TEV_PLAIN_ST);
+    assert!(offset_of!(P, nregs) == c::TEV_PLAIN_NREGS);
+    assert!(offset_of!(P, nstrs) == c::TEV_PLAIN_NSTRS);
+    assert!(offset_of!(P, fixed) == c::TEV_PLAIN_FIXED);
+};
+/// The dynamic data of a record that a CPU's scratch stages (larger ones
+/// read their strings again), and the most of a record printed with no size
+/// (`tp_printk`) that is read (what a ring-buffer page of the default size
+/// holds).
 const MAX_RECORD: usize = 4000;
 
 /// The register arguments of a function, saved at entry for `$argN` at
@@ -153,12 +180,30 @@ struct Probe {
     /// Some argument's field is left as it was when its fetch fails: the
     /// fixed fields are zeroed before the programs run.
     zero_fixed: bool,
-    /// Some argument reads a string (`string`, `ustring`; a `symstr` is
-    /// made, not read): a hit stages them (`scratch`).
+    /// Some argument reads a kernel string (`string`; a `symstr` is made,
+    /// not read): a hit stages its strings (`scratch`); user strings alone
+    /// are read twice, as the kernel's (`build::new_probe`).
     strings: bool,
+    /// Every argument is a register stored as it is (`Fast::Reg`,
+    /// `Fast::Retval`) or a user string at a register (`Fast::String`), or
+    /// there is none: their stores, for the plain record
+    /// (`rkp_tev_trace_regs`, `rkp_tev_trace_strings`), which records such a
+    /// hit in one C call.
+    stores: Option<PlainStores>,
     data: KVec<KVec<u8>>,
     event: *const Event,
     nhit: AtomicU64,
+}
+
+/// The arguments of a probe that the plain record (`rkp_tev_trace_regs`,
+/// `rkp_tev_trace_strings`) stores itself: the registers first, then the
+/// user strings in the order of their fields.
+struct PlainStores {
+    /// Owns the buffer `c.st` points into.
+    _st: KVec<ffi::RkpTevStore>,
+    /// What the C side reads: `st`'s buffer, its counts and the event's
+    /// fixed size.
+    c: ffi::RkpTevPlain,
 }
 
 /// A probe event: a trace event and its probes.
@@ -297,14 +342,27 @@ impl Probe {
     }
 }
 
+/// The group of events added without `GRP/`: the `default_group` module
+/// parameter (`trace_event.c`), checked at load (`Events::new`). Any
+/// context.
+pub(crate) fn default_group() -> &'static [u8] {
+    // SAFETY: a NUL-terminated string in the module's static storage, which
+    // nothing writes after load (the parameter is read-only).
+    unsafe { kernel::str::CStr::from_char_ptr(ffi::rkp_tev_default_group()) }.as_bytes()
+}
+
 impl Events {
     /// The interface, with no events yet. Process context.
     pub(crate) fn new(core: &Core, ksyms: &Kallsyms) -> Result<impl PinInit<Self>> {
+        if !crate::pure::probe_events::argtext::is_good_name(default_group(), true) {
+            pr_err!("default_group: not an event group name\n");
+            return Err(EINVAL);
+        }
         // SAFETY: a constant of trace_event.c.
         if unsafe { ffi::rkp_tev_wants_bits }
             != [ffi::RKP_TEV_TRACE, ffi::RKP_TEV_PERF, ffi::RKP_TEV_PERF_RAN]
         {
-            pr_err!("glue.h's RKP_TEV_* differ from the Rust side's\n");
+            pr_err!("trace_event.h's RKP_TEV_* differ from the Rust side's\n");
             return Err(EINVAL);
         }
         let mut buf = SymbolBuf::new()?;

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The layout of the records and of struct rkp_tev_rec as C sees
+ * The layout of the records, struct rkp_tev_rec, rkp_tev_store and
+ * rkp_tev_plain as C sees
  * trace_event.h, for the Rust side. Never linked: Kbuild compiles it to
  * assembly (as the kernel's asm-offsets.c) and turns the DEFINE() markers
  * into rust/events/tev_offsets.rs, which rust/events/mod.rs includes for
- * the record heads' sizes and to check RkpTevRec (rust/ffi/glue.rs) at
+ * the record heads' sizes and to check RkpTevRec (rust/ffi/trace_event.rs) at
  * compile time.
  */
 #include <linux/kbuild.h>
@@ -29,4 +30,17 @@ void rkp_tev_layout(void)
 	RKP_OFFSET(TEV_REC_SIZE_FIELD, rkp_tev_rec, size);
 	RKP_OFFSET(TEV_REC_PERF, rkp_tev_rec, perf);
 	RKP_OFFSET(TEV_REC_FB, rkp_tev_rec, fb);
+
+	DEFINE(TEV_MAX_STRING, RKP_TEV_MAX_STRING);
+	DEFINE(TEV_STORE_SIZE, sizeof(struct rkp_tev_store));
+	RKP_OFFSET(TEV_STORE_REG, rkp_tev_store, reg);
+	RKP_OFFSET(TEV_STORE_AT, rkp_tev_store, at);
+	RKP_OFFSET(TEV_STORE_SIZE_FIELD, rkp_tev_store, size);
+	RKP_OFFSET(TEV_STORE_OFFSET, rkp_tev_store, offset);
+
+	DEFINE(TEV_PLAIN_SIZE, sizeof(struct rkp_tev_plain));
+	RKP_OFFSET(TEV_PLAIN_ST, rkp_tev_plain, st);
+	RKP_OFFSET(TEV_PLAIN_NREGS, rkp_tev_plain, nregs);
+	RKP_OFFSET(TEV_PLAIN_NSTRS, rkp_tev_plain, nstrs);
+	RKP_OFFSET(TEV_PLAIN_FIXED, rkp_tev_plain, fixed);
 }

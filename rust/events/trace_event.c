@@ -30,6 +30,7 @@
 #include <linux/bpf.h>
 #include <linux/kallsyms.h>
 #include <linux/kernel.h>
+#include <linux/moduleparam.h>
 #include <linux/perf_event.h>
 #include <linux/rculist.h>
 #include <linux/slab.h>
@@ -37,10 +38,26 @@
 #include <linux/trace_events.h>
 #include <linux/tracepoint-defs.h>
 #include <linux/uaccess.h>
+#include <linux/unaligned.h>
 
-#include "../ffi/glue.h"
 #include "../ffi/upcalls.h"
 #include "trace_event.h"
+
+/*
+ * The group of events added without GRP/, "rkprobes" by default.
+ * default_group=kprobes gives scripts and tools written for the kernel's
+ * kprobe events the group they name (the kernel's ftrace selftests,
+ * 83-ftracetest.sh). Checked at load as an event group name; read-only.
+ * 64 bytes: the kernel's MAX_EVENT_NAME_LEN.
+ */
+static char rkp_default_group[64] = "rkprobes";
+module_param_string(default_group, rkp_default_group, sizeof(rkp_default_group), 0444);
+MODULE_PARM_DESC(default_group, "the group of events added without GRP/ (default: rkprobes)");
+
+const char *rkp_tev_default_group(void)
+{
+	return rkp_default_group;
+}
 
 /* One field of an event's arguments, described by Rust. */
 struct rkp_field {
@@ -264,8 +281,6 @@ static bool rkp_tev_has_dir(struct rkp_tev *tev)
 	trace_put_event_file(file);
 	return ret;
 }
-
-int rkp_tev_remove(struct mutex *event_mutex, void *ev);
 
 /*
  * Creates and registers the event GROUP/NAME. event_mutex is the kernel's
@@ -602,25 +617,47 @@ notrace unsigned int rkp_tev_wants(void *ev, struct pt_regs *regs)
 const unsigned int rkp_tev_perf_on_off = offsetof(struct rkp_tev, perf_on);
 const unsigned int rkp_tev_wants_bits[3] = { RKP_TEV_TRACE, RKP_TEV_PERF, RKP_TEV_PERF_RAN };
 
-/* Writes the probe's addresses into a record's head. */
+/* Writes the probe's addresses (a0, a1: rkp_tev_rec's) into a record's head. */
 static __always_inline void rkp_tev_fill_head(const struct rkp_tev *tev, void *head,
-					      const struct rkp_tev_rec *rec)
+					      unsigned long a0, unsigned long a1)
 {
 	if (tev->is_return) {
 		struct rkp_kretprobe_head *h = head;
 
-		h->func = rec->a0;
-		h->ret_ip = rec->a1;
+		h->func = a0;
+		h->ret_ip = a1;
 	} else {
-		((struct rkp_kprobe_head *)head)->ip = rec->a0;
+		((struct rkp_kprobe_head *)head)->ip = a0;
 	}
 }
 
 /*
- * Reserves the record in the first trace instance from pos on that has the
- * event enabled and not soft-disabled (trace_trigger_soft_disabled(), which
- * also runs unconditional triggers and the pid filter, as every event's
- * hit does), and writes its header words. NULL when no instance is left.
+ * Reserves a record of size bytes in the trace instance of link, unless the
+ * event is soft-disabled there (trace_trigger_soft_disabled(), which also
+ * runs unconditional triggers and the pid filter, as every event's hit
+ * does), and writes its head. NULL when the instance takes none.
+ */
+static __always_inline void *rkp_tev_reserve_link(const struct rkp_tev *tev,
+						  struct rkp_tev_link *link,
+						  struct trace_event_buffer *fb, unsigned int size,
+						  struct pt_regs *regs, unsigned long a0,
+						  unsigned long a1)
+{
+	void *head;
+
+	if (trace_trigger_soft_disabled(link->file))
+		return NULL;
+	head = trace_event_buffer_reserve(fb, link->file, size);
+	if (!head)
+		return NULL;
+	fb->regs = regs;
+	rkp_tev_fill_head(tev, head, a0, a1);
+	return head;
+}
+
+/*
+ * Reserves the record in the first trace instance from pos on that takes
+ * it (rkp_tev_reserve_link()). NULL when no instance is left.
  */
 static __always_inline void *rkp_tev_reserve_from(struct rkp_tev *tev, struct rkp_tev_rec *rec,
 					  struct list_head *pos)
@@ -629,17 +666,13 @@ static __always_inline void *rkp_tev_reserve_from(struct rkp_tev *tev, struct rk
 
 	for (; pos != &tev->links; pos = READ_ONCE(pos->next)) {
 		struct rkp_tev_link *link = list_entry(pos, struct rkp_tev_link, list);
-		void *head;
+		void *head = rkp_tev_reserve_link(tev, link, &rec->fb, hdr + rec->size, rec->regs,
+						  rec->a0, rec->a1);
 
-		if (trace_trigger_soft_disabled(link->file))
-			continue;
-		head = trace_event_buffer_reserve(&rec->fb, link->file, hdr + rec->size);
-		if (!head)
-			continue;
-		rec->fb.regs = rec->regs;
-		rec->link = link;
-		rkp_tev_fill_head(tev, head, rec);
-		return head;
+		if (head) {
+			rec->link = link;
+			return head;
+		}
 	}
 	return NULL;
 }
@@ -671,6 +704,152 @@ notrace void *rkp_tev_commit(void *ev, struct rkp_tev_rec *rec)
 	return rkp_tev_reserve_from(tev, rec, READ_ONCE(rec->link->list.next));
 }
 
+/*
+ * User strings for the events' ustring fetches, with the contracts of
+ * strncpy_from_user_nofault() and strnlen_user_nofault(), which are not
+ * exported: the exported word-at-a-time strncpy_from_user() and
+ * strnlen_user() with page faults disabled, as mm/maccess.c builds them.
+ * Any context: with page faults disabled a fault fails the copy instead of
+ * being handled (might_fault() returns early then).
+ */
+notrace long rkp_strncpy_user_nofault(char *dst, const void __user *src, long count)
+{
+	long n;
+
+	if (unlikely(count <= 0))
+		return 0;
+	pagefault_disable();
+	n = strncpy_from_user(dst, src, count);
+	pagefault_enable();
+	if (n >= count) {
+		/* Cut: the last byte becomes the NUL. */
+		dst[count - 1] = '\0';
+		return count;
+	}
+	/*
+	 * The length with its NUL, or -EFAULT; an empty string 0, as
+	 * mm/maccess.c's (the event then records no data and prints
+	 * "(fault)", as the kernel's kprobe events print it).
+	 */
+	return n > 0 ? n + 1 : n;
+}
+
+notrace long rkp_strnlen_user_nofault(const void __user *src, long count)
+{
+	long n;
+
+	pagefault_disable();
+	n = strnlen_user(src, count);
+	pagefault_enable();
+	return n;
+}
+
+/* A user string's address: its register plus the offset. */
+static __always_inline const void __user *rkp_tev_store_uaddr(const struct pt_regs *regs,
+							       const struct rkp_tev_store *st)
+{
+	unsigned long base = *(const unsigned long *)((const u8 *)regs + st->reg);
+
+	return (const void __user *)(base + st->offset);
+}
+
+/*
+ * The plain record of a hit (rkp_tev_trace_regs(), rkp_tev_trace_strings()):
+ * for an event whose arguments are all registers or user strings at a
+ * register (struct rkp_tev_plain), stored here, and for the trace
+ * instances alone (perf off). The size of the user strings
+ * (__get_data_size()), then for each instance the reserve, the head, the
+ * stores (store_trace_args()) and the commit, in one call, as the kernel's
+ * kprobe_trace_func() does it in one function. The stores fill the fields
+ * after the head (the kernel's fields are packed). A user string is read
+ * as the Rust side's exec::store_string() reads it, through the same glue
+ * (rkp_strnlen_user_nofault(), rkp_strncpy_user_nofault()), and once per
+ * instance, as the kernel reads it. Probe-hit context: no sleeping, no
+ * allocation, no locks.
+ */
+static __always_inline void rkp_tev_trace_plain(void *ev, struct pt_regs *regs, unsigned long a0,
+						unsigned long a1, const struct rkp_tev_plain *plain,
+						const bool strings)
+{
+	struct rkp_tev *tev = ev;
+	const struct rkp_tev_store *st = plain->st, *strs = st + plain->nregs;
+	const struct rkp_tev_store *end = strs + plain->nstrs, *s;
+	unsigned int fixed = plain->fixed;
+	unsigned int hdr = RKP_TEV_HEAD_SIZE(tev->is_return);
+	/* Every member the commit reads is set by the reserve, and regs here. */
+	struct trace_event_buffer fb __attribute__((__uninitialized__));
+	unsigned long dsize = 0;
+	struct list_head *pos;
+
+	for (s = strs; strings && s < end; s++) {
+		long len = rkp_strnlen_user_nofault(rkp_tev_store_uaddr(regs, s),
+						    RKP_TEV_MAX_STRING);
+
+		if (len > 0)
+			dsize += min_t(long, len, RKP_TEV_MAX_STRING);
+	}
+	for (pos = READ_ONCE(tev->links.next); pos != &tev->links; pos = READ_ONCE(pos->next)) {
+		struct rkp_tev_link *link = list_entry(pos, struct rkp_tev_link, list);
+		unsigned long dyn, room;
+		u8 *head;
+
+		head = rkp_tev_reserve_link(tev, link, &fb, hdr + fixed + dsize, regs, a0, a1);
+		if (!head)
+			continue;
+		for (s = st; s < strs; s++) {
+			unsigned long v = *(unsigned long *)((u8 *)regs + s->reg);
+			u8 *d = head + hdr + s->at;
+
+			switch (s->size) {
+			case 8:
+				put_unaligned(v, (u64 *)d);
+				break;
+			case 4:
+				put_unaligned((u32)v, (u32 *)d);
+				break;
+			case 2:
+				put_unaligned((u16)v, (u16 *)d);
+				break;
+			default:
+				*d = (u8)v;
+				break;
+			}
+		}
+		dyn = hdr + fixed;
+		room = dsize;
+		for (s = strs; strings && s < end; s++) {
+			/*
+			 * The __data_loc: what was stored, where the room
+			 * left begins (nothing on a fault, for an empty
+			 * string, or without room), as fetch_store_string_user().
+			 */
+			long ret = room ? rkp_strncpy_user_nofault((char *)head + dyn,
+					  rkp_tev_store_uaddr(regs, s), room) : 0;
+
+			if (ret < 0)
+				ret = 0;
+			put_unaligned((u32)((ret << 16) | (dyn & 0xffff)), (u32 *)(head + hdr + s->at));
+			dyn += ret;
+			room -= ret;
+		}
+		trace_event_buffer_commit(&fb);
+	}
+}
+
+/* The plain record of a probe without strings: registers alone, or none. */
+notrace void rkp_tev_trace_regs(void *ev, struct pt_regs *regs, unsigned long a0, unsigned long a1,
+				const struct rkp_tev_plain *plain)
+{
+	rkp_tev_trace_plain(ev, regs, a0, a1, plain, false);
+}
+
+/* The plain record of a probe with user strings. */
+notrace void rkp_tev_trace_strings(void *ev, struct pt_regs *regs, unsigned long a0,
+				   unsigned long a1, const struct rkp_tev_plain *plain)
+{
+	rkp_tev_trace_plain(ev, regs, a0, a1, plain, true);
+}
+
 #ifdef CONFIG_PERF_EVENTS
 /*
  * Records one hit for perf, when rkp_tev_wants() said RKP_TEV_PERF (in
@@ -700,11 +879,14 @@ notrace void rkp_tev_perf(void *ev, struct rkp_tev_rec *rec, void *ctx)
 		return;
 	/* As kprobe_perf_func(): perf adds a u32 size before the record. */
 	rsize = ALIGN(hdr + rec->size + sizeof(u32), sizeof(u64)) - sizeof(u32);
+	/* Dropped, as perf_trace_buf_alloc() would, without its WARN_ONCE(). */
+	if (rsize > PERF_MAX_TRACE_SIZE)
+		return;
 	ent = perf_trace_buf_alloc(rsize, NULL, &rctx);
 	if (!ent)
 		return;
 	/* The common fields are perf_tp_event()'s (perf_trace_buf_update()). */
-	rkp_tev_fill_head(tev, ent, rec);
+	rkp_tev_fill_head(tev, ent, rec->a0, rec->a1);
 	rkp_event_fill(ctx, ent, hdr + rec->size);
 	if (rec->perf & RKP_TEV_PERF_RAN)
 		perf_tp_event(call->event.type, 1, ent, rsize, rec->regs,

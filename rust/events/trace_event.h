@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Functions of rust/events/trace_event.c beyond those rust/ffi/glue.h declares,
- * mirrored by the extern "C" block in rust/ffi/glue.rs.
+ * Prototypes of rust/events/trace_event.c and the record heads it writes,
+ * mirrored in rust/ffi/trace_event.rs for rust/events/.
  */
 #ifndef RKPROBES_EVENTS_TRACE_EVENT_H
 #define RKPROBES_EVENTS_TRACE_EVENT_H
@@ -29,7 +29,7 @@ struct rkp_kretprobe_head {
 
 /*
  * A record being written from Rust (rust/events/hit.rs, which mirrors the
- * layout as RkpTevRec in rust/ffi/glue.rs, checked at build time against
+ * layout as RkpTevRec in rust/ffi/trace_event.rs, checked at build time against
  * rust/events/tev_layout.c's offsets): the hit's addresses, registers and
  * size, the trace instance being written and its reservation.
  */
@@ -44,10 +44,73 @@ struct rkp_tev_rec {
 	struct trace_event_buffer fb;
 };
 
+/* The most a user string takes: the kernel's MAX_STRING_SIZE (PATH_MAX). */
+#define RKP_TEV_MAX_STRING 4096
+
+/*
+ * One argument that the plain record (trace_event.c) stores itself: a register stored
+ * as it is (the hit path's exec::Fast::Reg and Fast::Retval; size 1, 2, 4
+ * or 8, the register's low bytes), or a user string at a register plus
+ * offset (Fast::String of a ustring, its field a __data_loc). reg is the
+ * register's byte offset in struct pt_regs, at the field's offset after the
+ * record's head. Mirrored as RkpTevStore in rust/ffi/trace_event.rs,
+ * checked against tev_layout.c's offsets.
+ */
+struct rkp_tev_store {
+	unsigned int reg;
+	unsigned int at;
+	unsigned int size;
+	long offset;
+};
+
+/*
+ * The arguments of a probe that the plain record stores: nregs
+ * registers at st, then nstrs user strings in the order of their fields;
+ * fixed is the size of the fields after the record's head. Mirrored as
+ * PlainStores in rust/events/mod.rs.
+ */
+struct rkp_tev_plain {
+	const struct rkp_tev_store *st;
+	unsigned int nregs;
+	unsigned int nstrs;
+	unsigned int fixed;
+};
+
+struct mutex;
+struct rkp_field;
+
+/* rkp_tev_wants(): what a hit of an event must build (rust/events/hit.rs). */
+#define RKP_TEV_TRACE		1	/* a record in the trace instances */
+#define RKP_TEV_PERF		2	/* one for perf and BPF */
+#define RKP_TEV_PERF_RAN	4	/* ... whose BPF programs ran */
+extern const unsigned int rkp_tev_wants_bits[3];
+extern const unsigned int rkp_tev_perf_on_off;
+
+void rkp_tev_init(unsigned long addr);
+void rkp_tev_exit(void);
+const char *rkp_tev_default_group(void);
+void *rkp_tev_create(struct mutex *event_mutex, struct list_head *ftrace_events,
+		     const char *group, const char *name,
+		     const char *print_fmt, int is_return, const struct rkp_field *fields,
+		     int nfields, void *owner);
+int rkp_tev_remove(struct mutex *event_mutex, void *ev);
+void rkp_tev_free(void *ev);
+int rkp_tev_enabled(void *ev);
+unsigned int rkp_tev_wants(void *ev, struct pt_regs *regs);
+void *rkp_tev_reserve(void *ev, struct rkp_tev_rec *rec);
+void *rkp_tev_commit(void *ev, struct rkp_tev_rec *rec);
+void rkp_tev_trace_regs(void *ev, struct pt_regs *regs, unsigned long a0, unsigned long a1,
+			const struct rkp_tev_plain *plain);
+void rkp_tev_trace_strings(void *ev, struct pt_regs *regs, unsigned long a0, unsigned long a1,
+			   const struct rkp_tev_plain *plain);
+void rkp_tev_perf(void *ev, struct rkp_tev_rec *rec, void *ctx);
+void rkp_tev_seq_write(void *seq, const char *buf, unsigned int len);
 int rkp_tev_name_in_use(struct mutex *event_mutex, struct list_head *ftrace_events,
 			const char *group, const char *name);
 unsigned int rkp_tev_symstr(unsigned long addr, char *room, unsigned int len);
 unsigned long rkp_tev_task_size(void);
+long rkp_strncpy_user_nofault(char *dst, const void __user *src, long count);
+long rkp_strnlen_user_nofault(const void __user *src, long count);
 void __percpu *rkp_tev_scratch_alloc(unsigned long size);
 void rkp_tev_scratch_free(void __percpu *p);
 

@@ -141,6 +141,102 @@ for row in "1 event, two registers and a string, recorded" "2 event, the same, a
 	}'
 done
 
+# The event matrix: event shapes by sites at ksys_read, rkprobes' event
+# beside the kernel's kprobe event (each alone), in a loop of one-byte
+# reads of /dev/zero (readloop, whose buffer holds the string a shape
+# fetches). Sites: the entry (an ftrace site on both sides), ksys_read+9
+# with optimization on (a jump on both; the row says whether each side's
+# list showed it optimized) and the same with optimization off on both
+# (int3). Shapes: no argument, three register arguments, a user string
+# (empty, 8 and 200 bytes), a kernel string, and at the entry a return
+# event without and with $retval. The cost per hit is readloop's time with
+# the event on less its time with none for the same string; three rounds,
+# each keeping its least.
+MN=${RKP_BENCH_MATRIX_ITERS:-20000}
+TR=/sys/kernel/tracing
+mloop() {
+	/bin/readloop $MN $1 | sed -n 's/^readloop: [0-9]* calls in \([0-9]*\) ns$/\1/p'
+}
+set_opt() {
+	echo $1 > /sys/kernel/debug/rkprobes/optimization
+	[ -w /proc/sys/debug/kprobes-optimization ] && echo $1 > /proc/sys/debug/kprobes-optimization
+}
+# mrow CONTROL EVENTS_DIR LIST DEF LEN: "NS OPT", readloop's time with the
+# event DEF on, and o when LIST showed the probe optimized.
+mrow() {
+	echo "$4" >> $1 || return
+	echo > $TR/trace
+	echo 1 > $2/mx/enable
+	# The optimizers of both sides run some jiffies after arming.
+	sleep 0.3
+	opt=-
+	grep -q 'ksys_read+0x9.*OPTIMIZED' $3 2>/dev/null && opt=o
+	t=$(mloop $5)
+	echo 0 > $2/mx/enable
+	echo "-:mx" >> $1
+	echo "$t $opt"
+}
+# The cells: "SITE SHAPE LEN DEF" (DEF without the "p:mx "/"r:mx " head).
+cat > /tmp/mx.cells <<'EOC'
+entry noargs 0 p ksys_read
+entry regs 0 p ksys_read fd=%di:s32 buf=%si:x64 count=%dx:u64
+entry ustr-empty 0 p ksys_read s=+0(%si):ustring
+entry ustr-8 8 p ksys_read s=+0(%si):ustring
+entry ustr-200 200 p ksys_read s=+0(%si):ustring
+entry kstr 0 p ksys_read s=@linux_proc_banner:string
+entry ret 0 r ksys_read
+entry ret-retval 0 r ksys_read ret=$retval
+opt noargs 0 p ksys_read+9
+opt regs 0 p ksys_read+9 fd=%di:s32 buf=%si:x64 count=%dx:u64
+opt ustr-empty 0 p ksys_read+9 s=+0(%si):ustring
+opt ustr-8 8 p ksys_read+9 s=+0(%si):ustring
+opt ustr-200 200 p ksys_read+9 s=+0(%si):ustring
+opt kstr 0 p ksys_read+9 s=@linux_proc_banner:string
+int3 noargs 0 p ksys_read+9
+int3 regs 0 p ksys_read+9 fd=%di:s32 buf=%si:x64 count=%dx:u64
+int3 ustr-empty 0 p ksys_read+9 s=+0(%si):ustring
+int3 ustr-8 8 p ksys_read+9 s=+0(%si):ustring
+int3 ustr-200 200 p ksys_read+9 s=+0(%si):ustring
+int3 kstr 0 p ksys_read+9 s=@linux_proc_banner:string
+EOC
+: > /tmp/mx.res
+for round in 1 2 3; do
+	for len in 0 8 200; do
+		echo "none $len $(mloop $len)" >> /tmp/mx.res
+	done
+	while read -r site shape len kind def; do
+		[ $site = int3 ] && set_opt 0 || set_opt 1
+		r=$(mrow $KE $TR/events/rkprobes /sys/kernel/debug/rkprobes/list "$kind:mx $def" $len)
+		echo "rk $site $shape $r" >> /tmp/mx.res
+		if native_events; then
+			r=$(mrow $NATIVE_KE $TR/events/kprobes /sys/kernel/debug/kprobes/list "$kind:mx $def" $len)
+			echo "k $site $shape $r" >> /tmp/mx.res
+		fi
+	done < /tmp/mx.cells
+done
+set_opt 1
+check "the event matrix ran on rkprobes' events" \
+	test "$(grep -c '^rk [a-z0-9]* [a-z0-9-]* [0-9]' /tmp/mx.res)" -eq $((3 * $(wc -l < /tmp/mx.cells)))
+awk -v n=$MN '
+	$1 == "none" { if (!($2 in none) || $3 < none[$2]) none[$2] = $3; next }
+	{ k = $1 " " $2 " " $3; if ($4 != "" && (!(k in t) || $4 < t[k])) t[k] = $4; opt[k] = $5 }
+	END {
+		while ((getline line < "/tmp/mx.cells") > 0) {
+			split(line, c, " ")
+			site = c[1]; shape = c[2]; len = c[3]
+			rk = "rk " site " " shape; kk = "k " site " " shape
+			if (!(rk in t))
+				continue
+			o = (t[rk] - none[len]) / n
+			if (!(kk in t)) {
+				printf "# matrix %s %s: rkprobes +%d ns/hit, kernel kprobe_events not available\n", site, shape, o
+				continue
+			}
+			k = (t[kk] - none[len]) / n
+			printf "# matrix %-5s %-10s kprobes +%5d ns/hit%s, rkprobes +%5d ns/hit%s, rkprobes/kprobes %.2fx\n", site, shape, k, (site == "opt" ? " (" opt[kk] ")" : ""), o, (site == "opt" ? " (" opt[rk] ")" : ""), (k > 0 ? o / k : 0)
+		}
+	}' /tmp/mx.res
+
 # The trace-read row: trace output of RN records of an event with three
 # arguments and a string, read back with one `cat trace`; rkprobes' event
 # and the kernel's, each recording alone into an emptied buffer made large

@@ -173,6 +173,18 @@ const ARGS: &[&str] = &[
     "+4(%si):u16",
 ];
 
+/// Arguments of return probes: the return value in each width (fast
+/// programs) and as a bitfield (not one), beside others.
+const RET_ARGS: &[&str] = &[
+    "$retval",
+    "$retval:u32",
+    "$retval:s16",
+    "$retval:x8",
+    "$retval:b3@2/32",
+    "%dx:u32",
+    "+0(%si):ustring",
+];
+
 struct Layouts(Vec<(Vec<FetchInsn<u64>>, u32, bool)>);
 
 impl Layouts {
@@ -231,6 +243,15 @@ fn random_command(rng: &mut Rng, most: usize) -> String {
     let n = 1 + rng.below(most);
     let args: Vec<String> = (0..n).map(|i| format!("a{i}={}", rng.pick(ARGS))).collect();
     format!("p:g/e vfs_read {}", args.join(" "))
+}
+
+/// A return probe command of 1 to `most` arguments drawn from `RET_ARGS`.
+fn random_ret_command(rng: &mut Rng, most: usize) -> String {
+    let n = 1 + rng.below(most);
+    let args: Vec<String> = (0..n)
+        .map(|i| format!("a{i}={}", rng.pick(RET_ARGS)))
+        .collect();
+    format!("r:g/e vfs_read {}", args.join(" "))
 }
 
 /// A hit's record cap (the module's, or a few bytes past the fixed
@@ -436,7 +457,11 @@ fn fast_programs() {
             user: false
         })
     );
+    assert_eq!(prog("r vfs_read a=$retval"), Some(Fast::Retval(8)));
+    assert_eq!(prog("r vfs_read a=$retval:s16"), Some(Fast::Retval(2)));
     for slow in [
+        "r vfs_read a=$retval:b3@2/32",
+        "r vfs_read a=+0($retval):u8",
         "p vfs_read a=+0(+8(%si)):string",
         "p vfs_read a=+0(%si):string[2]",
         "p vfs_read a=$comm",
@@ -474,7 +499,11 @@ fn the_fast_path_stores_what_the_interpreter_stores() {
     let mut rng = Rng::new(99);
     let mut fast_args = 0usize;
     for _ in 0..6000 {
-        let cmd = random_command(&mut rng, 6);
+        let cmd = if rng.chance(30) {
+            random_ret_command(&mut rng, 6)
+        } else {
+            random_command(&mut rng, 6)
+        };
         let Ok(Command::Probe(def)) = parse(&cmd) else {
             panic!("{cmd}")
         };

@@ -138,6 +138,7 @@ fn call_kfree(n: u64) {
 
 struct Empty;
 
+#[vtable]
 impl KprobeHandler for Empty {
     fn pre(&self, _p: &ProbeInfo, _regs: &mut Regs) -> Action {
         Action::Continue
@@ -416,6 +417,7 @@ fn hold(what: &[u8]) -> Result<Held> {
 /// The same empty return handler as the kernel kretprobe's.
 struct EmptyRet;
 
+#[vtable]
 impl KretprobeHandler for EmptyRet {
     type Data = ();
 

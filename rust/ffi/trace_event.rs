@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The trace events' C (`../events/trace_event.c`) as Rust sees it: the
+//! structures and prototypes of `../events/trace_event.h`.
+
+use kernel::{
+    bindings,
+    ffi::{c_char, c_int, c_long, c_uint, c_ulong, c_void},
+};
+
+/// `struct rkp_field` of `../events/trace_event.c`: a field of a trace
+/// event's record.
+#[repr(C)]
+pub(crate) struct RkpField {
+    /// The C type, as the format file shows it.
+    pub(crate) ty: *const c_char,
+    /// The field's name.
+    pub(crate) name: *const c_char,
+    /// Offset in the record.
+    pub(crate) offset: c_int,
+    /// Size in the record.
+    pub(crate) size: c_int,
+    /// Whether the field is signed.
+    pub(crate) is_signed: c_int,
+}
+
+/// `struct rkp_tev_rec` of `../events/trace_event.h`: a record being written
+/// from Rust, reserved in one trace instance after another. Its layout is
+/// checked against C's at compile time (`rust/events/mod.rs`).
+#[repr(C)]
+pub(crate) struct RkpTevRec {
+    /// `__probe_ip`, or `__probe_func` of a return event.
+    pub(crate) a0: c_ulong,
+    /// `__probe_ret_ip` of a return event.
+    pub(crate) a1: c_ulong,
+    /// The hit's registers.
+    pub(crate) regs: *mut bindings::pt_regs,
+    /// C's: the instance being written.
+    pub(crate) link: *mut c_void,
+    /// The record's bytes after the header.
+    pub(crate) size: c_uint,
+    /// Whether perf and BPF want the record, and whether its BPF programs
+    /// ran ([`RKP_TEV_PERF`], [`RKP_TEV_PERF_RAN`]), as [`rkp_tev_wants`]
+    /// said.
+    pub(crate) perf: c_int,
+    /// C's: the kernel's `struct trace_event_buffer` (six words in 6.12).
+    pub(crate) fb: core::mem::MaybeUninit<[u64; 6]>,
+}
+
+/// `struct rkp_tev_store` of `../events/trace_event.h`: an argument that
+/// [`rkp_tev_trace_regs`] and [`rkp_tev_trace_strings`] store themselves, a
+/// register or a user string at a register. Its layout is checked against
+/// C's at compile time (`rust/events/mod.rs`).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub(crate) struct RkpTevStore {
+    /// The register's byte offset in `struct pt_regs` (for a string: the
+    /// register whose value plus `offset` is its address).
+    pub(crate) reg: c_uint,
+    /// The field's offset after the record's head.
+    pub(crate) at: c_uint,
+    /// A register's field size: 1, 2, 4 or 8 (its low bytes).
+    pub(crate) size: c_uint,
+    /// Added to the register for a string's address.
+    pub(crate) offset: c_long,
+}
+
+/// `struct rkp_tev_plain` of `../events/trace_event.h`: the arguments
+/// [`rkp_tev_trace_regs`] and [`rkp_tev_trace_strings`] store, `nregs`
+/// registers at `st` then `nstrs` user strings in the order of their fields,
+/// and the size of the fields.
+#[repr(C)]
+pub(crate) struct RkpTevPlain {
+    /// The stores.
+    pub(crate) st: *const RkpTevStore,
+    /// Registers first.
+    pub(crate) nregs: c_uint,
+    /// Then user strings.
+    pub(crate) nstrs: c_uint,
+    /// The record's bytes of fields after its head.
+    pub(crate) fixed: c_uint,
+}
+
+/// [`rkp_tev_wants`]: records in the trace instances.
+pub(crate) const RKP_TEV_TRACE: c_uint = 1;
+/// [`rkp_tev_wants`]: a record for perf and BPF.
+pub(crate) const RKP_TEV_PERF: c_uint = 2;
+/// [`rkp_tev_wants`]: for perf alone: the BPF programs ran.
+pub(crate) const RKP_TEV_PERF_RAN: c_uint = 4;
+
+extern "C" {
+    /// Gives the events' C side `trace_call_bpf()`'s confirmed address (0:
+    /// none), which becomes a static call. Process context, at load,
+    /// before any event.
+    pub(crate) fn rkp_tev_init(addr: c_ulong);
+
+    /// Frees what [`rkp_tev_init`] allocated. Process context, at unload,
+    /// once no event is left and no hit runs.
+    pub(crate) fn rkp_tev_exit();
+
+    /// The `default_group` module parameter: a NUL-terminated string in
+    /// static storage, read-only after load.
+    pub(crate) fn rkp_tev_default_group() -> *const c_char;
+
+    /// `trace_event.h`'s `RKP_TEV_TRACE`, `RKP_TEV_PERF` and `RKP_TEV_PERF_RAN`,
+    /// checked at load against [`RKP_TEV_TRACE`] and its siblings.
+    pub(crate) static rkp_tev_wants_bits: [c_uint; 3];
+
+    /// `offsetof(struct rkp_tev, perf_on)`: a hit reads the flag itself,
+    /// and asks [`rkp_tev_wants`] only when it is set.
+    pub(crate) static rkp_tev_perf_on_off: c_uint;
+
+    /// Creates and registers a trace event (`trace_event.c`); an `ERR_PTR`
+    /// on failure. Process context, takes `event_mutex`.
+    pub(crate) fn rkp_tev_create(
+        event_mutex: *mut bindings::mutex,
+        ftrace_events: *mut bindings::list_head,
+        group: *const c_char,
+        name: *const c_char,
+        print_fmt: *const c_char,
+        is_return: c_int,
+        fields: *const RkpField,
+        nfields: c_int,
+        owner: *mut c_void,
+    ) -> *mut c_void;
+
+    /// Unregisters a trace event, `-EBUSY` while it is in use; the caller
+    /// holds `event_mutex`.
+    pub(crate) fn rkp_tev_remove(event_mutex: *mut bindings::mutex, ev: *mut c_void) -> c_int;
+
+    /// Frees an unregistered trace event after a grace period.
+    pub(crate) fn rkp_tev_free(ev: *mut c_void);
+
+    /// Whether some trace instance has the event enabled.
+    pub(crate) fn rkp_tev_enabled(ev: *mut c_void) -> c_int;
+
+    /// Whether an event `group/name` exists. Process context, takes
+    /// `event_mutex`.
+    pub(crate) fn rkp_tev_name_in_use(
+        event_mutex: *mut bindings::mutex,
+        ftrace_events: *mut bindings::list_head,
+        group: *const c_char,
+        name: *const c_char,
+    ) -> c_int;
+
+    /// What a hit of the event must build, as `RKP_TEV_*` bits: records
+    /// in the trace instances, and one for perf and BPF. BPF programs that
+    /// read nothing of the record have run when it returns, on a context
+    /// of zeroes of the kernel's full size; perf then gets one only if they
+    /// asked for it ([`RKP_TEV_PERF_RAN`]). Probe-hit context.
+    pub(crate) fn rkp_tev_wants(ev: *mut c_void, regs: *mut bindings::pt_regs) -> c_uint;
+
+    /// Reserves the first record of a hit, in the first trace instance
+    /// that has the event enabled, its header written; null when there is
+    /// none. Probe-hit context, with `rec`'s `a0`, `a1`, `regs` and `size`
+    /// set.
+    pub(crate) fn rkp_tev_reserve(ev: *mut c_void, rec: *mut RkpTevRec) -> *mut c_void;
+
+    /// Commits the record the last reserve or commit gave and reserves the
+    /// next instance's, as `rkp_tev_reserve`. Probe-hit context.
+    pub(crate) fn rkp_tev_commit(ev: *mut c_void, rec: *mut RkpTevRec) -> *mut c_void;
+
+    /// Records a hit in every trace instance that has the event enabled
+    /// (reserve, head, the stores and commit for each), for an event whose
+    /// arguments are all registers, [`RkpTevStore`]s, as `plain` says
+    /// (`nstrs` 0). Probe-hit context, perf not listening.
+    pub(crate) fn rkp_tev_trace_regs(
+        ev: *mut c_void,
+        regs: *mut bindings::pt_regs,
+        a0: c_ulong,
+        a1: c_ulong,
+        plain: *const RkpTevPlain,
+    );
+
+    /// [`rkp_tev_trace_regs`] for an event with user strings among its
+    /// arguments: their size first, then the records.
+    pub(crate) fn rkp_tev_trace_strings(
+        ev: *mut c_void,
+        regs: *mut bindings::pt_regs,
+        a0: c_ulong,
+        a1: c_ulong,
+        plain: *const RkpTevPlain,
+    );
+
+    /// Writes the record into perf's buffer through `rkp_event_fill(ctx)`
+    /// and hands it to BPF (unless `rec.perf` has `RKP_TEV_PERF_RAN`) and
+    /// perf; for a `rec` whose `perf` has `RKP_TEV_PERF`. Probe-hit
+    /// context.
+    pub(crate) fn rkp_tev_perf(ev: *mut c_void, rec: *mut RkpTevRec, ctx: *mut c_void);
+
+    /// `trace_seq_putmem()`. Trace output context.
+    pub(crate) fn rkp_tev_seq_write(seq: *mut c_void, buf: *const c_char, len: c_uint);
+
+    /// `strncpy_from_user_nofault()`: the length copied including the NUL
+    /// (at most `count`, the string cut and NUL-terminated there), 0 for an
+    /// empty string (as the kernel's) or a `count` of 0, or `-EFAULT`. Any
+    /// context.
+    pub(crate) fn rkp_strncpy_user_nofault(
+        dst: *mut c_char,
+        src: *const c_void,
+        count: c_long,
+    ) -> c_long;
+
+    /// `strnlen_user_nofault()`: the length of the user string at `src`
+    /// including its NUL, more than `count` when it has none within
+    /// `count` bytes, or 0 when it cannot be read. Any context.
+    pub(crate) fn rkp_strnlen_user_nofault(src: *const c_void, count: c_long) -> c_long;
+
+    /// `sprint_symbol()` of `addr` cut to `len` bytes; returns the length.
+    /// Any context.
+    pub(crate) fn rkp_tev_symstr(addr: c_ulong, room: *mut c_char, len: c_uint) -> c_uint;
+
+    /// `TASK_SIZE` of the current task. Any context.
+    pub(crate) fn rkp_tev_task_size() -> c_ulong;
+
+    /// `__alloc_percpu(size, 64)`: zeroed per-CPU memory, or null.
+    /// Process context.
+    pub(crate) fn rkp_tev_scratch_alloc(size: c_ulong) -> *mut c_void;
+
+    /// `free_percpu()` of what `rkp_tev_scratch_alloc` gave. Process
+    /// context.
+    pub(crate) fn rkp_tev_scratch_free(p: *mut c_void);
+}
