@@ -4,7 +4,7 @@
 #
 #   make            build the modules (against the cached test kernel by default)
 #   make help       every target
-#   make install    modules, header, Module.symvers, documentation (PREFIX, DESTDIR)
+#   make install    modules, rkprobe, header, Module.symvers, documentation (PREFIX, DESTDIR)
 #   make demo       set everything up, boot the guest, show rkprobes working
 #   make check      host tests, clippy, rustfmt, guest tests on both test kernels
 #   make check-all  make check plus the reliability stage on the debug kernel
@@ -16,10 +16,19 @@ RKPROBES_CACHE ?= $(HOME)/.cache/rkprobes
 export RKPROBES_CACHE
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-# The kernel's Rust must be built by Debian's rustc-web, which carries the
-# library source; the rustup toolchain earlier in PATH has none.
-KRUST := RUSTC=/usr/bin/rustc RUSTDOC=/usr/bin/rustdoc RUSTFMT=/usr/bin/rustfmt \
-	 CLIPPY_DRIVER=/usr/bin/clippy-driver BINDGEN=$(HOME)/.cargo/bin/bindgen
+# The Rust toolchain of module builds. A module's Rust must be built by the
+# rustc that built the kernel: for the test kernels, Debian's rustc-web
+# (which carries the library source; a rustup toolchain earlier in PATH has
+# none) and the bindgen-cli tools/setup installs, whatever the environment
+# says. For another KDIR, RUSTC, RUSTDOC, RUSTFMT, CLIPPY_DRIVER and BINDGEN
+# given on the command line or in the environment are used, the same tools
+# otherwise.
+rust_tool = $(if $(and $(if $(TEST_KERNEL),,y),$(filter command line environment,$(origin $(1)))),$($(1)),$(2))
+KRUST = RUSTC=$(call rust_tool,RUSTC,/usr/bin/rustc) \
+	RUSTDOC=$(call rust_tool,RUSTDOC,/usr/bin/rustdoc) \
+	RUSTFMT=$(call rust_tool,RUSTFMT,/usr/bin/rustfmt) \
+	CLIPPY_DRIVER=$(call rust_tool,CLIPPY_DRIVER,/usr/bin/clippy-driver) \
+	BINDGEN=$(call rust_tool,BINDGEN,$(HOME)/.cargo/bin/bindgen)
 
 KSRC := $(RKPROBES_CACHE)/src/linux-source-6.12
 export CARGO_TARGET_DIR := $(RKPROBES_CACHE)/cargo-target
@@ -52,8 +61,12 @@ TESTS ?= $(if $(TEST_KERNEL),y)
 KTESTS = RKP_TESTS=$(TESTS)
 
 # A kernel built with clang (the debug kernel, or a clang-built distribution
-# kernel) needs its modules built with the same toolchain.
-KLLVM = $(if $(filter y,$(shell sed -n 's/^CONFIG_CC_IS_CLANG=//p' $(KDIR)/.config 2>/dev/null)),LLVM=1)
+# kernel) needs its modules built with the same toolchain: LLVM=-N for the
+# clang major version it names (CONFIG_CLANG_VERSION) when clang-N is
+# installed, as Debian installs each LLVM, else the default LLVM=1.
+KCLANG_MAJOR = $(shell sed -n 's/^CONFIG_CLANG_VERSION=\([0-9]*\)[0-9]\{4\}$$/\1/p' $(KDIR)/.config 2>/dev/null)
+# An LLVM= given on the command line or in the environment is used as it is.
+KLLVM = $(if $(filter command line environment,$(origin LLVM)),LLVM=$(LLVM),$(if $(filter y,$(shell sed -n 's/^CONFIG_CC_IS_CLANG=//p' $(KDIR)/.config 2>/dev/null)),LLVM=$(if $(and $(KCLANG_MAJOR),$(shell command -v clang-$(KCLANG_MAJOR))),-$(KCLANG_MAJOR),1)))
 
 # A kCFI kernel: rust/ffi/abi.rs gives the C ABI's structs their C names for
 # the type ids (cfi_encoding), a feature the kernel's list of allowed ones
@@ -63,7 +76,7 @@ KRUST_FEATURES = $(shell sed -n 's/^rust_allowed_features := //p' \
 comma := ,
 KCFI = $(if $(filter y,$(shell sed -n 's/^CONFIG_CFI_CLANG=//p' $(KDIR)/.config 2>/dev/null)),rust_allowed_features=$(KRUST_FEATURES)$(comma)cfi_encoding)
 
-.PHONY: all modules setup kernel demo check host-test clippy fmt fmt-check \
+.PHONY: all modules print-kdir print-kbuild-args rkprobe setup kernel demo check host-test clippy fmt fmt-check \
 	install modules_install uninstall help \
 	guest-test runner-selftest bench profile insn-long clean kernel-nokprobes kernel-debug kernel-bench layers \
 	check-all probe-events-long
@@ -113,10 +126,35 @@ INCLUDEDIR := $(DESTDIR)$(PREFIX)/include
 DATADIR := $(DESTDIR)$(PREFIX)/share/rkprobes
 DOCDIR := $(DESTDIR)$(PREFIX)/share/doc/rkprobes
 
-install: modules modules_install
-	install -d $(INCLUDEDIR) $(DATADIR) $(DOCDIR)
+# The rkprobe tool (Documentation/rkprobe-tool.rst): a host program, built
+# with cargo from crates.io's crates; no kernel tree needed. Its man page
+# and shell completions are made by the built tool from its command line
+# (rkprobe --generate man|bash|zsh|fish), where their usual places are.
+RKPROBE_BIN = $(CARGO_TARGET_DIR)/release/rkprobe
+MAN1DIR := $(DESTDIR)$(PREFIX)/share/man/man1
+BASHCOMPDIR := $(DESTDIR)$(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR := $(DESTDIR)$(PREFIX)/share/zsh/site-functions
+FISHCOMPDIR := $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
+rkprobe:
+	cd tools && cargo build --release --locked -p rkprobe
+
+install: modules modules_install rkprobe
+	install -d $(INCLUDEDIR) $(DATADIR) $(DOCDIR) $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $(RKPROBE_BIN) $(DESTDIR)$(PREFIX)/bin/rkprobe
+	install -d $(MAN1DIR) $(BASHCOMPDIR) $(ZSHCOMPDIR) $(FISHCOMPDIR)
+	$(RKPROBE_BIN) --generate man > $(MAN1DIR)/rkprobe.1
+	$(RKPROBE_BIN) --generate bash > $(BASHCOMPDIR)/rkprobe
+	$(RKPROBE_BIN) --generate zsh > $(ZSHCOMPDIR)/_rkprobe
+	$(RKPROBE_BIN) --generate fish > $(FISHCOMPDIR)/rkprobe.fish
+	chmod 0644 $(MAN1DIR)/rkprobe.1 $(BASHCOMPDIR)/rkprobe $(ZSHCOMPDIR)/_rkprobe \
+		$(FISHCOMPDIR)/rkprobe.fish
 	install -m 0644 include/rkprobes.h $(INCLUDEDIR)/rkprobes.h
+	install -d $(INCLUDEDIR)/rkprobes-compat/linux
+	install -m 0644 include/compat/linux/kprobes.h $(INCLUDEDIR)/rkprobes-compat/linux/kprobes.h
 	install -m 0644 Module.symvers $(DATADIR)/Module.symvers
+	install -d $(DATADIR)/rust/client $(DATADIR)/rust/ffi
+	install -m 0644 rust/client/*.rs $(DATADIR)/rust/client/
+	install -m 0644 rust/ffi/abi.rs $(DATADIR)/rust/ffi/abi.rs
 	install -m 0644 README.md COPYING CHANGELOG.md $(DOCDIR)/
 	install -m 0644 Documentation/*.rst $(DOCDIR)/
 
@@ -132,18 +170,35 @@ uninstall:
 	sed 's|^$(CURDIR)/||; s|\.o$$|.ko|' modules.order | \
 		while read -r m; do rm -f $(DESTDIR)/lib/modules/$$rel/updates/$$m; done && \
 	{ [ -n "$(DESTDIR)" ] || depmod $$rel; }
-	rm -f $(INCLUDEDIR)/rkprobes.h $(DATADIR)/Module.symvers
+	rm -f $(INCLUDEDIR)/rkprobes.h $(DATADIR)/Module.symvers $(DESTDIR)$(PREFIX)/bin/rkprobe
+	rm -f $(MAN1DIR)/rkprobe.1 $(BASHCOMPDIR)/rkprobe $(ZSHCOMPDIR)/_rkprobe \
+		$(FISHCOMPDIR)/rkprobe.fish
+	rm -rf $(DATADIR)/rust
+	rm -rf $(INCLUDEDIR)/rkprobes-compat
 	rm -rf $(DOCDIR)
 	-rmdir $(DATADIR) 2>/dev/null
+
+# The kernel tree this Makefile builds against, and the arguments its module
+# builds pass to the kernel's make (tools/testing/install-check).
+print-kdir:
+	@echo $(KDIR)
+
+print-kbuild-args:
+	@echo $(KRUST) $(KLLVM) $(KCFI)
 
 help:
 	@echo 'rkprobes $(VERSION): dynamic kernel probes in Rust (README.md)'
 	@echo
 	@echo 'Building and installing (KDIR=/lib/modules/$$(uname -r)/build for your kernel):'
 	@echo '  make                 build rkprobes.ko and the samples'
-	@echo '  make install         modules (modules_install, updates/), include/rkprobes.h,'
-	@echo '                       Module.symvers and the documentation under PREFIX'
+	@echo '  make install         modules (modules_install, updates/), bin/rkprobe with its man page'
+	@echo '                       and bash, zsh and fish completions, include/rkprobes.h,'
+	@echo '                       the compatibility header for modules written for the'
+	@echo '                       kernel'"'"'s kprobes (include/rkprobes-compat/linux/kprobes.h),'
+	@echo '                       Module.symvers, the Rust client (share/rkprobes/rust/)'
+	@echo '                       and the documentation under PREFIX'
 	@echo '                       ($(PREFIX)); DESTDIR= stages it for a package'
+	@echo '  make rkprobe         build the rkprobe tool (perf probe for rkprobes; no kernel tree)'
 	@echo '  make uninstall       remove what install put there'
 	@echo '  make clean'
 	@echo
@@ -220,8 +275,7 @@ BENCH_TREE = $(RKPROBES_CACHE)/tree-bench-$(shell echo $(CURDIR) | sha1sum | cut
 bench: modules $(if $(TEST_KERNEL),kernel-bench)
 ifdef TEST_KERNEL
 	@echo "bench: the benchmark kernel ($(KDIR_BENCH))"
-	mkdir -p $(BENCH_TREE)
-	git ls-files -z -co --exclude-standard | tar --null -T - -cf - | tar -xf - -C $(BENCH_TREE)
+	tools/testing/copy-tree $(BENCH_TREE)
 	$(MAKE) --no-print-directory -C $(BENCH_TREE) KDIR=$(KDIR_BENCH) TESTS=y modules
 	$(BENCH_RUN) --kdir $(KDIR_BENCH) --modtree $(BENCH_TREE)
 	$(BENCH_RUN) --kdir $(KDIR_BENCH) --modtree $(BENCH_TREE) $(BENCH_ICOUNT)
@@ -237,8 +291,7 @@ endif
 # function, rkprobes beside the kernel, on the benchmark kernel (or KDIR).
 profile: modules $(if $(TEST_KERNEL),kernel-bench)
 ifdef TEST_KERNEL
-	mkdir -p $(BENCH_TREE)
-	git ls-files -z -co --exclude-standard | tar --null -T - -cf - | tar -xf - -C $(BENCH_TREE)
+	tools/testing/copy-tree $(BENCH_TREE)
 	$(MAKE) --no-print-directory -C $(BENCH_TREE) KDIR=$(KDIR_BENCH) TESTS=y modules
 	tools/testing/insn-profile --kdir $(KDIR_BENCH) --modtree $(BENCH_TREE)
 else

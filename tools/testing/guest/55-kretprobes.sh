@@ -40,6 +40,35 @@ check "rmmod rkprobes once the dead frames are reclaimed" \
 	sh -c 'for i in $(seq 1 50); do rmmod rkprobes 2>/dev/null && exit 0; usleep 100000; done; exit 1'
 check "insmod rkprobes.ko" insmod $MODDIR/rkprobes.ko
 
+# The reclaim reads the state of each task with a frame out: a task that
+# returns, exits and is freed meanwhile must not be read. The race window
+# (test builds) holds the reclaim 200 ms between loading an instance's task
+# and reading its state, while tasks sleep 200 ms in do_nanosleep, eight at
+# a time with four instances: those that find no instance miss, which asks
+# for a reclaim. The debug kernel's KASAN sees a read of a freed task. (Its
+# forks can be slow enough that no two sleeps overlap: the misses are
+# reported, not required.)
+P=/sys/module/rkprobes/parameters
+dmesg -c > /dev/null
+check "insmod rkp_kret_test.ko hold=do_nanosleep" insmod $MODDIR/rkp_kret_test.ko hold=do_nanosleep
+echo 200 > $P/race_window_ms
+echo 2 > $P/race_window
+for round in 1 2 3; do
+	for i in 1 2 3 4 5 6 7 8; do sleep 0.2 & done
+	wait
+done
+echo 0 > $P/race_window
+check "rmmod rkp_kret_test" rmmod rkp_kret_test
+line=$(dmesg | sed -n 's/.*rkp_kret_test: hold: //p')
+diag "do_nanosleep: $line"
+set -- $line
+check "the sleeps entered do_nanosleep ($((${2:-0} + ${6:-0})))" test $((${2:-0} + ${6:-0})) -ge 24
+diag "missed, each asking for a reclaim: ${6:-0}"
+# Every frame that took an instance returned through it, but one: the
+# harness's timeout watcher naps in do_nanosleep a second at a time, and its
+# nap at unregistration may still be out.
+check "every frame not missed returned (${4:-0} of ${2:-0})" test "${4:-0}" -ge $((${2:-0} - 1))
+
 # Unregistration while a frame is out: a sleeping task is inside
 # do_nanosleep when the kretprobe goes; it returns through the trampoline
 # later, and rkprobes cannot be unloaded until it has.
@@ -76,5 +105,20 @@ check "the probe fired" sh -c 'dmesg | grep -q "do_nanosleep returned 0 and took
 kill $s1 $s2 $s3
 wait $s1 $s2 $s3 2>/dev/null
 echo 8 > /proc/sys/kernel/printk
+
+# A function during which the task changes: __switch_to is entered as the
+# task going off the CPU and returns on the stack of the one coming on. The
+# kernel's kretprobe there crashes the kernel (rethook finds frames on the
+# current task's list); rkprobes' instance is named by its return stub.
+sw=$(grep ' [Tt] __switch_to$' /proc/kallsyms | cut -d' ' -f1)
+dmesg -c > /dev/null
+check "insmod rkp_place.ko: a kretprobe on __switch_to" \
+	insmod $MODDIR/rkp_place.ko rets=$sw
+check "rkprobes accepted it" sh -c "dmesg | grep -q 'rkp_place: r $sw -*[0-9]* 0\$'"
+sleep 1
+dmesg -c > /dev/null
+check "rmmod rkp_place" rmmod rkp_place
+set -- $(dmesg | sed -n 's/.*rkp_place: unloaded: .* \([0-9]*\) returns$/\1/p')
+check "task switches returned through it (${1:-0})" test "${1:-0}" -gt 10
 check "rmmod rkprobes" \
 	sh -c 'for i in $(seq 1 30); do rmmod rkprobes 2>/dev/null && exit 0; usleep 100000; done; exit 1'

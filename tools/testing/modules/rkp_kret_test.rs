@@ -194,9 +194,9 @@ struct Recorder {
     outer: bool,
 }
 
+#[vtable]
 impl KretprobeHandler for Recorder {
     type Data = Call;
-    const HAS_ENTRY: bool = true;
 
     fn entry(&self, data: &mut Call, regs: &Regs) -> bool {
         data.seq = SEEN.entries.fetch_add(1, Ordering::Relaxed) + 1;
@@ -721,9 +721,9 @@ struct Holder;
 static HOLD_ENTRIES: AtomicU32 = AtomicU32::new(0);
 static HOLD_RETURNS: AtomicU32 = AtomicU32::new(0);
 
+#[vtable]
 impl KretprobeHandler for Holder {
     type Data = ();
-    const HAS_ENTRY: bool = true;
 
     fn entry(&self, _data: &mut (), _regs: &Regs) -> bool {
         HOLD_ENTRIES.fetch_add(1, Ordering::Relaxed);

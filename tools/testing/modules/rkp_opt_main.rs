@@ -193,6 +193,7 @@ impl Recorder {
 /// A probe's handlers: with a post-handler (never optimized) or without.
 struct Rec<const POST: bool>(&'static Recorder);
 
+#[vtable]
 impl<const POST: bool> KprobeHandler for Rec<POST> {
     const HAS_POST: bool = POST;
 
@@ -215,6 +216,7 @@ static RETVAL: AtomicU64 = AtomicU64::new(0);
 /// of `ip` is ignored, as the kernel documents for optimized probes.
 struct Inject;
 
+#[vtable]
 impl KprobeHandler for Inject {
     fn pre(&self, _p: &ProbeInfo, regs: &mut Regs) -> Action {
         regs.override_return(42);
@@ -225,6 +227,7 @@ impl KprobeHandler for Inject {
 /// A kretprobe that records the return value.
 struct Ret;
 
+#[vtable]
 impl KretprobeHandler for Ret {
     type Data = ();
 

@@ -6,7 +6,8 @@
  *
  * ats=START+OFF,... (hexadecimal START, decimal OFF): for each, the greatest
  * offset at or below OFF at an instruction boundary, by the kernel's
- * register_kprobe() (by rkprobes' own answer on a kernel without kprobes),
+ * register_kprobe() of a disabled probe (by rkprobes' own answer on a
+ * kernel without kprobes),
  * at most 15 bytes back; then rkprobes' probe there, with a pre-handler and
  * (post=1) a post-handler, left registered until unload. The kernel's
  * probes are all removed before rkprobes' are placed.
@@ -97,12 +98,18 @@ static int native_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
 	return 0;
 }
 
-/* The kernel's probe at addr: registered into *kp, or its errno. */
+/*
+ * The kernel's probe at addr: registered into *kp, or its errno. Registered
+ * disabled: its answer is what the test compares, and register_kprobe()
+ * makes every check before it arms a probe; armed, the kernel's own probes
+ * at some functions crash the kernel by themselves.
+ */
 static int native_at(struct kprobe *kp, unsigned long addr)
 {
 	memset(kp, 0, sizeof(*kp));
 	kp->addr = (kprobe_opcode_t *)addr;
 	kp->pre_handler = native_pre;
+	kp->flags = KPROBE_FLAG_DISABLED;
 	return register_kprobe(kp);
 }
 
@@ -110,6 +117,8 @@ static int native_at(struct kprobe *kp, unsigned long addr)
 static int native_ret_at(struct kretprobe *rp, unsigned long addr)
 {
 	memset(rp, 0, sizeof(*rp));
+	/* Disabled, as native_at()'s. */
+	rp->kp.flags = KPROBE_FLAG_DISABLED;
 	rp->kp.addr = (kprobe_opcode_t *)addr;
 	rp->handler = native_ret;
 	rp->maxactive = 4;

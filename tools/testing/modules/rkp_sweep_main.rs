@@ -52,6 +52,7 @@ static HITS: AtomicU64 = AtomicU64::new(0);
 /// Counts hits; with a post-handler (never boosted) or without.
 struct Count<const POST: bool>;
 
+#[vtable]
 impl<const POST: bool> KprobeHandler for Count<POST> {
     const HAS_POST: bool = POST;
 

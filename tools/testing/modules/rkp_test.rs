@@ -72,9 +72,8 @@ struct Counter {
     recurse: bool,
 }
 
+#[vtable]
 impl KprobeHandler for Counter {
-    const HAS_POST: bool = true;
-
     fn pre(&self, _p: &ProbeInfo, _regs: &mut Regs) -> Action {
         PRE.fetch_add(1, Ordering::Relaxed);
         // Record the order in which probes at one address run: digits of
@@ -97,6 +96,7 @@ struct PreOnly;
 
 static PRE_ONLY: AtomicU32 = AtomicU32::new(0);
 
+#[vtable]
 impl KprobeHandler for PreOnly {
     fn pre(&self, _p: &ProbeInfo, _regs: &mut Regs) -> Action {
         PRE_ONLY.fetch_add(1, Ordering::Relaxed);
@@ -116,9 +116,8 @@ static AFTER_FAULT: AtomicU32 = AtomicU32::new(0);
 /// `div %ecx`: two bytes.
 const DIV_LEN: usize = 2;
 
+#[vtable]
 impl KprobeHandler for Faulty {
-    const HAS_FAULT: bool = true;
-
     fn pre(&self, _p: &ProbeInfo, _regs: &mut Regs) -> Action {
         // SAFETY: divides by zero on purpose; the fault handler below moves
         // `ip` past the `div`, which clobbers only the registers named.
@@ -147,6 +146,7 @@ impl KprobeHandler for Faulty {
 /// Makes the probed function return 42 without running: fault injection.
 struct Inject;
 
+#[vtable]
 impl KprobeHandler for Inject {
     fn pre(&self, _p: &ProbeInfo, regs: &mut Regs) -> Action {
         regs.override_return(42);
