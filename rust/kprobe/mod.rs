@@ -149,6 +149,7 @@ mod address;
 pub(crate) mod client;
 mod debugfs;
 mod gone;
+mod hooks;
 mod optimize;
 mod point;
 mod register;
@@ -158,16 +159,15 @@ pub(crate) use debugfs::{EnabledFile, ListFile, OptimizationFile, OptimizerFile,
 pub(crate) use point::Point;
 
 use crate::{
-    arch,
     ffi::{self, kallsyms::Kallsyms, runtime::Runtime},
-    kernel_ext::notifier::{DieChain, DieEvent, Handler, ModuleChain, Notifier, Notify},
+    kernel_ext::notifier::{DieChain, ModuleChain, Notifier},
 };
 use blacklist::Blacklist;
 use core::{
     pin::Pin,
     sync::atomic::{AtomicPtr, AtomicUsize, Ordering},
 };
-use kernel::{new_mutex, prelude::*, sync::Mutex};
+use kernel::{prelude::*, sync::Mutex};
 use point::Registry;
 use register::Removal;
 use sites::TextSites;
@@ -202,79 +202,10 @@ pub(crate) struct Core {
     module_nb: Notifier<ModuleChain, Core>,
 }
 
-impl Handler<DieChain> for Core {
-    /// int3 and faults, handled by the architecture. Exception context,
-    /// NMI-like. Inline into the notifier's callback: a call with the event
-    /// built in memory costs 10 instructions of every int3 hit.
-    #[inline(always)]
-    fn notify(&self, event: DieEvent<'_>) -> Notify {
-        arch::die_notify(self, event)
-    }
-}
-
-/// rkprobes' probe on the `page_fault_kernel` tracepoint (`arch/x86/page_fault.c`),
-/// registered by [`Core::hook_page_faults`]: a page fault, before the
-/// kernel handles it, with the preemption the tracepoint disabled. The
-/// architecture takes a faulting copy out of the way (`arch::page_fault`).
-///
-/// # Safety
-///
-/// Called only by that probe, with the fault's registers, valid and
-/// writable (the exception's own).
-#[no_mangle]
-pub(crate) unsafe extern "C" fn rkp_page_fault(regs: *mut ffi::pt_regs) {
-    // SAFETY: the caller's contract.
-    if let Some(regs) = unsafe { regs.as_mut() } {
-        arch::page_fault(regs);
-    }
-}
-
 /// The core, while the module's state exists; for the exported C functions.
 static CORE: AtomicPtr<Core> = AtomicPtr::new(core::ptr::null_mut());
 
 impl Core {
-    /// Builds the core. Process context, may sleep.
-    pub(crate) fn new(
-        ksyms: Kallsyms,
-        rt: Runtime,
-        blacklist: Blacklist,
-    ) -> Result<Pin<KBox<Self>>> {
-        let table = Table::new()?;
-        arch::init_ctl()?;
-        arch::check_ftrace_ops()?;
-        let sites = TextSites::new(rt)?;
-        let core = KBox::try_pin_init(
-            try_pin_init!(Self {
-                reg <- new_mutex!(
-                    Registry::new(),
-                    "rkprobes_reg"
-                ),
-                table,
-                slots <- SlotCache::new(rt),
-                nr_optimized: AtomicUsize::new(0),
-                rt,
-                ksyms,
-                blacklist,
-                sites,
-                kretprobes <- kretprobe::Kretprobes::new(),
-                die_nb: Notifier::new(arch::DIE_NOTIFIER_PRIORITY),
-                module_nb: Notifier::new(0),
-            }),
-            GFP_KERNEL,
-        )?;
-        // SAFETY: the notifiers are pinned in the core, which unregisters
-        // them before it is freed.
-        unsafe {
-            core.die_nb.register(&core)?;
-            core.module_nb.register(&core)?;
-        }
-        CORE.store(
-            core::ptr::from_ref::<Self>(&core).cast_mut(),
-            Ordering::Release,
-        );
-        Ok(core)
-    }
-
     /// The core, for the exported functions. `ENODEV` while rkprobes is
     /// being unloaded.
     pub(crate) fn get() -> Result<&'static Self> {

@@ -17,6 +17,10 @@
 //! instruction with an exception-table entry (a fault in its out-of-line copy
 //! would find no fixup and oops).
 
+use super::{
+    arch_insn::{ArchInsn, Op, BOOST_OFFSET, JMP32_SIZE, WINDOW},
+    slot::{INT3, SLOT_SIZE},
+};
 use crate::{
     kernel_ext::{
         eilseq, eopnotsupp,
@@ -27,100 +31,11 @@ use crate::{
         Core,
     },
     pure::insn::{
-        adjust_probe_offset, copy_insn, is_boundary, ControlFlow, IfModifier, IndirectOperand,
-        Insn, LoopKind, MAX_INSN_SIZE,
+        adjust_probe_offset, copy_insn, is_boundary, ControlFlow, IndirectOperand, Insn,
+        MAX_INSN_SIZE,
     },
 };
 use kernel::prelude::*;
-
-/// The int3 opcode.
-pub(super) const INT3: u8 = 0xcc;
-
-/// What executable pages of rkprobes are filled with: a stray jump traps.
-pub(crate) const TRAP_FILL: u8 = INT3;
-
-/// Size of an out-of-line slot: two copies of the longest x86 instruction
-/// (15 bytes), one followed by an int3, one by a rel32 jump back (5 bytes),
-/// rounded up to keep slots 16-byte aligned.
-pub(crate) const SLOT_SIZE: usize = 48;
-
-/// Length of `jmp rel32`.
-const JMP32_SIZE: usize = 5;
-
-/// The bytes another patcher's 5-byte jump could change over an instruction:
-/// the four before it and the instruction itself.
-const WINDOW: usize = JMP32_SIZE - 1 + MAX_INSN_SIZE;
-
-/// How a probed instruction is run; branch targets are absolute.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Op {
-    /// Run out of line in the slot; afterwards `ip` moves back by the
-    /// distance between slot and probe.
-    Step,
-    /// `call rel32` to the target.
-    Call(u64),
-    /// `jmp rel8/rel32` to the target.
-    Jmp(u64),
-    /// `Jcc rel8/rel32`: condition code, target.
-    Jcc(u8, u64),
-    /// `LOOP*`/`JrCXZ`: kind, address size in bytes, target.
-    Loop(LoopKind, u8, u64),
-    /// Near `ret` (with the bytes `ret imm16` releases).
-    Ret(u16),
-    /// `call *%reg`.
-    CallIndirect(u8),
-    /// `jmp *%reg`.
-    JmpIndirect(u8),
-    /// `cli`, `sti`, `pushf` or `popf`.
-    IfModifier(IfModifier),
-    /// An ftrace call site, run through ftrace (no int3, no slot).
-    Ftrace,
-}
-
-/// A probed instruction, analysed.
-///
-/// # Invariants
-///
-/// `slot` is `Some` exactly when `op` is [`Op::Step`]; it then holds the
-/// relocated copy of the instruction, of `len` bytes, followed by an int3,
-/// and, when `boostable`, a second copy followed by a `jmp` back to the
-/// instruction after the probe (see [`alloc_slot`]).
-pub(crate) struct ArchInsn {
-    orig: u8,
-    /// The original bytes from `JMP32_SIZE - 1` before the instruction (or
-    /// the function's start) to its end, as prepared; `window_start` bytes
-    /// come before the instruction.
-    window: [u8; WINDOW],
-    window_start: u8,
-    pub(super) len: u8,
-    pub(super) op: Op,
-    pub(super) slot: Option<Slot>,
-    boostable: bool,
-}
-
-impl ArchInsn {
-    /// The original first byte, which arming replaces with int3.
-    pub(crate) fn orig_byte(&self) -> u8 {
-        self.orig
-    }
-
-    /// Whether the probe goes through ftrace.
-    pub(crate) fn is_ftrace(&self) -> bool {
-        self.op == Op::Ftrace
-    }
-
-    /// Where the copy that may run boosted starts, when there is one (the
-    /// kernel's `can_boost()`): it is followed by a jump back instead of a
-    /// trap. Boosted copies run with interrupts on and can be preempted;
-    /// their slots are freed only after `synchronize_rcu_tasks()`.
-    pub(super) fn boosted_copy(&self) -> Option<usize> {
-        match self.slot {
-            // A slot is far below the top of the address space.
-            Some(s) if self.boostable => Some(s.addr().wrapping_add(BOOST_OFFSET)),
-            _ => None,
-        }
-    }
-}
 
 /// The kernel's `arch_adjust_kprobe_addr()`: a probe at a function's entry
 /// goes after its ENDBR, which must never be replaced (an indirect call
@@ -244,9 +159,6 @@ pub(crate) fn prepare(core: &Core, addr: usize, func: usize, ftrace: bool) -> Re
         boostable,
     })
 }
-
-/// Where a slot's boosted copy starts: after the stepped copy and its int3.
-const BOOST_OFFSET: usize = MAX_INSN_SIZE + 1;
 
 /// Allocates a slot and writes its image: at its start the relocated copy
 /// followed by an int3 that traps back to rkprobes whatever the instruction

@@ -32,8 +32,8 @@
 //! stack, as the kernel's `reenter_kprobe()` does with its `prev_kprobe`.
 
 use super::{
+    arch_insn::{ArchInsn, Op},
     ctl::{this_cpu, Ctl, Frame, Status},
-    insn::{ArchInsn, Op},
     regs,
 };
 use crate::{
@@ -144,7 +144,7 @@ fn int3(core: &Core, regs: &mut ffi::pt_regs) -> bool {
         // and readable (kernel text is never execute-only on x86); a plain
         // read avoids calling anything that could itself be probed.
         let byte = unsafe { (addr as *const u8).read_volatile() };
-        if byte != super::insn::INT3 {
+        if byte != super::slot::INT3 {
             regs.ip = addr;
             return true;
         }

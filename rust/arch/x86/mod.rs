@@ -7,28 +7,33 @@
 //! optimization (`opt`, with `optprobe_trampoline.S`; the counterpart of
 //! `opt.c`); each CPU's probe state (`ctl`).
 
+mod arch_insn;
 mod ctl;
 mod ftrace;
 mod insn;
 mod kprobes;
 mod opt;
+mod opt_insn;
 mod regs;
 mod rethook;
+mod rethook_callback;
+mod slot;
 mod trap_path;
 
+pub(crate) use arch_insn::ArchInsn;
 pub(crate) use ctl::{init_ctl, run_busy};
 #[cfg(CONFIG_DYNAMIC_FTRACE_WITH_REGS)]
 pub(crate) use ftrace::{check_ftrace_ops, ftrace_arm, ftrace_disarm, FTRACE_PROBES};
-pub(crate) use insn::{
-    adjust_addr, arm, disarm, prepare, release, text_unchanged, ArchInsn, SLOT_SIZE, TRAP_FILL,
-};
+pub(crate) use insn::{adjust_addr, arm, disarm, prepare, release, text_unchanged};
 pub(crate) use kprobes::{die_notify, page_fault, DIE_NOTIFIER_PRIORITY};
 pub(crate) use opt::{
     can_optimize_here, optimize, prepare_optimized, region_unchanged, release_optimized,
-    unoptimize_finish, unoptimize_start, OptInsn, OptRefusal, MAX_REGION,
+    unoptimize_finish, unoptimize_start, OptRefusal,
 };
+pub(crate) use opt_insn::{OptInsn, MAX_REGION};
 pub(crate) use regs::{argument_register_offset, regs_get_kernel_argument, NR_REG_ARGUMENTS};
 pub(crate) use rethook::{
     rethook_fixup_return, rethook_hijack, rethook_prepare, rethook_stub, RETHOOK_STUB_SIZE,
 };
+pub(crate) use slot::{SLOT_SIZE, TRAP_FILL};
 pub(crate) use trap_path::trace_int3_path;

@@ -27,25 +27,23 @@
 //! instructions after the first one in the text once the probe is queued
 //! (see `rust/kprobe/optimize.rs` for the protocol).
 //!
-//! Context: [`rkp_optprobe_callback`] and [`OptInsn::copy`] are the hit path
+//! Context: [`rkp_optprobe_callback`] and `OptInsn::copy` are the hit path
 //! (any context, NMI included; may not sleep, allocate or take locks); the
 //! rest runs in process context with `Core::reg` held, and the patching
 //! functions with `text_mutex` held too.
 
-use super::insn::{read_resting, INT3, SLOT_SIZE};
+use super::{
+    insn::read_resting,
+    opt_insn::{OptInsn, MAX_REGION},
+    slot::{INT3, SLOT_SIZE},
+};
 use crate::{
     ffi::{self, kallsyms::SymbolBuf},
     kernel_ext::{sync::PreemptNotraceGuard, text::TextGuard},
-    kprobe::{
-        slots::{Slot, SlotCache},
-        Core, Point,
-    },
+    kprobe::{slots::SlotCache, Core, Point},
     pure::insn::{analyze::JMP32_INSN_SIZE, FuncCode, IndirectJumpCheck, OptimizeRefusal},
 };
-use core::{
-    cell::Cell,
-    sync::atomic::{AtomicUsize, Ordering},
-};
+use core::sync::atomic::Ordering;
 use kernel::{ffi::c_ulong, prelude::*};
 
 /// The header's size: the point and `regs->ip`.
@@ -57,10 +55,6 @@ const CALL_LEN: usize = 5;
 /// Where the relocated copy starts: right after the call, whose return
 /// address it is (the trampoline finds the header 21 bytes below it).
 const COPY: usize = ENTRY + CALL_LEN;
-/// The most bytes a jump can make the copy cover: instructions are copied
-/// until 5 bytes are, so the last starts at most 4 bytes in and is at most
-/// 15 long.
-pub(crate) const MAX_REGION: usize = JMP32_INSN_SIZE - 1 + 15;
 const _: () = assert!(COPY + MAX_REGION + JMP32_INSN_SIZE <= SLOT_SIZE);
 
 /// The largest function the optimizer decodes whole (the kernel has no
@@ -81,82 +75,6 @@ pub(crate) enum OptRefusal {
     Never,
     /// Not now (no memory for a detour): asked again at the next pass.
     NotNow,
-}
-
-/// An optimized probe's detour buffer (the kernel's `arch_optimized_insn`).
-///
-/// # Invariants
-///
-/// `copy` is 0 until the detour is written, then the address of the
-/// relocated copy in `slot`, which holds the image described in the module
-/// documentation for a region of `size` bytes whose original bytes are
-/// `orig`; it stays so until the point is freed. The `Cell`s are the
-/// writer's (`Core::reg`).
-pub(crate) struct OptInsn {
-    copy: AtomicUsize,
-    slot: Cell<Option<Slot>>,
-    size: Cell<u8>,
-    orig: Cell<[u8; MAX_REGION]>,
-    /// The end of the probed function.
-    func_end: Cell<usize>,
-}
-
-impl OptInsn {
-    /// No detour yet.
-    pub(crate) const fn new() -> Self {
-        Self {
-            copy: AtomicUsize::new(0),
-            slot: Cell::new(None),
-            size: Cell::new(0),
-            orig: Cell::new([0; MAX_REGION]),
-            func_end: Cell::new(0),
-        }
-    }
-
-    /// The text where the jump at `addr` changes what a decoder walking
-    /// the function from its start sees: the region itself when the jump
-    /// covers it exactly; to the end of the function when the region is
-    /// longer than the jump, whose end then falls inside an instruction
-    /// (the kernel's kprobes, which decode the jump, would misread what
-    /// follows). Writer.
-    pub(crate) fn decode_shadow(&self, addr: usize) -> (usize, usize) {
-        if self.size() == JMP32_INSN_SIZE {
-            (addr, addr + JMP32_INSN_SIZE)
-        } else {
-            (addr, self.func_end.get().max(addr + self.size()))
-        }
-    }
-
-    /// The relocated copy of the region in the detour, once written. Hit
-    /// path; the caller has seen the point's state say the detour is in use
-    /// (an acquire load that orders this one).
-    pub(crate) fn copy(&self) -> Option<usize> {
-        match self.copy.load(Ordering::Relaxed) {
-            0 => None,
-            a => Some(a),
-        }
-    }
-
-    /// Whether the detour is written. Writer.
-    pub(crate) fn is_prepared(&self) -> bool {
-        self.slot.get().is_some()
-    }
-
-    /// How many bytes the jump's region covers (0 before preparation).
-    /// Writer.
-    pub(crate) fn size(&self) -> usize {
-        usize::from(self.size.get())
-    }
-
-    /// The original byte `offset` bytes into the region, when the jump has
-    /// replaced it (bytes 1 to 4); `None` elsewhere. Writer.
-    pub(crate) fn replaced_byte(&self, offset: usize) -> Option<u8> {
-        if (1..JMP32_INSN_SIZE).contains(&offset) {
-            self.orig.get().get(offset).copied()
-        } else {
-            None
-        }
-    }
 }
 
 /// Whether the kernel lets rkprobes optimize at all: its live patching and

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The x86-64 part of kretprobes: return stubs, hijacking a return address,
-//! and the trampoline's callback.
+//! The x86-64 part of kretprobes: return stubs and hijacking a return
+//! address (the trampoline's callback, which enters the probe core, is
+//! `rethook_callback.rs`).
 //!
 //! A kretprobe's pool has one 8-byte stub per instance: `call` to
 //! `rkp_kretprobe_trampoline` (`kretprobe_trampoline.S`), padded with int3.
@@ -13,7 +14,6 @@
 //! by the trampoline itself instead.
 
 use crate::ffi::{self, rkp_kretprobe_trampoline};
-use crate::kprobe::kretprobe;
 use kernel::prelude::*;
 
 /// Bytes of one return stub.
@@ -22,9 +22,7 @@ pub(crate) const RETHOOK_STUB_SIZE: usize = 8;
 /// `call rel32`.
 const CALL_REL32: u8 = 0xe8;
 /// Length of `call rel32`.
-const CALL_LEN: usize = 5;
-/// `__KERNEL_CS` on x86-64.
-const KERNEL_CS: u64 = 0x10;
+pub(super) const CALL_LEN: usize = 5;
 
 /// The code of the stub at `at`: a call of the trampoline. `ERANGE` when the
 /// trampoline is beyond a rel32's reach (execmem places stubs within it).
@@ -69,34 +67,4 @@ pub(crate) unsafe fn rethook_hijack(fp: usize, stub: usize) {
 pub(crate) unsafe fn rethook_fixup_return(frame: *mut usize, real: usize) {
     // SAFETY: the caller's contract.
     unsafe { frame.write(real) };
-}
-
-/// Called by `rkp_kretprobe_trampoline` with the registers it saved, as the
-/// kernel's `arch_rethook_trampoline_callback()`. Runs in the context the
-/// hijacked function returned in.
-///
-/// # Safety
-///
-/// Only called by the trampoline, whose stack holds, right above `regs`,
-/// the word with the stub's return address.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn rkp_kretprobe_trampoline_callback(regs: *mut ffi::pt_regs) {
-    // SAFETY: the trampoline's saved registers, ours to change.
-    let r = unsafe { &mut *regs };
-    r.__bindgen_anon_1.csx = KERNEL_CS;
-    r.orig_ax = !0;
-    // The trampoline pushed `ss` and `sp` after the stub's call: `sp` as
-    // the function's caller sees it is two words further up.
-    r.sp = r.sp.wrapping_add(2 * 8);
-    // SAFETY: the word right above the saved registers is the one the
-    // stub's call pushed (the caller's contract).
-    let frame = unsafe { regs.add(1) }.cast::<usize>();
-    // SAFETY: as above.
-    let stub = unsafe { frame.read() }.wrapping_sub(CALL_LEN);
-    // SAFETY: `stub` is the stub that called the trampoline and `frame` the
-    // word its call pushed, where the real return address belongs.
-    unsafe { kretprobe::trampoline_handler(r, frame, stub) };
-    // The trampoline restores the flags with popf right before ret: it pops
-    // them from the `ss` slot.
-    r.__bindgen_anon_2.ssx = r.flags as u64;
 }

@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! What an optimized probe point keeps on x86-64 (the kernel's
+//! `arch_optimized_insn`): its detour buffer and the original bytes its jump
+//! replaced. A leaf, so that the probe point can hold it; writing and
+//! removing the jump is `opt.rs`'s.
+
+use crate::{kprobe::slots::Slot, pure::insn::analyze::JMP32_INSN_SIZE};
+use core::{
+    cell::Cell,
+    sync::atomic::{AtomicUsize, Ordering},
+};
+
+/// The most bytes a jump can make the copy cover: instructions are copied
+/// until 5 bytes are, so the last starts at most 4 bytes in and is at most
+/// 15 long.
+pub(crate) const MAX_REGION: usize = JMP32_INSN_SIZE - 1 + 15;
+
+/// An optimized probe's detour buffer (the kernel's `arch_optimized_insn`).
+///
+/// # Invariants
+///
+/// `copy` is 0 until the detour is written, then the address of the
+/// relocated copy in `slot`, which holds the image described in the module
+/// documentation for a region of `size` bytes whose original bytes are
+/// `orig`; it stays so until the point is freed. The `Cell`s are the
+/// writer's (`Core::reg`).
+pub(crate) struct OptInsn {
+    pub(super) copy: AtomicUsize,
+    pub(super) slot: Cell<Option<Slot>>,
+    pub(super) size: Cell<u8>,
+    pub(super) orig: Cell<[u8; MAX_REGION]>,
+    /// The end of the probed function.
+    pub(super) func_end: Cell<usize>,
+}
+
+impl OptInsn {
+    /// No detour yet.
+    pub(crate) const fn new() -> Self {
+        Self {
+            copy: AtomicUsize::new(0),
+            slot: Cell::new(None),
+            size: Cell::new(0),
+            orig: Cell::new([0; MAX_REGION]),
+            func_end: Cell::new(0),
+        }
+    }
+
+    /// The text where the jump at `addr` changes what a decoder walking
+    /// the function from its start sees: the region itself when the jump
+    /// covers it exactly; to the end of the function when the region is
+    /// longer than the jump, whose end then falls inside an instruction
+    /// (the kernel's kprobes, which decode the jump, would misread what
+    /// follows). Writer.
+    pub(crate) fn decode_shadow(&self, addr: usize) -> (usize, usize) {
+        if self.size() == JMP32_INSN_SIZE {
+            (addr, addr + JMP32_INSN_SIZE)
+        } else {
+            (addr, self.func_end.get().max(addr + self.size()))
+        }
+    }
+
+    /// The relocated copy of the region in the detour, once written. Hit
+    /// path; the caller has seen the point's state say the detour is in use
+    /// (an acquire load that orders this one).
+    pub(crate) fn copy(&self) -> Option<usize> {
+        match self.copy.load(Ordering::Relaxed) {
+            0 => None,
+            a => Some(a),
+        }
+    }
+
+    /// Whether the detour is written. Writer.
+    pub(crate) fn is_prepared(&self) -> bool {
+        self.slot.get().is_some()
+    }
+
+    /// How many bytes the jump's region covers (0 before preparation).
+    /// Writer.
+    pub(crate) fn size(&self) -> usize {
+        usize::from(self.size.get())
+    }
+
+    /// The original byte `offset` bytes into the region, when the jump has
+    /// replaced it (bytes 1 to 4); `None` elsewhere. Writer.
+    pub(crate) fn replaced_byte(&self, offset: usize) -> Option<u8> {
+        if (1..JMP32_INSN_SIZE).contains(&offset) {
+            self.orig.get().get(offset).copied()
+        } else {
+            None
+        }
+    }
+}
