@@ -46,15 +46,15 @@ use crate::{
 use core::sync::atomic::Ordering;
 use kernel::{ffi::c_ulong, prelude::*};
 
-/// The header's size: the point and `regs->ip`.
-const HEADER: usize = 16;
-/// Where the call of the trampoline is; the jump lands here.
-const ENTRY: usize = HEADER;
+/// The detour's layout as `detour.h` gives it to the trampoline too.
+mod detour_offsets {
+    include!("detour_offsets.rs");
+}
+use detour_offsets::{DETOUR_CALL as ENTRY, DETOUR_COPY as COPY, DETOUR_IP, DETOUR_POINT};
 /// `call rel32`.
 const CALL_LEN: usize = 5;
-/// Where the relocated copy starts: right after the call, whose return
-/// address it is (the trampoline finds the header 21 bytes below it).
-const COPY: usize = ENTRY + CALL_LEN;
+const _: () = assert!(COPY == ENTRY + CALL_LEN && DETOUR_POINT + 8 <= DETOUR_IP);
+const _: () = assert!(DETOUR_IP + 8 <= ENTRY);
 const _: () = assert!(COPY + MAX_REGION + JMP32_INSN_SIZE <= SLOT_SIZE);
 
 /// The largest function the optimizer decodes whole (the kernel has no
@@ -214,8 +214,8 @@ fn detour_image(
             d.copy_from_slice(bytes);
         }
     };
-    put(0, &point_ptr.to_le_bytes());
-    put(8, &(addr + 1).to_le_bytes());
+    put(DETOUR_POINT, &point_ptr.to_le_bytes());
+    put(DETOUR_IP, &(addr + 1).to_le_bytes());
     put(ENTRY, &[CALL32]);
     put(ENTRY + 1, &call);
     put(back_at - at, &[JMP32]);

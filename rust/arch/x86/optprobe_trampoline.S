@@ -30,11 +30,12 @@
 #include <asm/smap.h>
 #include <asm/unwind_hints.h>
 
+#include "detour.h"
 #include "pt_regs_asm.h"
 
 /* The detour's header, below the copy whose address the call pushed. */
-#define DETOUR_HDR_POINT	-21
-#define DETOUR_HDR_IP		-13
+#define DETOUR_HDR_POINT	(RKP_DETOUR_POINT - RKP_DETOUR_COPY)
+#define DETOUR_HDR_IP		(RKP_DETOUR_IP - RKP_DETOUR_COPY)
 
 	.text
 SYM_CODE_START(rkp_optprobe_trampoline)
