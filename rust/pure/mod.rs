@@ -7,6 +7,7 @@
 //! crate includes it through `#[path]`, and so does `tools/host`, which is where
 //! its unit, property, differential and fuzz tests live.
 
+pub mod btf;
 pub mod emulate;
 pub mod ksym;
 pub mod nokprobe;
