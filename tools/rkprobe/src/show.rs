@@ -780,6 +780,24 @@ pub fn line_range(di: &Debuginfo<'_>, desc: &str, opts: &finder::Options) -> Res
     })
 }
 
+/// perf's default filter of `--funcs`.
+pub const FUNCS_DEFAULT_FILTER: &str = "!_* & !*@plt";
+
+/// The filter of `--funcs`: the filters given to it (`given`) and those
+/// of `--filter` OR'ed, as perf ORs them; `--filter`'s alone when it has
+/// none of its own (perf ORs them with its default, which lets nearly
+/// everything through); perf's default without either. perf's message
+/// for a filter that does not parse.
+pub fn funcs_filter(given: &[String], filter: &[String]) -> Result<Filter, String> {
+    Ok(
+        match (Filter::parse_all(given)?, Filter::parse_all(filter)?) {
+            (Some(f), Some(g)) => f.or(g),
+            (Some(f), None) | (None, Some(f)) => f,
+            (None, None) => Filter::parse(FUNCS_DEFAULT_FILTER).unwrap_or_else(|_| Filter::any()),
+        },
+    )
+}
+
 /// `--funcs`: the names that pass `filter`, sorted, each once.
 pub fn funcs<'n>(names: impl IntoIterator<Item = &'n str>, filter: &Filter) -> Vec<String> {
     let set: BTreeSet<&str> = names.into_iter().filter(|n| filter.matches(n)).collect();
