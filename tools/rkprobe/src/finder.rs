@@ -1172,7 +1172,7 @@ pub fn find_from_symbols(
     };
     let mut out: Vec<TraceEvent> = Vec::new();
     let mut starts = Vec::new();
-    for sym in di.symbols.all() {
+    for sym in di.symbols.with_aliases() {
         let norm = sym.name.split('@').next().unwrap_or("");
         if !glob_match(norm, func) {
             continue;

@@ -461,7 +461,10 @@ fn run(cli: &Cli, cmd: Command) -> Result<(), String> {
             let given = cli.funcs.as_deref().unwrap_or_default();
             let filter = show::funcs_filter(given, &cli.filter)?;
             let names = match &di {
-                Some(di) => show::funcs(di.symbols.all().iter().map(|s| s.name.as_str()), &filter),
+                Some(di) => show::funcs(
+                    di.symbols.with_aliases().iter().map(|s| s.name.as_str()),
+                    &filter,
+                ),
                 None => {
                     // Nothing in kallsyms either (a module not loaded):
                     // why the file could not be read is the answer.

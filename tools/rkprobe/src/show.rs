@@ -312,7 +312,7 @@ pub fn list(di: Option<&Debuginfo<'_>>, events: &[Defined], filter: &Filter) -> 
                 return None;
             }
             let sym = symbol.as_deref()?;
-            let s = di.symbols.all().iter().find(|s| s.name == sym)?;
+            let s = di.symbols.with_aliases().iter().find(|s| s.name == sym)?;
             place_of(di, s.start.wrapping_add(offset?), def.retprobe)
         });
         out.push(Listed {

@@ -991,6 +991,11 @@ fn probe_points() {
             d("walk%return $retval").unwrap(),
             ["r:probe/walk__return walk+0 $retval"]
         );
+        // By any of its names, aliases included, as kallsyms has them.
+        assert_eq!(
+            d("__walk_alias%return").unwrap(),
+            ["r:probe/__walk_alias__return __walk_alias+0"]
+        );
         // $params and $vars at an address.
         assert_eq!(
             d("walk $params").unwrap(),
