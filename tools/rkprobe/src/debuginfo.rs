@@ -62,11 +62,19 @@ pub struct Symbol {
     pub binding: Binding,
 }
 
-/// The function symbols of a file, as perf's symbol map holds them: one per
-/// address (aliases resolved by perf's `choose_best_symbol()` rules), sorted.
+/// The function symbols of a file: one per address (aliases resolved by
+/// perf's `choose_best_symbol()` rules), for naming an address; and every
+/// one, aliases included, for finding a name, as perf probe's symbol map
+/// keeps them (`symbol_conf.allow_aliases`).
+///
+/// # Invariants
+///
+/// Both lists are sorted by address (then name); `syms` holds one symbol
+/// of each address that `every` has.
 #[derive(Clone, Debug, Default)]
 pub struct Symbols {
     syms: Vec<Symbol>,
+    every: Vec<Symbol>,
 }
 
 fn prefix_underscores(s: &str) -> usize {
@@ -112,14 +120,20 @@ impl Symbols {
                 _ => syms.push(s.clone()),
             }
         }
-        // Zero-sized symbols end where the next one starts.
+        // Zero-sized symbols end where the next address starts.
         let nexts: Vec<u64> = syms.iter().skip(1).map(|s| s.start).collect();
         for (s, next) in syms.iter_mut().zip(nexts) {
             if s.end == s.start {
                 s.end = next;
             }
         }
-        Symbols { syms }
+        for s in all.iter_mut().filter(|s| s.end == s.start) {
+            let i = syms.partition_point(|n| n.start <= s.start);
+            if let Some(next) = syms.get(i) {
+                s.end = next.start;
+            }
+        }
+        Symbols { syms, every: all }
     }
 
     /// The symbol whose range holds `addr`.
@@ -129,9 +143,17 @@ impl Symbols {
         (addr < s.end || s.start == addr).then_some(s)
     }
 
-    /// The symbols perf keeps (one per address), in address order.
+    /// The symbol perf names each address by (one per address), in
+    /// address order.
     pub fn all(&self) -> &[Symbol] {
         &self.syms
+    }
+
+    /// Every function symbol, aliases included (`crc32_le` beside
+    /// `crc32_le_base`, a module's `init_module` beside its init
+    /// function), in address order: the names kallsyms resolves.
+    pub fn with_aliases(&self) -> &[Symbol] {
+        &self.every
     }
 }
 
@@ -990,5 +1012,58 @@ pub fn udata_of(v: &AttributeValue<R<'_>>) -> Option<u64> {
         AttributeValue::Language(l) => Some(u64::from(l.0)),
         AttributeValue::Inline(i) => Some(u64::from(i.0)),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sym(name: &str, start: u64, size: u64, binding: Binding) -> Symbol {
+        Symbol {
+            name: name.into(),
+            start,
+            end: start + size,
+            binding,
+        }
+    }
+
+    fn names(syms: &[Symbol]) -> Vec<&str> {
+        syms.iter().map(|s| s.name.as_str()).collect()
+    }
+
+    #[test]
+    fn aliases() {
+        let s = Symbols::new(vec![
+            sym("next", 0x140, 8, Binding::Global),
+            sym("crc32_le", 0x100, 16, Binding::Weak),
+            sym("crc32_le_base", 0x100, 16, Binding::Global),
+            sym("crc32_be", 0x110, 0, Binding::Weak),
+            sym("crc32_be_base", 0x110, 0, Binding::Local),
+        ]);
+        // An address is named by the alias perf chooses...
+        assert_eq!(
+            s.find(0x104).map(|s| s.name.as_str()),
+            Some("crc32_le_base")
+        );
+        assert_eq!(names(s.all()), ["crc32_le_base", "crc32_be_base", "next"]);
+        // ... and every name is there to be found.
+        assert_eq!(
+            names(s.with_aliases()),
+            [
+                "crc32_le",
+                "crc32_le_base",
+                "crc32_be",
+                "crc32_be_base",
+                "next"
+            ]
+        );
+        // Symbols without a size end where the next address starts.
+        assert!(s
+            .with_aliases()
+            .iter()
+            .filter(|x| x.start == 0x110)
+            .all(|x| x.end == 0x140));
+        assert_eq!(s.find(0x13f).map(|s| s.start), Some(0x110));
     }
 }

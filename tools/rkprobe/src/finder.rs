@@ -261,7 +261,8 @@ pub struct FoundLines {
 /// function (every instance of an inline one) or of a source file, in the
 /// first compilation unit that has any. A line counts when the line table
 /// has a statement for it (or it is a declaration line or an inlined call
-/// site) and the line that address maps back to is the same line.
+/// site) and the line that address maps back to is the same line, or the
+/// address maps back to no line.
 pub fn find_line_range(
     di: &Debuginfo<'_>,
     lr: &LineRangeSpec,
@@ -269,6 +270,10 @@ pub fn find_line_range(
 ) -> Result<Option<FoundLines>, FindError> {
     let spec = ProbeSpec::default();
     let mut f = Finder::new(di, &spec, features);
+    // With perf's quirks, the range as perf's line_range_search_cb()
+    // leaves it for the next unit: absolute, the unit's declaration line
+    // added again there.
+    let mut lr_next = lr.clone();
     // Only the units that define a function of that name can have it.
     let units: Vec<usize> = match &lr.function {
         Some(func) if !is_glob(func) => {
@@ -293,7 +298,7 @@ pub fn find_line_range(
             None => None,
         };
         let found = match &lr.function {
-            Some(func) => f.line_range_of_function(unit, func, lr),
+            Some(func) => f.line_range_of_function(unit, func, &mut lr_next)?,
             None => fname.and_then(|fname| {
                 let end = lr.end.unwrap_or(i64::from(i32::MAX));
                 f.line_range_walk(cu, true, &fname, lr.start, end)
@@ -876,12 +881,23 @@ impl<'d, 'a> Finder<'d, 'a> {
     /// perf's `line_range_search_cb()` over the functions of `unit`: the
     /// first definition of `func` (declared in the file asked for) gives
     /// the lines, from every instance if it is an inline function.
+    ///
+    /// perf finds a function's lines in the first unit that defines it
+    /// only. It stops at a unit where an inline function has no instance
+    /// (`die_walk_instances()` fails, which ends the search:
+    /// `native_write_idt_entry`); and it overwrites the range asked for
+    /// with the absolute lines of the first definition, to which the next
+    /// unit adds its declaration line again, so that a function whose
+    /// instances in the first unit have no line is looked for past its
+    /// end in the others (`nla_ok`). rkprobe looks in each unit for the
+    /// range asked for; with perf's quirks, as perf does (`lr` is
+    /// overwritten, and the error ends the search).
     fn line_range_of_function(
         &mut self,
         unit: usize,
         func: &str,
-        lr: &LineRangeSpec,
-    ) -> Option<FoundLines> {
+        lr: &mut LineRangeSpec,
+    ) -> Result<Option<FoundLines>, FindError> {
         let subprograms = self.di.subprograms(unit);
         for &sp in subprograms.iter() {
             if let Some(file) = &lr.file {
@@ -893,16 +909,25 @@ impl<'d, 'a> Finder<'d, 'a> {
             if !(self.match_name(sp, func) && self.is_func_def(sp)) {
                 continue;
             }
-            let fname = self.di.decl_file(sp)?;
+            let Some(fname) = self.di.decl_file(sp) else {
+                return Ok(None);
+            };
             let offset = self.di.decl_line(sp).unwrap_or(0);
             let start = i64::from(offset).saturating_add(lr.start);
             let end = lr.end.map(|e| i64::from(offset).saturating_add(e));
             let lno_e = end.unwrap_or(i64::from(i32::MAX));
+            if self.features.perf_quirks {
+                lr.start = start;
+                lr.end = end;
+            }
             let scopes = if self.is_func_instance(sp) {
                 vec![sp]
             } else {
                 self.instances(sp)
             };
+            if scopes.is_empty() && self.features.perf_quirks {
+                return fail("Specified source line is not found.");
+            }
             let mut path = None;
             let mut lines = BTreeSet::new();
             for d in scopes {
@@ -912,15 +937,15 @@ impl<'d, 'a> Finder<'d, 'a> {
                 }
             }
             // perf stops at the first definition of the name in a CU.
-            return path.map(|path| FoundLines {
+            return Ok(path.map(|path| FoundLines {
                 path,
                 offset,
                 start,
                 end,
                 lines,
-            });
+            }));
         }
-        None
+        Ok(None)
     }
 
     /// perf's `find_line_range_by_line()` with `line_range_walk_cb()`: the
@@ -940,10 +965,18 @@ impl<'d, 'a> Finder<'d, 'a> {
             if !strtailcmp(&file, fname) || i64::from(line) < start || i64::from(line) > end {
                 continue;
             }
-            if let Some((f, l)) = self.cu_find_lineinfo(addr) {
-                if l != line || *f != *file {
-                    continue;
-                }
+            match self.cu_lineinfo(addr) {
+                Some(Some((f, l))) if l != line || *f != *file => continue,
+                // No statement row at the address (the entry of an inline
+                // instance that has only a non-statement row): perf's
+                // cu_find_lineinfo() leaves its line and file unset, and
+                // line_range_walk_cb() compares whatever an earlier call
+                // left in them, so perf leaves the line out unless that
+                // happens to be the same line. A probe can be placed
+                // there (--definition places it), so rkprobe numbers it;
+                // with perf's quirks, it does not.
+                None if self.features.perf_quirks => continue,
+                _ => {}
             }
             path.get_or_insert(file);
             lines.insert(line);
@@ -1041,16 +1074,25 @@ impl<'d, 'a> Finder<'d, 'a> {
 
     /// perf's `cu_find_lineinfo()`.
     fn cu_find_lineinfo(&self, addr: u64) -> Option<(Rc<str>, u32)> {
+        self.cu_lineinfo(addr).flatten()
+    }
+
+    /// perf's `cu_find_lineinfo()` as it sets its line and file: `None`
+    /// when it leaves them unset (no statement row at or just before
+    /// `addr`), `Some(None)` when the row has no line or file.
+    fn cu_lineinfo(&self, addr: u64) -> Option<Option<(Rc<str>, u32)>> {
         if let Some(f) = self.find_realfunc(addr) {
             if self.di.die_entrypc(f) == Some(addr) {
-                let file = self.di.decl_file(f)?;
                 let line = self.di.decl_line(f)?;
-                return (line != 0).then_some((file, line));
+                let file = self.di.decl_file(f);
+                return Some(file.filter(|_| line != 0).map(|f| (f, line)));
             }
         }
         let lines = self.di.lines(self.cu.unit);
-        // The last row at or before addr, back to the first row at its
-        // address, then forward to a statement.
+        // perf's cu_getsrc_die(): the last row at or before addr, back to
+        // the first row at its address, then forward to a statement. Its
+        // step back needs a row before that one: from the table's first
+        // row it finds nothing.
         let upper = lines.partition_point(|l| l.addr <= addr);
         let mut i = upper.checked_sub(1)?;
         if lines.get(i)?.addr == addr {
@@ -1058,13 +1100,16 @@ impl<'d, 'a> Finder<'d, 'a> {
                 i -= 1;
             }
         }
+        if i == 0 {
+            return None;
+        }
         loop {
             let l = lines.get(i)?;
             if l.addr > addr {
                 return None;
             }
             if l.is_stmt {
-                return (l.line != 0 && !l.file.is_empty()).then(|| (l.file.clone(), l.line));
+                return Some((l.line != 0 && !l.file.is_empty()).then(|| (l.file.clone(), l.line)));
             }
             i += 1;
         }
@@ -1172,7 +1217,7 @@ pub fn find_from_symbols(
     };
     let mut out: Vec<TraceEvent> = Vec::new();
     let mut starts = Vec::new();
-    for sym in di.symbols.all() {
+    for sym in di.symbols.with_aliases() {
         let norm = sym.name.split('@').next().unwrap_or("");
         if !glob_match(norm, func) {
             continue;

@@ -34,8 +34,6 @@ use rkprobe::show;
 use rkprobe::spec;
 use rkprobe::strfilter::Filter;
 
-/// perf's default filter of `--funcs`.
-const DEFAULT_FUNC_FILTER: &str = "!_* & !*@plt";
 /// perf's default filter of `--vars` (with `--externs`, the symbol tables
 /// and CRCs of exported symbols).
 const DEFAULT_VAR_FILTER: &str = "!__k???tab_* & !__crc_*";
@@ -208,20 +206,6 @@ fn events_of(
     Ok(events)
 }
 
-/// A filter from the command line's texts, OR'ed as perf combines
-/// repeated options; perf's message when one does not parse.
-fn filter_of(texts: &[String]) -> Result<Option<Filter>, String> {
-    let mut out: Option<Filter> = None;
-    for t in texts {
-        let f = Filter::parse(t).map_err(|e| e.message(t))?;
-        out = Some(match out {
-            Some(o) => o.or(f),
-            None => f,
-        });
-    }
-    Ok(out)
-}
-
 /// One of the default filters above (which parse: the unit tests of
 /// `strfilter` check them).
 fn default_filter(text: &str) -> Filter {
@@ -302,7 +286,7 @@ fn bootconfig(events: &[NamedEvent], warn: bool) -> String {
 /// `--del`: removes the events that pass the filter (perf's "Removed
 /// event: GROUP:EVENT" for each); an error when none does.
 fn delete(cli: &Cli, control: &Control) -> Result<(), String> {
-    let filter = filter_of(&cli.del)?.unwrap_or_else(Filter::any);
+    let filter = Filter::parse_all(&cli.del)?.unwrap_or_else(Filter::any);
     let mut seen = HashSet::new();
     let found: Vec<Defined> = control
         .events()?
@@ -458,8 +442,8 @@ fn run(cli: &Cli, cmd: Command) -> Result<(), String> {
 
     match cmd {
         Command::List => {
-            let filter =
-                filter_of(cli.list.as_deref().unwrap_or_default())?.unwrap_or_else(Filter::any);
+            let filter = Filter::parse_all(cli.list.as_deref().unwrap_or_default())?
+                .unwrap_or_else(Filter::any);
             let events = control.events()?;
             let listed = show::list(di.as_ref(), &events, &filter);
             if cli.json {
@@ -475,13 +459,12 @@ fn run(cli: &Cli, cmd: Command) -> Result<(), String> {
         }
         Command::Funcs => {
             let given = cli.funcs.as_deref().unwrap_or_default();
-            let filter = match (filter_of(given)?, filter_of(&cli.filter)?) {
-                (Some(f), Some(g)) => f.or(g),
-                (Some(f), None) | (None, Some(f)) => f,
-                (None, None) => default_filter(DEFAULT_FUNC_FILTER),
-            };
+            let filter = show::funcs_filter(given, &cli.filter)?;
             let names = match &di {
-                Some(di) => show::funcs(di.symbols.all().iter().map(|s| s.name.as_str()), &filter),
+                Some(di) => show::funcs(
+                    di.symbols.with_aliases().iter().map(|s| s.name.as_str()),
+                    &filter,
+                ),
                 None => {
                     // Nothing in kallsyms either (a module not loaded):
                     // why the file could not be read is the answer.
@@ -538,7 +521,7 @@ fn run(cli: &Cli, cmd: Command) -> Result<(), String> {
             let vopts = show::VarsOptions {
                 range: cli.range,
                 externs: cli.externs,
-                filter: filter_of(&cli.filter)?
+                filter: Filter::parse_all(&cli.filter)?
                     .unwrap_or_else(|| default_filter(DEFAULT_VAR_FILTER)),
             };
             let mut all = Vec::new();

@@ -312,7 +312,7 @@ pub fn list(di: Option<&Debuginfo<'_>>, events: &[Defined], filter: &Filter) -> 
                 return None;
             }
             let sym = symbol.as_deref()?;
-            let s = di.symbols.all().iter().find(|s| s.name == sym)?;
+            let s = di.symbols.with_aliases().iter().find(|s| s.name == sym)?;
             place_of(di, s.start.wrapping_add(offset?), def.retprobe)
         });
         out.push(Listed {
@@ -778,6 +778,24 @@ pub fn line_range(di: &Debuginfo<'_>, desc: &str, opts: &finder::Options) -> Res
         start: found.start,
         lines,
     })
+}
+
+/// perf's default filter of `--funcs`.
+pub const FUNCS_DEFAULT_FILTER: &str = "!_* & !*@plt";
+
+/// The filter of `--funcs`: the filters given to it (`given`) and those
+/// of `--filter` OR'ed, as perf ORs them; `--filter`'s alone when it has
+/// none of its own (perf ORs them with its default, which lets nearly
+/// everything through); perf's default without either. perf's message
+/// for a filter that does not parse.
+pub fn funcs_filter(given: &[String], filter: &[String]) -> Result<Filter, String> {
+    Ok(
+        match (Filter::parse_all(given)?, Filter::parse_all(filter)?) {
+            (Some(f), Some(g)) => f.or(g),
+            (Some(f), None) | (None, Some(f)) => f,
+            (None, None) => Filter::parse(FUNCS_DEFAULT_FILTER).unwrap_or_else(|_| Filter::any()),
+        },
+    )
 }
 
 /// `--funcs`: the names that pass `filter`, sorted, each once.

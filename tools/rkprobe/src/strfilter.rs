@@ -135,6 +135,21 @@ impl Filter {
         Ok(Filter { nodes, root })
     }
 
+    /// The filters of repeated options (`texts`) OR'ed, as perf combines
+    /// them; `None` for none; perf's message for the first that does not
+    /// parse.
+    pub fn parse_all(texts: &[String]) -> Result<Option<Filter>, String> {
+        let mut out: Option<Filter> = None;
+        for t in texts {
+            let f = Filter::parse(t).map_err(|e| e.message(t))?;
+            out = Some(match out {
+                Some(o) => o.or(f),
+                None => f,
+            });
+        }
+        Ok(out)
+    }
+
     /// The filter every string passes (`*`).
     pub fn any() -> Filter {
         Filter {

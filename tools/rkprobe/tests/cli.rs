@@ -903,6 +903,39 @@ fn funcs_on_the_test_kernel() {
     assert_eq!(names, sorted);
     let all = f.run(&["-k", &v, "-F"]).stdout;
     assert!(all.lines().all(|n| !n.starts_with('_')));
+    // Aliases are functions kallsyms resolves, listed as perf lists them,
+    // and return probes take them.
+    let crc = f.run(&["-k", &v, "-F", "crc32_le|crc32_le_base"]).stdout;
+    assert_eq!(
+        crc.lines().collect::<Vec<_>>(),
+        ["crc32_le", "crc32_le_base"]
+    );
+    let o = f.run(&["-k", &v, "-D", "crc32_le%return"]);
+    assert_eq!(
+        o.stdout, "r:probe/crc32_le__return crc32_le+0\n",
+        "{}",
+        o.stderr
+    );
+    let ko = Path::new(&v).with_file_name("drivers/misc/lkdtm/lkdtm.ko");
+    if ko.exists() {
+        let o = f.run(&[
+            "-m",
+            &ko.display().to_string(),
+            "-F",
+            "!_*&(*_module_*|*_module)",
+        ]);
+        assert_eq!(
+            o.stdout.lines().collect::<Vec<_>>(),
+            [
+                "cleanup_module",
+                "init_module",
+                "lkdtm_module_exit",
+                "lkdtm_module_init"
+            ],
+            "{}",
+            o.stderr
+        );
+    }
 }
 
 /// A path from `-m NAME`, found under --symfs, compressed or not.

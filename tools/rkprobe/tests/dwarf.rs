@@ -95,11 +95,20 @@ fn build() -> (Parts, Vec<Symbol>) {
     let dir = lp.default_directory();
     let file = lp.add_file(LineString::String(b"t.c".to_vec()), dir, None);
     lp.begin_sequence(Some(Address::Constant(FUNC)));
-    for (off, line) in [(0u64, 10u64), (4, 11), (0x10, 12), (0x20, 4), (0x30, 14)] {
+    // twice()'s instance at 0x60 starts with a row that is no statement,
+    // as GCC writes some.
+    for (off, line, is_statement) in [
+        (0u64, 10u64, true),
+        (4, 11, true),
+        (0x10, 12, true),
+        (0x20, 4, true),
+        (0x30, 14, true),
+        (0x60, 14, false),
+    ] {
         lp.row().address_offset = off;
         lp.row().line = line;
         lp.row().file = file;
-        lp.row().is_statement = true;
+        lp.row().is_statement = is_statement;
         lp.generate_row();
     }
     lp.end_sequence(FUNC_LEN);
@@ -991,6 +1000,11 @@ fn probe_points() {
             d("walk%return $retval").unwrap(),
             ["r:probe/walk__return walk+0 $retval"]
         );
+        // By any of its names, aliases included, as kallsyms has them.
+        assert_eq!(
+            d("__walk_alias%return").unwrap(),
+            ["r:probe/__walk_alias__return __walk_alias+0"]
+        );
         // $params and $vars at an address.
         assert_eq!(
             d("walk $params").unwrap(),
@@ -1112,8 +1126,8 @@ fn line_range_descriptions() {
 
 /// `--line`: the probeable lines are those with a statement (or a
 /// declaration line, or an inlined call site) that map back to the same
-/// line: walk()'s 13 is helper()'s call site, whose address the table
-/// gives to helper()'s line 4, so it is not one.
+/// line, or to none: walk()'s 13 is helper()'s call site, whose address
+/// the table gives to helper()'s line 4, so it is not one.
 #[test]
 fn line_ranges_from_the_line_table() {
     with_di(|di| {
@@ -1134,10 +1148,22 @@ fn line_ranges_from_the_line_table() {
         let f = find("helper").unwrap();
         assert_eq!((f.offset, f.start), (3, 3));
         assert_eq!(f.lines.into_iter().collect::<Vec<_>>(), [4]);
+        // twice()'s declaration line and the call site of the instance
+        // inside it, at an entry without a statement row, map back to no
+        // line: they are numbered. perf compares the line an earlier lookup
+        // left, and mostly leaves them out, as the quirks mode does.
+        let f = find("twice").unwrap();
+        assert_eq!(f.lines.into_iter().collect::<Vec<_>>(), [6, 14]);
+        let quirks = Features {
+            perf_quirks: true,
+            ..ALL
+        };
+        let lr = finder::parse_line_range("twice").unwrap();
+        assert_eq!(finder::find_line_range(di, &lr, quirks).unwrap(), None);
         // A file's absolute lines.
         let f = find("t.c:3-6").unwrap();
         assert_eq!((f.offset, f.start, f.end), (0, 3, Some(6)));
-        assert_eq!(f.lines.into_iter().collect::<Vec<_>>(), [4]);
+        assert_eq!(f.lines.into_iter().collect::<Vec<_>>(), [4, 6]);
         let f = find("walk@t.c").unwrap();
         assert_eq!(f.lines.len(), 4);
         assert!(find("walk@other.c").is_none());
@@ -1184,7 +1210,7 @@ fn line_ranges_shown() {
         assert_eq!(
             l.text(),
             format!(
-                "<{}:3>\n         line 3\n      4  line 4\n         line 5\n         line 6\n",
+                "<{}:3>\n         line 3\n      4  line 4\n         line 5\n      6  line 6\n",
                 path.display()
             )
         );

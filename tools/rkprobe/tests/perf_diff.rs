@@ -6,7 +6,12 @@
 //! (`specgen`), each is given to `perf probe -k VMLINUX --definition`, which
 //! prints the kprobe_events lines without touching the system, and to this
 //! crate; the lines must be equal, or differ in one of the documented,
-//! deliberate ways (Documentation/rkprobe-tool.rst).
+//! deliberate ways (Documentation/rkprobe-tool.rst). The same is done on a
+//! module (`-m lkdtm.ko`), and for `--vars` and `--line` on points and
+//! descriptions made from the specifications, and for `--funcs` on perf's
+//! and generated filters. Each test ends with a line per command, `perf_diff
+//! COMMAND: N specs, A agree, D deliberate (RULES), U unexplained`, which
+//! `cargo test` shows without `--nocapture`.
 //!
 //! The vmlinux is `RKPROBES_VMLINUX` (`make check` and `make host-test` set
 //! it to the test kernel's), else the one of the cached test kernel
@@ -24,7 +29,10 @@
 //! differences counted as agreeing, in percent of the specifications, below
 //! which the test fails; default 100: every difference is deliberate, or
 //! the test fails naming it), `RKPROBE_DIFF_REPORT` (where to write every
-//! case).
+//! case); for the other tests `RKPROBE_DIFF_MODULE_N` (100),
+//! `RKPROBE_DIFF_VARS_N` (60), `RKPROBE_DIFF_LINE_N` (60), and the
+//! agreement each needs, `RKPROBE_DIFF_VARS_MIN` (100),
+//! `RKPROBE_DIFF_LINE_MIN` (98), `RKPROBE_DIFF_FUNCS_MIN` (100).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write;
@@ -50,10 +58,18 @@ fn env_num(name: &str, default: u64) -> u64 {
 
 /// perf's answer: its lines, or its messages.
 /// `file` is the vmlinux (`-k`) or a module's `.ko` (`-m`), as `opt` says;
-/// `cmd` is `--definition`, `--line` or `--vars`.
+/// `cmd` is `--definition`, `--line`, `--vars` or `--funcs`; `spec` is
+/// its argument, or for `--funcs` the words after it (none for perf's
+/// default filter).
 fn perf_run(opt: &str, file: &str, cmd: &str, spec: &str) -> Result<Vec<String>, String> {
+    let mut args = vec!["-n", "10", "perf", "probe", opt, file, cmd];
+    if cmd == "--funcs" {
+        args.extend(spec.split_ascii_whitespace());
+    } else {
+        args.push(spec);
+    }
     let out = Command::new("nice")
-        .args(["-n", "10", "perf", "probe", opt, file, cmd, spec])
+        .args(args)
         .output()
         .map_err(|e| format!("running perf: {e}"))?;
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -78,6 +94,12 @@ const RULE_QUIRK_LINE: &str = "lines as perf's with its quirks reproduced";
 const RULE_QUIRK_REFUSE: &str = "refused where perf with its quirks writes a line";
 const RULE_QUIRK_ACCEPT: &str = "written where perf with its quirks refuses";
 const RULE_VOID: &str = "types perf 6.1 names otherwise (void*, arrays)";
+const RULE_LINE_NO_INFO: &str = "lines at an address without a statement row";
+const RULE_LINE_FIRST_UNIT: &str = "functions perf looks for in the first unit defining them only";
+const RULE_FUNCS_ONCE: &str = "names perf lists once per symbol";
+const RULE_FUNCS_LABELS: &str = "labels of .text perf lists";
+const RULE_FUNCS_MODULE_DATA: &str = "a module's data objects perf lists";
+const RULE_FUNCS_FILTER: &str = "--filter perf ORs with its default";
 
 /// The start of the answer recorded when perf is killed by a signal.
 const PERF_CRASHED: &str = "perf was killed by signal ";
@@ -219,6 +241,7 @@ impl PerfCache {
                 continue;
             };
             let a = match kind {
+                "ok" if body.is_empty() => Ok(Vec::new()),
                 "ok" => Ok(body.split('\x1e').map(str::to_string).collect()),
                 _ => Err(body.to_string()),
             };
@@ -451,7 +474,12 @@ fn differential(file: &std::path::Path, opt: &str, n: usize, least: usize, repor
     // .init.text of __init functions) it writes the nearest symbol before
     // the address, often data (`__per_cpu_end+244528`), where rkprobe
     // writes the function's own symbol from DWARF.
-    let text_symbols: HashSet<String> = di.symbols.all().iter().map(|s| s.name.clone()).collect();
+    let text_symbols: HashSet<String> = di
+        .symbols
+        .with_aliases()
+        .iter()
+        .map(|s| s.name.clone())
+        .collect();
     drop(di);
     let init_text_only = |ours: &Answer, theirs: &Answer| -> bool {
         let (Ok(a), Ok(b)) = (ours, theirs) else {
@@ -606,6 +634,22 @@ fn differential(file: &std::path::Path, opt: &str, n: usize, least: usize, repor
     let summary = format!("{summary}\n{}", kinds.trim_end());
     eprintln!("{summary}");
     let _ = writeln!(report, "{summary}");
+    let cmd = match opt {
+        "-m" => format!(
+            "--definition -m {}",
+            file.file_name().unwrap_or_default().to_string_lossy()
+        ),
+        _ => "--definition".to_string(),
+    };
+    let line = summary_line(
+        &cmd,
+        total,
+        t.agree(),
+        &rules,
+        deliberate,
+        total - t.agree() - deliberate,
+    );
+    let _ = writeln!(report, "{line}");
     let path = std::env::var("RKPROBE_DIFF_REPORT")
         .map(|r| format!("{r}{}", if opt == "-m" { ".module" } else { "" }))
         .unwrap_or_else(|_| format!("{}/{report_name}", env!("CARGO_TARGET_TMPDIR")));
@@ -685,6 +729,30 @@ fn as_perf_6_1_types(lines: &[String]) -> Vec<String> {
     out
 }
 
+/// A `--line` text's line without its number (`   1609  text` and
+/// `         text` are both `text`).
+fn unnumbered(l: &str) -> &str {
+    l.split_at_checked(9)
+        .filter(|(n, _)| n.trim().is_empty() || n.trim().parse::<i64>().is_ok())
+        .map_or(l, |(_, t)| t)
+}
+
+/// `--line` texts equal but for the numbers of lines that rkprobe with
+/// perf's quirks does not number (`quirks`): lines whose addresses have
+/// no statement row, where perf reads a line number it never set.
+fn numbers_differ_where_unverified(ours: &Answer, theirs: &Answer, quirks: &Answer) -> bool {
+    let (Ok(a), Ok(b), Ok(q)) = (ours, theirs, quirks) else {
+        return false;
+    };
+    a != b
+        && a.len() == b.len()
+        && a.len() == q.len()
+        && a.iter()
+            .zip(b)
+            .zip(q)
+            .all(|((x, y), z)| x == y || (unnumbered(x) == unnumbered(y) && x != z))
+}
+
 /// `ours` is `theirs` but for the type names of [`as_perf_6_1_types`].
 fn void_pointers_only(ours: &Answer, theirs: &Answer) -> bool {
     let (Ok(a), Ok(b)) = (ours, theirs) else {
@@ -697,9 +765,12 @@ fn void_pointers_only(ours: &Answer, theirs: &Answer) -> bool {
 /// shows (`--line` or `--vars`), text for text, over `n` arguments made
 /// from generated specifications by `args_of`. A difference is
 /// deliberate when rkprobe with perf's quirks shows what perf shows (the
-/// variables whose location perf misreads), or, for `--vars`, when perf
-/// 6.1 names a type otherwise; the test fails when fewer than `min`
-/// percent of the arguments agree or differ deliberately.
+/// variables whose location perf misreads; for `--line`, a function perf
+/// looks for in the first unit that defines it only), for `--vars` when
+/// perf 6.1 names a type otherwise, and for `--line` when only the
+/// numbers of lines without a statement row differ; the test fails when
+/// fewer than `min` percent of the arguments agree or differ
+/// deliberately.
 fn compare_shown(
     cmd: &str,
     n: usize,
@@ -773,6 +844,10 @@ fn compare_shown(
             None
         } else if cmd == "--vars" && void_pointers_only(ours, theirs) {
             Some(RULE_VOID)
+        } else if cmd == "--line" && numbers_differ_where_unverified(ours, theirs, quirks) {
+            Some(RULE_LINE_NO_INFO)
+        } else if cmd == "--line" && agree(quirks, theirs) {
+            Some(RULE_LINE_FIRST_UNIT)
         } else if agree(quirks, theirs) || (cmd == "--vars" && void_pointers_only(quirks, theirs)) {
             Some(RULE_QUIRK_LINE)
         } else {
@@ -804,6 +879,15 @@ fn compare_shown(
     );
     eprintln!("{summary}");
     let _ = writeln!(report, "{summary}");
+    let line = summary_line(
+        cmd,
+        args.len(),
+        t.agree(),
+        &rules,
+        deliberate,
+        unexplained.len(),
+    );
+    let _ = writeln!(report, "{line}");
     let path = std::env::var("RKPROBE_DIFF_REPORT")
         .map(|r| format!("{r}.{}", cmd.trim_start_matches('-')))
         .unwrap_or_else(|_| format!("{}/{report_name}", env!("CARGO_TARGET_TMPDIR")));
@@ -819,15 +903,17 @@ fn compare_shown(
 }
 
 /// `--line` against perf's, on functions, relative lines and files of the
-/// test kernel (`RKPROBE_DIFF_LINE_N`, default 60). Some declaration
-/// lines of inlined functions that rkprobe numbers, as perf 6.12's code
-/// does, perf 6.1 does not (Documentation/rkprobe-tool.rst, Results):
-/// `RKPROBE_DIFF_LINE_MIN` (default 90) is the agreement in percent
-/// below which it fails.
+/// test kernel (`RKPROBE_DIFF_LINE_N`, default 60). A difference is
+/// deliberate when rkprobe with perf's quirks shows what perf shows: a
+/// line at an address without a statement row, which perf leaves
+/// unnumbered (or not: it reads a line number it never set), or a
+/// function perf looks for in the first unit that defines it only.
+/// `RKPROBE_DIFF_LINE_MIN` (default 98) is the agreement in percent,
+/// deliberate differences included, below which it fails.
 #[test]
 fn lines_agree_with_perf_probe() {
     let n = env_num("RKPROBE_DIFF_LINE_N", 60) as usize;
-    let min = env_num("RKPROBE_DIFF_LINE_MIN", 90) as usize;
+    let min = env_num("RKPROBE_DIFF_LINE_MIN", 98) as usize;
     compare_shown("--line", n, min, line_descs, "perf_diff_line.txt");
 }
 
@@ -848,4 +934,326 @@ fn rules_text(rules: &BTreeMap<&str, usize>) -> String {
         .map(|(r, n)| format!("{n} {r}"))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// Prints a command's summary, `perf_diff COMMAND: N specs, A agree, D
+/// deliberate (RULES), U unexplained`, straight to the standard error, so
+/// that `cargo test` shows it without `--nocapture` (the test harness
+/// captures only `print!` and `eprint!`), and returns it.
+fn summary_line(
+    cmd: &str,
+    specs: usize,
+    agree: usize,
+    rules: &BTreeMap<&str, usize>,
+    deliberate: usize,
+    unexplained: usize,
+) -> String {
+    use std::io::Write as _;
+    let line = format!(
+        "perf_diff {cmd}: {specs} specs, {agree} agree, {deliberate} deliberate ({}), \
+         {unexplained} unexplained",
+        rules_text(rules)
+    );
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
+    line
+}
+
+/// The names of a file's function symbols and of the other symbols perf's
+/// map of it holds: for a vmlinux, the labels of `.text` (assembly code
+/// and data labels, the assembler's local labels); for a module, which
+/// perf reads as a user-space file when given its path, the data objects
+/// and labels of all its sections.
+fn symbol_names(bytes: &[u8]) -> (HashSet<String>, HashSet<String>) {
+    use object::{Object, ObjectSection, ObjectSymbol};
+    let f = object::File::parse(bytes).expect("an ELF file");
+    let rel = f.kind() == object::ObjectKind::Relocatable;
+    let text = f.section_by_name(".text").map(|s| s.index());
+    let (mut funcs, mut others) = (HashSet::new(), HashSet::new());
+    for s in f.symbols() {
+        let (Ok(name), Some(sec)) = (s.name(), s.section_index()) else {
+            continue;
+        };
+        if name.is_empty() || (!rel && Some(sec) != text) {
+            continue;
+        }
+        match s.kind() {
+            object::SymbolKind::Text => funcs.insert(name.to_string()),
+            object::SymbolKind::Section | object::SymbolKind::File => false,
+            _ => others.insert(name.to_string()),
+        };
+    }
+    (funcs, others)
+}
+
+/// A `--funcs` case: the filter given to `-F` (none: perf's default)
+/// and the one given to `--filter`.
+struct FuncsCase {
+    funcs: Option<String>,
+    filter: Option<String>,
+}
+
+impl FuncsCase {
+    fn new(funcs: Option<&str>, filter: Option<&str>) -> FuncsCase {
+        FuncsCase {
+            funcs: funcs.map(str::to_string),
+            filter: filter.map(str::to_string),
+        }
+    }
+
+    /// The words after perf's `-F` (filters have no white space).
+    fn words(&self) -> String {
+        let mut w: Vec<String> = self.funcs.iter().cloned().collect();
+        if let Some(f) = &self.filter {
+            w.push(format!("--filter {f}"));
+        }
+        w.join(" ")
+    }
+
+    /// rkprobe's filter, and perf's: `-F`'s own (or without one its
+    /// default) OR'ed with `--filter`'s.
+    fn filters(&self) -> (Filter, Filter) {
+        let given: Vec<String> = self.funcs.iter().cloned().collect();
+        let filter: Vec<String> = self.filter.iter().cloned().collect();
+        let ours = show::funcs_filter(&given, &filter).expect("a filter");
+        let mut perfs = vec![self
+            .funcs
+            .clone()
+            .unwrap_or_else(|| show::FUNCS_DEFAULT_FILTER.into())];
+        perfs.extend(filter);
+        let perf = show::funcs_filter(&perfs, &[]).expect("a filter");
+        (ours, perf)
+    }
+}
+
+/// `--funcs` cases from the names of functions in generated
+/// specifications: one exactly, and globs made of them (a prefix, a
+/// suffix, `?`, a class, `&`, `!` and `|`).
+fn funcs_cases_from(names: &[String]) -> Vec<FuncsCase> {
+    let mut out = Vec::new();
+    let mut names = names.iter().filter(|n| n.len() >= 6 && n.is_ascii());
+    let mut next = || names.next().cloned().unwrap_or_else(|| "vfs_read".into());
+    let head = |n: &str| n.split_inclusive('_').next().unwrap_or(n).to_string();
+    let tail = |n: &str| n.rsplit('_').next().unwrap_or(n).to_string();
+    let f = next();
+    out.push(FuncsCase::new(Some(&f), None));
+    let f = next();
+    out.push(FuncsCase::new(Some(&format!("{}*", head(&f))), None));
+    let f = next();
+    out.push(FuncsCase::new(Some(&format!("*_{}", tail(&f))), None));
+    let f = next();
+    let q: String = f
+        .char_indices()
+        .map(|(i, c)| if i % 3 == 1 { '?' } else { c })
+        .collect();
+    out.push(FuncsCase::new(Some(&q), None));
+    let f = next();
+    let c = f.chars().next().unwrap_or('a');
+    out.push(FuncsCase::new(Some(&format!("[{c}-z]{}*", &f[1..3])), None));
+    let (f, g) = (next(), next());
+    out.push(FuncsCase::new(
+        Some(&format!("{}*&!*{}", head(&f), &f[f.len() - 2..])),
+        None,
+    ));
+    out.push(FuncsCase::new(
+        Some(&format!("{f}|{}*|!*_*&{}*", head(&g), &g[..1])),
+        None,
+    ));
+    out
+}
+
+/// The rules that make perf's `--funcs` list rkprobe's (`ours`), each
+/// when it changes something: the names of perf's map that are no
+/// function symbol (`funcs`) but another symbol (`others`) left out
+/// (`label_rule`), each name once, and, where that is not yet rkprobe's
+/// list, rkprobe's list with perf's filter (`with_perfs_filter`); `None`
+/// when they do not make it rkprobe's.
+fn funcs_rules(
+    ours: &[String],
+    theirs: &[String],
+    with_perfs_filter: &[String],
+    funcs: &HashSet<String>,
+    others: &HashSet<String>,
+    label_rule: &'static str,
+) -> Option<Vec<&'static str>> {
+    let mut needed = Vec::new();
+    let mut perfs: Vec<String> = theirs
+        .iter()
+        .filter(|n| funcs.contains(*n) || !others.contains(*n))
+        .cloned()
+        .collect();
+    if perfs.len() != theirs.len() {
+        needed.push(label_rule);
+    }
+    let len = perfs.len();
+    perfs.dedup();
+    if perfs.len() != len {
+        needed.push(RULE_FUNCS_ONCE);
+    }
+    if ours != perfs {
+        if with_perfs_filter != perfs {
+            return None;
+        }
+        needed.push(RULE_FUNCS_FILTER);
+    }
+    (!needed.is_empty()).then_some(needed)
+}
+
+/// `--funcs` against perf's, on the test kernel and on lkdtm.ko (`-m`
+/// with its path): perf's default filter, the filters of perf's manual
+/// and of Documentation/rkprobe-tool.rst, `--filter`, and globs made from
+/// the functions of generated specifications. The lists are compared
+/// name for name, in order; a difference is deliberate when perf's list
+/// is rkprobe's but for a name listed once per symbol, the labels its map
+/// holds (a module's data objects), or `--filter` OR'ed with perf's
+/// default; every difference must be explained
+/// (`RKPROBE_DIFF_FUNCS_MIN`, default 100).
+#[test]
+fn funcs_agree_with_perf_probe() {
+    let min = env_num("RKPROBE_DIFF_FUNCS_MIN", 100) as usize;
+    let vmlinux = vmlinux_path();
+    let ko = vmlinux
+        .parent()
+        .unwrap_or(std::path::Path::new("."))
+        .join("drivers/misc/lkdtm/lkdtm.ko");
+    let seed = env_num("RKPROBE_DIFF_SEED", 1);
+    // (-F's filter, --filter's) for the vmlinux, then for the module.
+    let vmlinux_cases = [
+        (None, None),
+        (Some("vfs_*"), None),
+        (Some("!*_*|vfs*"), None),
+        (Some("(vfs_*|ksys_*)&!*at"), None),
+        (Some("*"), None),
+        (None, Some("tcp_*")),
+        (Some("vfs_*"), Some("ksys_*")),
+    ];
+    let module_cases = [
+        (None, None),
+        (Some("lkdtm_*"), None),
+        (Some("*"), None),
+        (Some("!lkdtm_*&!__*"), None),
+    ];
+    let mut t = Tally::default();
+    let mut rules: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut deliberate = 0;
+    let mut unexplained = Vec::new();
+    let mut report = String::new();
+    let mut total = 0;
+    for (opt, file) in [("-k", &vmlinux), ("-m", &ko)] {
+        let path = file.to_string_lossy().into_owned();
+        let bytes = std::fs::read(file)
+            .unwrap_or_else(|e| panic!("perf_diff: reading {path}: {e} (run make kernel)"));
+        let build_id = rkprobe::buildid::of_file(&bytes)
+            .map(|b| rkprobe::buildid::hex(&b))
+            .expect("a build-id");
+        let sections = Sections::from_elf(&bytes).expect("an ELF file");
+        let fixed = if opt == "-k" {
+            &vmlinux_cases[..]
+        } else {
+            &module_cases[..]
+        };
+        let mut cases: Vec<FuncsCase> = fixed.iter().map(|&(f, g)| FuncsCase::new(f, g)).collect();
+        if opt == "-k" {
+            let di = Debuginfo::new(&sections).expect("DWARF");
+            let names: Vec<String> = points_of(&specgen::generate(&di, 40, seed))
+                .iter()
+                .filter_map(|p| p.split(['@', ':', '+', '%', ';']).next())
+                .filter(|f| !f.contains('.') && !f.is_empty())
+                .map(str::to_string)
+                .collect();
+            cases.extend(funcs_cases_from(&names));
+        }
+        let specs: Vec<String> = cases.iter().map(FuncsCase::words).collect();
+        let theirs = perf_answers(opt, &path, &build_id, "--funcs", &specs);
+        let (funcs, others) = symbol_names(&bytes);
+        let label_rule = if opt == "-m" {
+            RULE_FUNCS_MODULE_DATA
+        } else {
+            RULE_FUNCS_LABELS
+        };
+        let names = || {
+            sections
+                .symbols
+                .with_aliases()
+                .iter()
+                .map(|s| s.name.as_str())
+        };
+        for (case, theirs) in cases.iter().zip(&theirs) {
+            total += 1;
+            let (filter, perf_filter) = case.filters();
+            let ours = show::funcs(names(), &filter);
+            let verdict = t.count(&Ok(ours.clone()), theirs);
+            let rule = if verdict == "same" {
+                None
+            } else if let Some(needed) = theirs.as_ref().ok().and_then(|theirs| {
+                let with_perfs_filter = show::funcs(names(), &perf_filter);
+                funcs_rules(
+                    &ours,
+                    theirs,
+                    &with_perfs_filter,
+                    &funcs,
+                    &others,
+                    label_rule,
+                )
+            }) {
+                deliberate += 1;
+                for r in &needed {
+                    *rules.entry(r).or_default() += 1;
+                }
+                Some(needed.join(", "))
+            } else {
+                unexplained.push(format!("{opt} -F {}", case.words()));
+                None
+            };
+            let _ = writeln!(
+                report,
+                "== [{}] {opt} {} --funcs {}",
+                rule.as_deref()
+                    .map_or(verdict.to_string(), |r| format!("deliberate: {r}")),
+                file.file_name().unwrap_or_default().to_string_lossy(),
+                case.words()
+            );
+            if verdict != "same" {
+                let Ok(b) = theirs else {
+                    let _ = writeln!(report, "  ours: {ours:?}\n  perf: {theirs:?}");
+                    continue;
+                };
+                let a = &ours;
+                let (sa, sb): (HashSet<&String>, HashSet<&String>) =
+                    (a.iter().collect(), b.iter().collect());
+                let only = |x: &HashSet<&String>, y: &HashSet<&String>| {
+                    let mut v: Vec<&str> = x.difference(y).map(|s| s.as_str()).collect();
+                    v.sort_unstable();
+                    v.join(" ")
+                };
+                let _ = writeln!(
+                    report,
+                    "  ours: {} names, perf: {} lines\n  only perf: {}\n  only ours: {}",
+                    a.len(),
+                    b.len(),
+                    only(&sb, &sa),
+                    only(&sa, &sb)
+                );
+            }
+        }
+    }
+    let line = summary_line(
+        "--funcs",
+        total,
+        t.agree(),
+        &rules,
+        deliberate,
+        unexplained.len(),
+    );
+    let _ = writeln!(report, "{line}");
+    let path = std::env::var("RKPROBE_DIFF_REPORT")
+        .map(|r| format!("{r}.funcs"))
+        .unwrap_or_else(|_| format!("{}/perf_diff_funcs.txt", env!("CARGO_TARGET_TMPDIR")));
+    std::fs::write(&path, report).expect("writing the report");
+    eprintln!("perf_diff: every case in {path}");
+    let explained = t.agree() + deliberate;
+    assert!(
+        explained * 100 >= min * total,
+        "--funcs: agreement {explained}/{total} below {min}%; not explained: {unexplained:?} \
+         (every case in {path})"
+    );
 }
