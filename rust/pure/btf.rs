@@ -375,37 +375,51 @@ impl<'a> Btf<'a> {
         None
     }
 
-    /// The member `name` of the structure or union `id` (typedefs looked
-    /// through), searched also inside its anonymous structures and unions,
-    /// as the kernel's `btf_find_struct_member()`: its offset from the
-    /// start of `id` in bits, its bitfield size (0 if none) and its type.
-    pub fn member(&self, id: u32, name: &[u8]) -> Option<Member> {
-        self.member_depth(id, name, 0)
-    }
-
-    fn member_depth(&self, id: u32, name: &[u8], depth: u32) -> Option<Member> {
-        if depth > 16 {
-            return None;
-        }
-        let t = self.resolve(id)?;
+    /// The member `name` of the structure or union `id` (typedefs and
+    /// qualifiers looked through), searched as the kernel's
+    /// `btf_find_struct_member()` searches (`kernel/trace/trace_btf.c`):
+    /// the named members of a structure first, then, last seen first, the
+    /// anonymous structures and unions in it, at most 16 of them pending.
+    /// Its offset is from the start of `id`, in bits. `Err` when `id` is not
+    /// a structure or union, `Ok(None)` when no member has the name.
+    pub fn member(&self, id: u32, name: &[u8]) -> Result<Option<Member>, NotStruct> {
+        const STACK: usize = 16;
+        let mut t = self.resolve(id).ok_or(NotStruct)?;
         if !matches!(t.kind, Kind::Struct | Kind::Union) {
-            return None;
+            return Err(NotStruct);
         }
-        for m in t.members() {
-            let mname = self.str_at(m.name_off);
-            if mname == name {
-                return Some(m);
-            }
-            if mname.is_empty() {
-                if let Some(inner) = self.member_depth(m.type_id, name, depth + 1) {
-                    return Some(Member {
-                        bit_offset: m.bit_offset.checked_add(inner.bit_offset)?,
-                        ..inner
-                    });
+        let mut stack = [(0u32, 0u32); STACK];
+        let mut top = 0;
+        let mut base = 0u32;
+        let mut pops = 0u32;
+        loop {
+            for m in t.members() {
+                if m.name_off == 0 {
+                    let inner = self.resolve(m.type_id);
+                    if let Some(inner) = inner {
+                        if matches!(inner.kind, Kind::Struct | Kind::Union) && top < STACK {
+                            stack[top] = (inner.id, base.wrapping_add(m.bit_offset));
+                            top += 1;
+                        }
+                    }
+                } else if self.str_at(m.name_off) == name {
+                    return Ok(Some(Member {
+                        bit_offset: base.wrapping_add(m.bit_offset),
+                        ..m
+                    }));
                 }
             }
+            // Malformed BTF could make an anonymous member contain itself:
+            // the walk is bounded, as well-formed BTF never needs to be.
+            pops += 1;
+            if top == 0 || pops > 1024 {
+                return Ok(None);
+            }
+            top -= 1;
+            let (tid, off) = stack[top];
+            base = off;
+            t = self.get(tid).ok_or(NotStruct)?;
         }
-        None
     }
 
     /// The prototype of the function `name`: its `FUNC_PROTO` type.
@@ -428,6 +442,10 @@ pub struct Type<'a> {
     size_type: u32,
     extra: &'a [u8],
 }
+
+/// The type a member was looked up in is not a structure or union.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NotStruct;
 
 /// A member of a structure or union.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -299,18 +299,40 @@ impl TextTypes {
         id
     }
 
-    /// Every named member reachable from `id` through anonymous members,
-    /// with its offset from `id`'s start.
-    fn reachable(&self, id: u32, base: u64, out: &mut Vec<(String, u64)>) {
+    /// Every named member reachable from `id` through anonymous members.
+    fn reachable(&self, id: u32, out: &mut Vec<String>) {
         let Some(a) = self.aggregates.get(&self.resolve(id)) else {
             return;
         };
-        for (name, ty, off) in &a.members {
+        for (name, ty, _) in &a.members {
             if name == "(anon)" {
-                self.reachable(*ty, base + off, out);
+                self.reachable(*ty, out);
             } else {
-                out.push((name.clone(), base + off));
+                out.push(name.clone());
             }
+        }
+    }
+
+    /// The offset of member `name` of `id` as the text gives it, searched
+    /// in the order of the kernel's `btf_find_struct_member()`.
+    fn member(&self, id: u32, name: &str) -> Option<u64> {
+        let mut agg = self.aggregates.get(&self.resolve(id))?;
+        let mut stack: Vec<(u32, u64)> = Vec::new();
+        let mut base = 0u64;
+        loop {
+            for (n, ty, off) in &agg.members {
+                if n == "(anon)" {
+                    let inner = self.resolve(*ty);
+                    if self.aggregates.contains_key(&inner) && stack.len() < 16 {
+                        stack.push((inner, base + off));
+                    }
+                } else if n == name {
+                    return Some(base + off);
+                }
+            }
+            let (tid, off) = stack.pop()?;
+            base = off;
+            agg = &self.aggregates[&tid];
         }
     }
 
@@ -395,21 +417,21 @@ fn compare_with_bpftool(path: &std::path::Path, data: &[u8]) -> usize {
             continue;
         }
         let mut reach = Vec::new();
-        text.reachable(t.id, 0, &mut reach);
-        let mut seen = std::collections::HashSet::new();
-        for (name, off) in reach {
-            // The first of two members of one name is the one a lookup
-            // finds, as the kernel's search.
-            if !seen.insert(name.clone()) {
-                continue;
-            }
-            let m = btf
-                .member(t.id, name.as_bytes())
-                .unwrap_or_else(|| panic!("type {}: member {name} not found", t.id));
-            assert_eq!(u64::from(m.bit_offset), off, "type {} member {name}", t.id);
+        text.reachable(t.id, &mut reach);
+        reach.sort();
+        reach.dedup();
+        for name in reach {
+            let want = text.member(t.id, &name);
+            let got = btf.member(t.id, name.as_bytes()).unwrap();
+            assert_eq!(
+                got.map(|m| u64::from(m.bit_offset)),
+                want,
+                "type {} member {name}",
+                t.id
+            );
             members += 1;
         }
-        assert!(btf.member(t.id, b"no_such_member_anywhere").is_none());
+        assert_eq!(btf.member(t.id, b"no_such_member_anywhere"), Ok(None));
     }
     eprintln!(
         "{}: {} types equal to bpftool's, {members} member lookups, {sizes} sizes",
@@ -454,6 +476,9 @@ fn reads_the_test_kernels_btf_as_bpftool() {
     assert_eq!((ret.kind, btf.name(&ret)), (Kind::Typedef, &b"ssize_t"[..]));
     assert_eq!(btf.size_of(proto.size_or_type()), Some(8));
     assert!(btf.func_proto(b"no_such_function_anywhere").is_none());
+    // A member of what is not a structure is the kernel's error, not "none".
+    let int = btf.find(b"int", Kind::Int).unwrap();
+    assert!(btf.member(int.id, b"x").is_err());
 }
 
 #[test]
@@ -503,6 +528,7 @@ fn malformed_btf_is_an_error_not_a_panic() {
             continue;
         }
         let btf = Btf::new(s, &idx.0, None);
+        let _ = btf.func_proto(b"vfs_read");
         for _ in 0..2000 {
             let id = (rand() % (u64::from(btf.end_id()) + 10)) as u32;
             if let Some(t) = btf.get(id) {
