@@ -273,17 +273,25 @@ check "race: delete" sh -c "echo '-:race' >> $KE"
 # An empty user string: strncpy_from_user_nofault() returns 0 for it, so
 # the kernel's kprobe events record no data and print "(fault)"; so do
 # rkprobes' (readloop's buffer holds a string of the length it is given).
-# rkprobes' event and the kernel's, each alone on ksys_read.
+# rkprobes' event and the kernel's, each alone on ksys_read. Records are
+# told apart by readloop's pid: the trace prints a task's name only when
+# it saw the task switch in while tracing ("<...>-PID" otherwise).
+# readloop_pid N LEN: runs readloop, prints its pid.
+readloop_pid() {
+	/bin/readloop $1 $2 > /dev/null &
+	local pid=$!
+	wait $pid
+	echo $pid
+}
 empty_ustring() { # CONTROL EVENTS_DIR
 	echo 'p:emptys ksys_read s=+0(%si):ustring' >> $1 || return 1
 	echo > $T/trace
 	echo 1 > $2/emptys/enable
-	/bin/readloop 3 0 > /dev/null
-	/bin/readloop 3 4 > /dev/null
+	local empty=$(readloop_pid 3 0) four=$(readloop_pid 3 4)
 	echo 0 > $2/emptys/enable
 	# Read before the event goes: its records print only while it exists.
-	printf '%s %s\n' "$(grep -c 'readloop.* emptys: .* s=(fault)$' $T/trace)" \
-		"$(grep -c 'readloop.* emptys: .* s="aaaa"$' $T/trace)"
+	printf '%s %s\n' "$(grep -c -- "-$empty *\[.* emptys: .* s=(fault)\$" $T/trace)" \
+		"$(grep -c -- "-$four *\[.* emptys: .* s=\"aaaa\"\$" $T/trace)"
 	echo '-:emptys' >> $1
 }
 expect_eq "empty ustring: (fault) 3 times, \"aaaa\" 3 times" "3 3" "$(empty_ustring $KE $EV)"
@@ -301,12 +309,11 @@ long_ustring() { # CONTROL EVENTS_DIR
 	echo 'p:longs ksys_read s=+0(%si):ustring' >> $1 || return 1
 	echo > $T/trace
 	echo 1 > $2/longs/enable
-	/bin/readloop 3 4000 > /dev/null
-	/bin/readloop 3 4095 > /dev/null
+	local fits=$(readloop_pid 3 4000) over=$(readloop_pid 3 4095)
 	echo 0 > $2/longs/enable
 	a4000=$(printf '%04000d' 0 | tr 0 a)
-	printf '%s %s\n' "$(grep -c "readloop.* longs: .* s=\"$a4000\"$" $T/trace)" \
-		"$(grep -c "readloop.* longs: .* s=\"$a4000" $T/trace)"
+	printf '%s %s\n' "$(grep -c -- "-$fits *\[.* longs: .* s=\"$a4000\"\$" $T/trace)" \
+		"$(grep -cE -- "-($fits|$over) *\[.* longs: .* s=\"$a4000" $T/trace)"
 	echo '-:longs' >> $1
 }
 expect_eq "long ustring: 4,000 bytes recorded 3 times, 4,095 never" "3 3" "$(long_ustring $KE $EV)"
