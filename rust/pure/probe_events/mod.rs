@@ -29,6 +29,7 @@
 //! and `stage` run programs at a hit.
 
 pub mod argtext;
+pub mod btfarg;
 pub mod bytes;
 pub mod error;
 pub mod error_log;
