@@ -5,8 +5,9 @@
 //! notifier's priority) and the two hooks through which the kernel's traps
 //! reach the architecture's handlers, the die notifier and the page-fault
 //! probe. The architecture's handlers call the core (`Core::lookup`); the
-//! core's own files do not call them, so the two halves do not import each
-//! other.
+//! files that define the core's types reach them only through this one,
+//! so no file of either half imports a file that imports it back
+//! (`Documentation/kprobes-design.rst`, "Layers").
 
 use super::{blacklist::Blacklist, sites::TextSites};
 use super::{kretprobe, point::Registry, slots::SlotCache, table::Table, Core, CORE};
