@@ -309,10 +309,18 @@ pub fn string_from(btf: &Btf<'_>, last: &Last) -> Result<StringFrom, ErrorCode> 
 
 /// The shifts that take a bitfield out of the 64 bits read at its byte
 /// (`FETCH_OP_MOD_BF`: left, then right), when `last` is one: not when it
-/// is whole bytes at a byte boundary.
-pub fn bitfield(last: &Last) -> Option<(u32, u32)> {
+/// is whole bytes at a byte boundary. A field that does not fit in those
+/// 64 bits (only malformed BTF has one) is `BAD_BITFIELD`.
+pub fn bitfield(last: &Last) -> Result<Option<(u32, u32)>, ErrorCode> {
     if last.bitsize & 7 == 0 && last.bitoffs == 0 {
-        return None;
+        return Ok(None);
     }
-    Some((64 - (last.bitsize + last.bitoffs), 64 - last.bitsize))
+    let left = last
+        .bitsize
+        .checked_add(last.bitoffs)
+        .and_then(|bits| 64u32.checked_sub(bits));
+    match (left, 64u32.checked_sub(last.bitsize)) {
+        (Some(l), Some(r)) => Ok(Some((l, r))),
+        _ => Err(ErrorCode::BadBitfield),
+    }
 }

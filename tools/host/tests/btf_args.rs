@@ -157,11 +157,19 @@ fn bitfields_are_shifted_out() {
         let mut last = r.last.unwrap();
         assert_eq!((last.bitoffs, last.bitsize), ((bits % 8) as u32, 3));
         assert_eq!(default_type(btf, &mut last), Some("u8"));
-        let (l, rs) = bitfield(&last).unwrap();
+        let (l, rs) = bitfield(&last).unwrap().unwrap();
         assert_eq!((l, rs), (64 - (3 + (bits % 8) as u32), 61));
         // A whole-byte member at a byte boundary needs no shifts.
         let r = resolve(btf, b"vfs_read", false, b"file->f_inode->i_mode", 16).unwrap();
-        assert_eq!(bitfield(&r.last.unwrap()), None);
+        assert_eq!(bitfield(&r.last.unwrap()), Ok(None));
+        // A field wider than the 64 bits read (malformed BTF) is refused,
+        // not shifted by a wrapped count.
+        let wide = Last {
+            type_id: 0,
+            bitoffs: 3,
+            bitsize: 63,
+        };
+        assert_eq!(bitfield(&wide), Err(ErrorCode::BadBitfield));
     });
 }
 

@@ -56,7 +56,7 @@ pub fn test_btf_path() -> PathBuf {
 /// The test kernel's BTF, made by pahole once per vmlinux.
 pub fn test_btf() -> Vec<u8> {
     static MADE: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _once = MADE.lock().unwrap();
+    let _once = MADE.lock().unwrap_or_else(|e| e.into_inner());
     let v = vmlinux();
     let out = test_btf_path();
     std::fs::create_dir_all(out.parent().unwrap()).unwrap();
