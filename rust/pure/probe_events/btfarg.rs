@@ -53,6 +53,9 @@ pub struct Resolved {
     /// Its type, when BTF gives one (`$retval` of a function without
     /// BTF has none: it is the plain return value).
     pub last: Option<Last>,
+    /// Where the last member name starts in the argument (0 without
+    /// members): where the kernel's later errors on this argument point.
+    pub end_offset: usize,
 }
 
 impl Resolved {
@@ -121,6 +124,18 @@ pub fn resolve(
     arg: &[u8],
     max_derefs: usize,
 ) -> Result<Resolved, BtfArgError> {
+    resolve_in(btf, btf.func_proto(func), ret, arg, max_derefs)
+}
+
+/// [`resolve`] with the function's prototype looked up already (`None`
+/// when BTF has no function of that name).
+pub fn resolve_in(
+    btf: &Btf<'_>,
+    proto: Option<Type<'_>>,
+    ret: bool,
+    arg: &[u8],
+    max_derefs: usize,
+) -> Result<Resolved, BtfArgError> {
     let (var, field) = split_field(arg).map_err(|at| err(ErrorCode::BadHyphen, at))?;
     if let Some(Field {
         arrow: false, at, ..
@@ -129,12 +144,12 @@ pub fn resolve(
         // A dot on the argument itself: the argument would be a structure.
         return Err(err(ErrorCode::NosupDatArg, at));
     }
-    let proto = btf.func_proto(func);
     let mut out = Resolved {
         base: Base::Retval,
         derefs: [0; MAX_DEREFS],
         nderefs: 0,
         last: None,
+        end_offset: 0,
     };
     let tid = if ret && var == b"$retval" {
         match proto {
@@ -224,6 +239,7 @@ fn fields<'a>(
         }
         out.derefs[out.nderefs] = bitoffs / 8;
         out.nderefs += 1;
+        out.end_offset = offset;
         out.last = Some(Last {
             type_id: t.id,
             bitoffs: bitoffs % 8,

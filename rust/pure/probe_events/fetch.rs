@@ -15,6 +15,7 @@ use super::argtext::{
     dentry_layout, is_good_name, write_expanded_arg, ArgName, ArgText, AutoArgName, EXPANDED_MAX,
     RESERVED_FIELD_NAMES,
 };
+use super::btfarg::{self, Last, StringFrom};
 use super::error::{Errno, ErrorCode, ParseError};
 use super::kstr::{
     at, find, head, is_alpha, is_digit, kstrtoll, kstrtoll_negated, kstrtoull, rfind, tail,
@@ -26,6 +27,7 @@ use super::{
     DentryOffsets, FETCH_INSN_MAX, MAX_ARGSTR_LEN, MAX_ARG_NAME_LEN, MAX_PROBE_EVENT_SIZE,
     PARAM_MAX_STACK,
 };
+use crate::pure::btf::{Btf, Type};
 
 /// The code buffer being filled, with the kernel's cursor.
 struct Code {
@@ -77,14 +79,56 @@ pub struct ArgContext {
     pub on_entry: bool,
 }
 
+/// Where a probe's typed (BTF) arguments are looked up: the kernel's
+/// `CONFIG_PROBE_EVENTS_BTF_ARGS` with BTF loaded. Without it (`None` in
+/// [`ArgEnv`]) a parameter name is "BTF is not available".
+#[derive(Clone, Copy)]
+pub(crate) struct Typed<'a> {
+    /// The BTF the function is looked up in.
+    pub(crate) btf: &'a Btf<'a>,
+    /// The function's prototype, `None` when BTF has no such function.
+    pub(crate) proto: Option<Type<'a>>,
+}
+
+// Two definitions are the same probe when they name the same function in
+// the same BTF: identity, not contents.
+impl PartialEq for Typed<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        core::ptr::eq(self.btf, other.btf) && self.proto.map(|p| p.id) == other.proto.map(|p| p.id)
+    }
+}
+
+impl Eq for Typed<'_> {}
+
+impl core::hash::Hash for Typed<'_> {
+    fn hash<H: core::hash::Hasher>(&self, h: &mut H) {
+        core::ptr::hash(self.btf, h);
+        self.proto.map(|p| p.id).hash(h);
+    }
+}
+
+impl core::fmt::Debug for Typed<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Typed")
+            .field("proto", &self.proto.map(|p| p.id))
+            .finish()
+    }
+}
+
 /// Parser state shared along one fetcharg (`traceprobe_parse_context`).
-struct Ctx {
+struct Ctx<'a> {
     flags: ArgContext,
     index: usize,
     offset: usize,
+    typed: Option<Typed<'a>>,
+    /// The kernel's `ctx->btf` is set: a lookup of the prototype
+    /// succeeded earlier in this command.
+    queried: bool,
+    /// The kernel's `ctx->last_type` and bitfield position.
+    last: Option<Last>,
 }
 
-impl Ctx {
+impl Ctx<'_> {
     fn err(&self, errno: Errno, code: ErrorCode, offset: usize) -> ParseError {
         ParseError::logged(errno, code, self.index, offset).with_expanded()
     }
@@ -112,7 +156,7 @@ fn parse_probe_arg(
     mut s: usize,
     mut e: usize,
     code: &mut Code,
-    ctx: &mut Ctx,
+    ctx: &mut Ctx<'_>,
 ) -> Result<(), ParseError> {
     let mut levels = [Level {
         user: false,
@@ -182,11 +226,13 @@ fn parse_probe_arg(
         } else {
             FetchInsn::Deref(level.offset)
         });
+        // What the dereference reads has no BTF type.
+        ctx.last = None;
     }
     Ok(())
 }
 
-impl Ctx {
+impl Ctx<'_> {
     fn einval_at(&self, code: ErrorCode, offset: usize) -> ParseError {
         self.err(Errno::EINVAL, code, offset)
     }
@@ -198,11 +244,11 @@ fn parse_base(
     s: usize,
     e: usize,
     code: &mut Code,
-    ctx: &mut Ctx,
+    ctx: &mut Ctx<'_>,
 ) -> Result<(), ParseError> {
     let arg = text.get(s..e).unwrap_or(&[]);
     match at(arg, 0) {
-        b'$' => parse_probe_vars(tail(arg, 1), code, ctx)?,
+        b'$' => parse_probe_vars(arg, code, ctx)?,
         b'%' => match Register::from_name(tail(arg, 1)) {
             Some(r) => code.set(FetchInsn::Reg(r)),
             None => return Err(ctx.einval(ErrorCode::BadRegName)),
@@ -247,13 +293,11 @@ fn parse_base(
             }
         }
         c if is_alpha(c) || c == b'_' => {
-            // A BTF variable name; this kernel has no BTF arguments.
-            let errno = if ctx.flags.on_entry || ctx.flags.on_return {
-                Errno::EOPNOTSUPP
-            } else {
-                Errno::EINVAL
-            };
-            return Err(ctx.err(errno, ErrorCode::NosupBtfarg, ctx.offset));
+            // A parameter name, typed from BTF.
+            if !ctx.flags.on_entry && !ctx.flags.on_return {
+                return Err(ctx.einval(ErrorCode::NosupBtfarg));
+            }
+            parse_btf_arg(arg, code, ctx)?;
         }
         _ => {}
     }
@@ -261,6 +305,11 @@ fn parse_base(
         return Err(ctx.einval(ErrorCode::BadFetchArg));
     }
     Ok(())
+}
+
+/// Whether `needle` occurs in `s` (`strstr()`).
+fn find_sub(s: &[u8], needle: &[u8]) -> bool {
+    s.windows(needle.len()).any(|w| w == needle)
 }
 
 /// `str_to_immediate()`.
@@ -273,11 +322,61 @@ fn str_to_immediate(s: &[u8]) -> Result<u64, Errno> {
     }
 }
 
-/// `parse_probe_vars()` for kprobes; `arg` follows the `$`.
-fn parse_probe_vars(arg: &[u8], code: &mut Code, ctx: &mut Ctx) -> Result<(), ParseError> {
+/// `parse_btf_arg()`: a parameter name or `$retval`, with `->`/`.`
+/// members, resolved from BTF into the code at the cursor. Without BTF
+/// arguments, "BTF is not available".
+fn parse_btf_arg(arg: &[u8], code: &mut Code, ctx: &mut Ctx<'_>) -> Result<(), ParseError> {
+    let Some(typed) = ctx.typed else {
+        return Err(ctx.err(Errno::EOPNOTSUPP, ErrorCode::NosupBtfarg, ctx.offset));
+    };
+    let queried = ctx.queried;
+    ctx.queried = typed.proto.is_some();
+    let max = END_SLOT.saturating_sub(code.cur + 1);
+    let r = match btfarg::resolve_in(typed.btf, typed.proto, ctx.flags.on_return, arg, max) {
+        Ok(r) => r,
+        Err(e) => {
+            let code = match e.code {
+                // The kernel looks the prototype up once per command; a
+                // later lookup finds no parameter of the name.
+                ErrorCode::NoBtfEntry if queried && typed.proto.is_some() => ErrorCode::NoBtfarg,
+                c => c,
+            };
+            let errno = match code {
+                ErrorCode::NosupDatArg => Errno::EOPNOTSUPP,
+                ErrorCode::NoRetval
+                | ErrorCode::NoBtfEntry
+                | ErrorCode::NoBtfarg
+                | ErrorCode::NoBtfField => Errno::ENOENT,
+                _ => Errno::EINVAL,
+            };
+            return Err(ctx.err(errno, code, ctx.offset + e.offset));
+        }
+    };
+    code.set(match r.base {
+        btfarg::Base::Arg(i) => FetchInsn::Arg(i),
+        btfarg::Base::EntryArg(i) => FetchInsn::EntryArg(i),
+        btfarg::Base::Retval => FetchInsn::Retval,
+    });
+    for &off in r.derefs() {
+        if !code.advance_to_free() {
+            return Err(ctx.einval(ErrorCode::TooManyOps));
+        }
+        code.set(FetchInsn::Deref(off as i32));
+    }
+    ctx.offset += r.end_offset;
+    ctx.last = r.last;
+    Ok(())
+}
+
+/// `parse_probe_vars()` for kprobes; `orig` starts with the `$`.
+fn parse_probe_vars(orig: &[u8], code: &mut Code, ctx: &mut Ctx<'_>) -> Result<(), ParseError> {
+    let arg = tail(orig, 1);
     if arg.starts_with(b"retval") {
         if !ctx.flags.on_return {
             return Err(ctx.einval(ErrorCode::RetvalOnProbe));
+        }
+        if ctx.typed.is_some() {
+            return parse_btf_arg(orig, code, ctx);
         }
         code.set(FetchInsn::Retval);
         return Ok(());
@@ -329,7 +428,7 @@ fn finalize(
     ty: &ArgType,
     type_name: Option<&[u8]>,
     type_offset: usize,
-    ctx: &Ctx,
+    ctx: &Ctx<'_>,
 ) -> Result<(), ParseError> {
     let type_err = |c| ctx.einval_at(c, ctx.offset + type_offset);
     let op = code.op();
@@ -399,6 +498,22 @@ fn finalize(
             }
             code.set(FetchInsn::ModBitfield(bf));
         }
+    } else if let Some(last) = &ctx.last {
+        // A member that is a bitfield, typed from BTF: `parse_btf_bitfield()`.
+        match btfarg::bitfield(last) {
+            Ok(None) => {}
+            Ok(Some((lshift, rshift))) => {
+                if !code.advance_to_nop() {
+                    return Err(ctx.einval(ErrorCode::TooManyOps));
+                }
+                code.set(FetchInsn::ModBitfield(Bitfield {
+                    basesize: 8,
+                    lshift: lshift as u8,
+                    rshift: rshift as u8,
+                }));
+            }
+            Err(c) => return Err(ctx.einval(c)),
+        }
     }
 
     if ty.count != 0 {
@@ -436,20 +551,37 @@ pub struct FetchArg<'a> {
 
 /// Everything one fetcharg's parse needs to know about its probe.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct ArgEnv {
+pub(crate) struct ArgEnv<'a> {
     pub(crate) flags: ArgContext,
     pub(crate) offsets: DentryOffsets,
+    pub(crate) typed: Option<Typed<'a>>,
+}
+
+/// The name of a fetcharg written without `NAME=` (`generate_probe_arg_name()`):
+/// with BTF arguments, its text up to the type if that is a good name
+/// (`file` for `file:x32`), else `argN` for the `n`th fetcharg.
+pub(crate) fn default_arg_name(raw: &[u8], n: usize, typed: bool) -> ArgName<'_> {
+    if typed {
+        let name = head(raw, find(raw, b':').unwrap_or(raw.len()));
+        if is_good_name(name, false) {
+            return ArgName::Given(name);
+        }
+    }
+    ArgName::Auto(AutoArgName::new(n))
 }
 
 /// Parses the fetcharg `raw` (argv entry `i + 2`, `i` counting fetchargs
 /// from 0), after fetchargs whose values end at record offset `size`;
-/// `name_used` tells whether an earlier fetcharg has a name.
+/// `name_used` tells whether an earlier fetcharg has a name. `queried`
+/// is the kernel's `ctx->btf` between fetchargs: whether a lookup of the
+/// function's prototype succeeded so far.
 pub(crate) fn parse_fetch_arg<'a, F>(
     raw: &'a [u8],
     i: usize,
     mut name_used: F,
     size: u32,
-    env: &ArgEnv,
+    env: &ArgEnv<'a>,
+    queried: &mut bool,
 ) -> Result<FetchArg<'a>, ParseError>
 where
     F: FnMut(&[u8]) -> bool,
@@ -492,7 +624,7 @@ where
             // The name is the same bytes in the original and expanded text.
             (ArgName::Given(raw.get(..eq).unwrap_or(&[])), eq + 1)
         }
-        None => (ArgName::Auto(AutoArgName::new(i + 1)), 0),
+        None => (default_arg_name(raw, i + 1, env.typed.is_some()), 0),
     };
     let name_bytes = name.as_bytes();
     if !is_good_name(name_bytes, false) {
@@ -509,6 +641,9 @@ where
         flags: env.flags,
         index,
         offset: body,
+        typed: env.typed,
+        queried: *queried,
+        last: None,
     };
     let body_text = tail(text, body);
     if body_text.len() > MAX_ARGSTR_LEN {
@@ -544,7 +679,35 @@ where
     };
 
     let mut code = Code::new();
-    parse_probe_arg(text, body, body + spec.body.len(), &mut code, &mut ctx)?;
+    let parsed = parse_probe_arg(text, body, body + spec.body.len(), &mut code, &mut ctx);
+    *queried = ctx.queried;
+    parsed?;
+
+    // The type BTF gives, or how a string is read from what it types.
+    if let (Some(typed), Some(last)) = (ctx.typed, ctx.last.as_mut()) {
+        match spec.name {
+            None => {
+                ty.base = btfarg::default_type(typed.btf, last)
+                    .and_then(|n| FetchType::find(n.as_bytes()))
+                    .unwrap_or(FetchType::DEFAULT);
+            }
+            Some((n, _)) if find_sub(n, b"string") => match btfarg::string_from(typed.btf, last) {
+                Ok(StringFrom::InPlace) => {}
+                Ok(StringFrom::Pointer) => {
+                    if !code.advance_to_free() {
+                        return Err(ctx.err(Errno::E2BIG, ErrorCode::TooManyOps, ctx.offset));
+                    }
+                    code.set(if at(n, 0) == b'u' {
+                        FetchInsn::UDeref(0)
+                    } else {
+                        FetchInsn::Deref(0)
+                    });
+                }
+                Err(c) => return Err(ctx.einval(c)),
+            },
+            Some(_) => {}
+        }
+    }
 
     let new_size = size.saturating_add(ty.record_size());
     if new_size > MAX_PROBE_EVENT_SIZE {
@@ -578,18 +741,26 @@ where
 mod tests {
     use super::*;
 
-    fn env(on_entry: bool, on_return: bool) -> ArgEnv {
+    fn env(on_entry: bool, on_return: bool) -> ArgEnv<'static> {
         ArgEnv {
             flags: ArgContext {
                 on_return,
                 on_entry,
             },
             offsets: DentryOffsets::DEFAULT,
+            typed: None,
         }
     }
 
     fn parse(arg: &str) -> Result<FetchArg<'_>, ParseError> {
-        parse_fetch_arg(arg.as_bytes(), 0, |_| false, 0, &env(true, false))
+        parse_fetch_arg(
+            arg.as_bytes(),
+            0,
+            |_| false,
+            0,
+            &env(true, false),
+            &mut false,
+        )
     }
 
     #[test]

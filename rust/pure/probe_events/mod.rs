@@ -44,6 +44,8 @@ pub mod regs;
 pub mod stage;
 pub mod types;
 
+use crate::pure::btf::Btf;
+
 pub use argtext::{ArgName, ArgText};
 pub use bytes::ByteWrite;
 pub use error::{Errno, ErrorCode, ErrorLog, ParseError};
@@ -51,7 +53,8 @@ pub use error_log::write_error_log;
 pub use fetch::{ArgContext, FetchArg};
 pub use layout::{EventLayout, Layout, ProbeSpec, Spec, Store};
 pub use parse::{
-    parse_command, Command, DeleteCmd, EventName, FetchArgs, ProbeDef, ProbeLocation, WriteLines,
+    parse_command, parse_command_in, Command, DeleteCmd, EventName, FetchArgs, ProbeDef,
+    ProbeLocation, WriteLines, EXPANDED_ARGS_LEN,
 };
 pub use print::{write_listing, SymbolResolver};
 pub use program::{FetchInsn, FetchProgram};
@@ -81,6 +84,8 @@ pub const KRETPROBE_MAXACTIVE_MAX: u32 = 4096;
 pub const WRITE_BUFSIZE: usize = 4096;
 /// Room for all `%pd`/`%pD` expansions of one command.
 pub const MAX_DENTRY_ARGS_LEN: usize = 256;
+/// Room for the parameter names `$arg*` and `$argN` become in one command.
+pub const MAX_BTF_ARGS_LEN: usize = 128;
 /// Largest N of `$stackN` and `$argN`: `THREAD_SIZE / sizeof(long)` for
 /// x86-64's 16 KiB stacks.
 pub const PARAM_MAX_STACK: u64 = 2048;
@@ -168,6 +173,15 @@ pub trait ProbeEnv {
     /// The struct offsets `%pd`/`%pD` use.
     fn dentry_offsets(&self) -> DentryOffsets {
         DentryOffsets::DEFAULT
+    }
+
+    /// The BTF in which the function `func` (`[MOD:]SYM`, empty for a
+    /// probe at an address) and its parameters are looked up: a module's
+    /// when the function is the module's, else the kernel's. `None` on a
+    /// kernel without BTF: fetchargs cannot name parameters there, as on
+    /// a kernel without `CONFIG_PROBE_EVENTS_BTF_ARGS`.
+    fn btf(&self, _func: &[u8]) -> Option<&Btf<'_>> {
+        None
     }
 }
 

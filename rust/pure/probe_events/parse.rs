@@ -12,13 +12,14 @@ use core::fmt;
 use super::argtext;
 use super::bytes::{ByteWrite, Fmt, SliceWriter};
 use super::error::{Errno, ErrorCode, ParseError};
-use super::fetch::{self, ArgContext, ArgEnv, FetchArg};
+use super::fetch::{self, ArgContext, ArgEnv, FetchArg, Typed};
 use super::kstr::{
-    at, c_str, find, head, is_digit, is_space, kstrtoll, kstrtouint, kstrtoull, tail,
+    at, c_str, find, head, is_digit, is_space, kstrtoll, kstrtouint, kstrtoull, simple_strtoul,
+    tail,
 };
 use super::{
-    DentryOffsets, FuncEntry, ProbeEnv, SymbolCheck, KRETPROBE_MAXACTIVE_MAX, MAX_DENTRY_ARGS_LEN,
-    MAX_EVENT_NAME_LEN, MAX_TRACE_ARGS, WRITE_BUFSIZE,
+    DentryOffsets, FuncEntry, ProbeEnv, SymbolCheck, KRETPROBE_MAXACTIVE_MAX, MAX_BTF_ARGS_LEN,
+    MAX_DENTRY_ARGS_LEN, MAX_EVENT_NAME_LEN, MAX_TRACE_ARGS, WRITE_BUFSIZE,
 };
 
 /// Splits a command into arguments at the kernel's white space
@@ -231,6 +232,10 @@ pub struct ProbeDef<'a> {
     pub size: u32,
     args_text: &'a [u8],
     offsets: DentryOffsets,
+    typed: Option<Typed<'a>>,
+    /// `$arg*`/`$argN` were replaced by parameter names: the fetchargs are
+    /// not the command's words (error_log shows the command's).
+    pub names_expanded: bool,
 }
 
 impl<'a> ProbeDef<'a> {
@@ -245,8 +250,18 @@ impl<'a> ProbeDef<'a> {
             env: ArgEnv {
                 flags: self.context,
                 offsets: self.offsets,
+                typed: self.typed,
             },
+            queried: self.names_queried(),
         }
+    }
+
+    /// The kernel's `ctx->btf` before the first fetcharg: set when a
+    /// `$arg` made it look the prototype up, and it was found.
+    fn names_queried(&self) -> bool {
+        self.typed.is_some_and(|t| t.proto.is_some())
+            && Argv::new(self.args_text).any(|a| a.starts_with(b"$arg"))
+            || self.names_expanded
     }
 
     /// The `index`th fetcharg (from 0).
@@ -262,7 +277,8 @@ pub struct FetchArgs<'a> {
     all: &'a [u8],
     index: usize,
     size: u32,
-    env: ArgEnv,
+    env: ArgEnv<'a>,
+    queried: bool,
 }
 
 impl<'a> Iterator for FetchArgs<'a> {
@@ -273,37 +289,22 @@ impl<'a> Iterator for FetchArgs<'a> {
         let i = self.index;
         self.index += 1;
         let all = self.all;
+        let typed = self.env.typed.is_some();
         let name_used = |name: &[u8]| {
             Argv::new(all)
                 .take(i)
                 .enumerate()
                 .any(|(j, a)| match arg_name(a) {
                     Some(n) => n == name,
-                    None => auto_arg_name(j + 1).bytes() == name,
+                    None => fetch::default_arg_name(a, j + 1, typed).as_bytes() == name,
                 })
         };
-        let r = fetch::parse_fetch_arg(raw, i, name_used, self.size, &self.env);
+        let r = fetch::parse_fetch_arg(raw, i, name_used, self.size, &self.env, &mut self.queried);
         if let Ok(a) = &r {
             self.size = self.size.saturating_add(a.ty.record_size());
         }
         Some(r)
     }
-}
-
-/// A generated `argN` name.
-struct AutoName([u8; 8], usize);
-
-impl AutoName {
-    fn bytes(&self) -> &[u8] {
-        head(&self.0, self.1)
-    }
-}
-
-fn auto_arg_name(n: usize) -> AutoName {
-    let mut w = SliceWriter::new([0u8; 8]);
-    let _ = fmt::Write::write_fmt(&mut Fmt(&mut w), format_args!("arg{n}"));
-    let (b, l) = w.into_parts();
-    AutoName(b, l)
 }
 
 /// The name part of a fetcharg: `Some(NAME)` for `NAME=...`.
@@ -339,10 +340,28 @@ pub enum Command<'a> {
 /// state `env` reports.
 ///
 /// On success every fetcharg has been parsed. On failure the error carries
-/// the errno and error_log entry of the kernel for this command.
+/// the errno and error_log entry of the kernel for this command. A command
+/// whose `$arg*`/`$argN` become parameter names needs room for its
+/// rewritten fetchargs: [`parse_command_in`].
 pub fn parse_command<'a, E: ProbeEnv + ?Sized>(
     line: &'a [u8],
-    env: &E,
+    env: &'a E,
+) -> Result<Command<'a>, ParseError> {
+    parse_command_in(line, env, &mut [])
+}
+
+/// Room for a command's fetchargs with `$arg*`/`$argN` replaced by
+/// parameter names: the command's own bytes and the kernel's
+/// `MAX_BTF_ARGS_LEN` of names, with their separators.
+pub const EXPANDED_ARGS_LEN: usize = WRITE_BUFSIZE + 2 * MAX_BTF_ARGS_LEN;
+
+/// [`parse_command`], writing rewritten fetchargs into `buf`
+/// ([`EXPANDED_ARGS_LEN`] bytes are always enough; a command that needs
+/// more than `buf` has fails with `ENOMEM`).
+pub fn parse_command_in<'a, E: ProbeEnv + ?Sized>(
+    line: &'a [u8],
+    env: &'a E,
+    buf: &'a mut [u8],
 ) -> Result<Command<'a>, ParseError> {
     let line = c_str(line);
     if at(line, 0) == b'-' {
@@ -361,7 +380,7 @@ pub fn parse_command<'a, E: ProbeEnv + ?Sized>(
     let Some(argv1) = argv.next() else {
         return Err(ParseError::silent(Errno::EINVAL));
     };
-    parse_probe(argv0, argv1, argv.rest(), is_return, env).map(Command::Probe)
+    parse_probe(argv0, argv1, argv.rest(), is_return, env, buf).map(Command::Probe)
 }
 
 /// `dyn_event_release()`'s parsing of `-:[GRP/][EVENT] [ARGS]`.
@@ -396,7 +415,8 @@ fn parse_probe<'a, E: ProbeEnv + ?Sized>(
     argv1: &'a [u8],
     args_text: &'a [u8],
     mut is_return: bool,
-    env: &E,
+    env: &'a E,
+    buf: &'a mut [u8],
 ) -> Result<ProbeDef<'a>, ParseError> {
     let colon = find(tail(argv0, 1), b':').map(|c| c + 1);
     let event_start = colon.map(|c| c + 1);
@@ -483,7 +503,26 @@ fn parse_probe<'a, E: ProbeEnv + ?Sized>(
         on_return,
         on_entry,
     };
-    check_meta_args(args_text, &context)?;
+    let func = match location {
+        ProbeLocation::Symbol { symbol, .. } => symbol,
+        ProbeLocation::Address(_) => &[],
+    };
+    let typed = env.btf(func).map(|btf| Typed {
+        btf,
+        proto: if func.is_empty() {
+            None
+        } else {
+            btf.func_proto(func)
+        },
+    });
+    let star = check_meta_args(args_text, &context, typed.is_some())?;
+    let (args_text, names_expanded) = match (typed, star) {
+        (Some(t), Some(star)) => match expand_meta_args(args_text, &t, star, buf)? {
+            Some(expanded) => (expanded, true),
+            None => (args_text, false),
+        },
+        _ => (args_text, false),
+    };
     let nr_args = Argv::new(args_text).count();
     if nr_args > MAX_TRACE_ARGS {
         return Err(ParseError::silent(Errno::E2BIG));
@@ -510,10 +549,17 @@ fn parse_probe<'a, E: ProbeEnv + ?Sized>(
         size: 0,
         args_text,
         offsets,
+        typed,
+        names_expanded,
     };
     let mut args = def.args();
     for arg in args.by_ref() {
-        arg?;
+        arg.map_err(|mut e| {
+            if names_expanded {
+                e.expanded = false;
+            }
+            e
+        })?;
     }
     def.size = args.size;
     Ok(def)
@@ -600,9 +646,22 @@ fn auto_event_name<E: ProbeEnv + ?Sized>(
     }
 }
 
-/// `argv_has_var_arg()` and the BTF-less end of
+/// What `argv_has_var_arg()` found: no `$arg` at all (`None`), or the
+/// argv index (from 2) of the last `$arg` fetcharg and the fetcharg index
+/// of `$arg*`, if any.
+#[derive(Clone, Copy)]
+struct MetaArgs {
+    last: usize,
+    star: Option<usize>,
+}
+
+/// `argv_has_var_arg()`, and without BTF arguments the end of
 /// `traceprobe_expand_meta_args()`: `$arg*` needs BTF.
-fn check_meta_args(args_text: &[u8], ctx: &ArgContext) -> Result<(), ParseError> {
+fn check_meta_args(
+    args_text: &[u8],
+    ctx: &ArgContext,
+    typed: bool,
+) -> Result<Option<MetaArgs>, ParseError> {
     let mut star: Option<usize> = None;
     let mut last = None;
     for (i, arg) in Argv::new(args_text).enumerate() {
@@ -626,15 +685,103 @@ fn check_meta_args(args_text: &[u8], ctx: &ArgContext) -> Result<(), ParseError>
         }
         star = Some(i);
     }
-    if let (Some(_), Some(index)) = (star, last) {
+    let Some(last) = last else {
+        return Ok(None);
+    };
+    if star.is_some() && !typed {
         return Err(ParseError::logged(
             Errno::EOPNOTSUPP,
             ErrorCode::NosupBtfarg,
-            index,
+            last,
             0,
         ));
     }
-    Ok(())
+    Ok(Some(MetaArgs { last, star }))
+}
+
+/// The rest of `traceprobe_expand_meta_args()` with BTF arguments: the
+/// fetchargs with `$arg*` replaced by the function's parameter names and
+/// `$argN[:TYPE]` by the `N`th name (and its type), written into `buf`;
+/// `None` when the function has no parameters in BTF and there is no
+/// `$arg*`, so that `$argN` stay registers.
+fn expand_meta_args<'a>(
+    args_text: &[u8],
+    typed: &Typed<'a>,
+    meta: MetaArgs,
+    buf: &'a mut [u8],
+) -> Result<Option<&'a [u8]>, ParseError> {
+    let params = typed.proto.filter(|p| p.vlen() > 0);
+    let Some(proto) = params else {
+        if meta.star.is_some() {
+            return Err(ParseError::logged(
+                Errno::EOPNOTSUPP,
+                ErrorCode::NosupBtfarg,
+                meta.last,
+                0,
+            ));
+        }
+        return Ok(None);
+    };
+    let name_of = |n: usize| proto.params().nth(n).map(|p| typed.btf.str_at(p.name_off));
+    let nr = proto.vlen();
+    let mut w = SliceWriter::new(&mut buf[..]);
+    let nomem = |_| ParseError::silent(Errno::ENOMEM);
+    // The kernel writes the names into a buffer of MAX_BTF_ARGS_LEN.
+    let mut used = 0usize;
+    let mut name = |w: &mut SliceWriter<&mut [u8]>, n: usize, ty: &[u8], index: usize| {
+        let Some(name) = name_of(n) else {
+            return Err(log_err_errno(Errno::ENOENT, ErrorCode::NoBtfarg, index));
+        };
+        let len = name.len() + ty.len();
+        if len >= MAX_BTF_ARGS_LEN.saturating_sub(used) {
+            return Err(log_err_errno(Errno::E2BIG, ErrorCode::Args2long, index));
+        }
+        used += len + 1;
+        w.write_bytes(name).map_err(nomem)?;
+        w.write_bytes(ty).map_err(nomem)
+    };
+    let mut first = true;
+    for (i, arg) in Argv::new(args_text).enumerate() {
+        let index = i + 2;
+        let mut sep = |w: &mut SliceWriter<&mut [u8]>| {
+            if !core::mem::take(&mut first) {
+                w.write_bytes(b" ").map_err(nomem)?;
+            }
+            Ok::<(), ParseError>(())
+        };
+        if Some(i) == meta.star {
+            for n in 0..nr {
+                sep(&mut w)?;
+                name(&mut w, n, b"", index)?;
+            }
+            continue;
+        }
+        sep(&mut w)?;
+        if !arg.starts_with(b"$arg") {
+            w.write_bytes(arg).map_err(nomem)?;
+            continue;
+        }
+        let (n, end) = simple_strtoul(tail(arg, 4), 10);
+        let ty = tail(arg, 4 + end);
+        if !ty.is_empty() && at(ty, 0) != b':' {
+            return Err(log_err_errno(Errno::ENOENT, ErrorCode::BadVar, index));
+        }
+        // The kernel keeps N in an int.
+        let n = n as i32;
+        if n == 0 {
+            return Err(log_err(ErrorCode::BadArgNum, index, 0));
+        }
+        // A number that wraps negative is no parameter (the kernel would
+        // read before its array).
+        let n = usize::try_from(n - 1).unwrap_or(usize::MAX);
+        name(&mut w, n, ty, index)?;
+    }
+    let len = w.len();
+    Ok(Some(head(buf, len)))
+}
+
+fn log_err_errno(errno: Errno, code: ErrorCode, index: usize) -> ParseError {
+    ParseError::logged(errno, code, index, 0)
 }
 
 /// Writes a probe's location as the listing shows it: `0x%p` for an
