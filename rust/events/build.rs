@@ -11,7 +11,7 @@
 
 use super::{
     empty_kprobe,
-    env::{cstring, KernelEnv},
+    env::cstring,
     hit::{entry_handler, kprobe_handler, ret_handler},
     output::VecWriter,
     scratch, Arg, EntryArgs, Event, Events, PlainStores, Probe, KPROBE_HEADER, KRETPROBE_HEADER,
@@ -135,10 +135,7 @@ impl Events {
                     FetchInsn::Symbol(text) => {
                         let (sym, off) = split_symbol_offset(text)
                             .map_err(|_| ParseError::registration(Errno::ENOENT))?;
-                        let env = KernelEnv {
-                            core: self.core(),
-                            ksyms: self.core().ksyms(),
-                        };
+                        let env = self.env();
                         let base = env
                             .lookup_data(sym)
                             .map_err(|_| nomem)?

@@ -18,7 +18,8 @@ use crate::{
     ffi::rkp_tev_name_in_use,
     kernel_ext::{locked_down_kprobes, vec},
     pure::probe_events::{
-        parse_command, write_error_log, Command, DeleteCmd, Errno, ParseError, ProbeDef, WriteLines,
+        parse_command_in, write_error_log, Command, DeleteCmd, Errno, ParseError, ProbeDef,
+        WriteLines, EXPANDED_ARGS_LEN,
     },
 };
 use kernel::{prelude::*, time::Ktime};
@@ -33,10 +34,7 @@ impl Events {
             return;
         }
         let mut text = KVec::new();
-        let env = KernelEnv {
-            core: self.core(),
-            ksyms: self.core().ksyms(),
-        };
+        let env = self.env();
         let mut w = VecWriter(&mut text);
         if write_error_log(&mut w, "trace_kprobe", line, err, &env).is_err() {
             return;
@@ -110,15 +108,18 @@ impl Events {
     /// Runs the commands of one write. Process context, may sleep.
     pub(super) fn write(&self, input: &[u8]) -> Result<usize> {
         let mut inner = self.inner.lock();
-        let env = KernelEnv {
-            core: self.core(),
-            ksyms: self.core().ksyms(),
-        };
+        let env = self.env();
         // The events of consecutive `-:` commands, taken out of the list
         // and destroyed together before the next `p`/`r` command and at the
         // end: a few grace periods for all of them, where one at a time
         // paid them per event.
         let mut pending = KVec::new();
+        // Room for fetchargs that `$arg*`/`$argN` rewrite (with BTF).
+        let mut expanded = if env.btf.is_some() {
+            KVec::from_elem(0u8, EXPANDED_ARGS_LEN, GFP_KERNEL)?
+        } else {
+            KVec::new()
+        };
         let mut lines = WriteLines::new(input);
         for line in lines.by_ref() {
             let line = match line {
@@ -128,7 +129,7 @@ impl Events {
                     return Err(Error::from_errno(-e.errno.0));
                 }
             };
-            let r = match parse_command(line, &env) {
+            let r = match parse_command_in(line, &env, &mut expanded) {
                 Ok(Command::Empty) => Ok(()),
                 Ok(Command::Probe(def)) => {
                     self.flush_deleted(&mut inner, &mut pending)?;

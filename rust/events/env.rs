@@ -18,7 +18,10 @@ use crate::{
     },
     kernel_ext::sync::PreemptGuard,
     kprobe::{client::Client, Core},
-    pure::probe_events::{DentryOffsets, FuncEntry, ProbeEnv, SymbolCheck},
+    pure::{
+        btf::Btf,
+        probe_events::{DentryOffsets, FuncEntry, ProbeEnv, SymbolCheck},
+    },
 };
 use kernel::{
     ffi::{c_char, c_int, c_ulong, c_void},
@@ -30,6 +33,8 @@ use kernel::{
 pub(super) struct KernelEnv<'a> {
     pub(super) core: &'a Core,
     pub(super) ksyms: &'a Kallsyms,
+    /// vmlinux's BTF, `None` without it.
+    pub(super) btf: Option<Btf<'a>>,
 }
 
 impl KernelEnv<'_> {
@@ -99,6 +104,10 @@ impl ProbeEnv for KernelEnv<'_> {
 
     fn dentry_offsets(&self) -> DentryOffsets {
         kernel_dentry_offsets()
+    }
+
+    fn btf(&self, _func: &[u8]) -> Option<&Btf<'_>> {
+        self.btf.as_ref()
     }
 
     fn check_symbol(&self, module: Option<&[u8]>, symbol: &[u8]) -> SymbolCheck {

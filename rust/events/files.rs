@@ -7,7 +7,7 @@
 //! Process context, may sleep: the reads take `Events::inner`, the writes
 //! go to the control file's commands.
 
-use super::{env::KernelEnv, Events};
+use super::Events;
 use crate::{
     kernel_ext::debugfs::{SeqFile, Show, StoreLarge},
     pure::probe_events::{error_log::write_error_timestamp, write_listing},
@@ -24,10 +24,7 @@ impl Show for KprobeEventsFile {
     /// Every probe in the kernel's listing form.
     fn show(events: &Events, out: &mut SeqFile) -> Result {
         let inner = events.inner.lock();
-        let env = KernelEnv {
-            core: events.core(),
-            ksyms: events.core().ksyms(),
-        };
+        let env = events.env();
         for ev in inner.events.iter() {
             let names = (ev.group.as_bytes(), ev.name.as_bytes());
             let layout = ev.layout.get();

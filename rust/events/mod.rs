@@ -33,6 +33,7 @@
 //!
 //! Lock order: see the table at the top of rust/kprobe/mod.rs.
 
+mod btf;
 mod build;
 mod control;
 mod destroy;
@@ -261,6 +262,8 @@ pub(crate) struct Events {
     event_mutex: KernelMutex,
     ftrace_events: *mut ffi::list_head,
     core: *const Core,
+    /// vmlinux's BTF, for typed fetchargs; `None` without BTF.
+    btf: Option<btf::KernelBtf>,
 }
 
 // SAFETY: `event_mutex` is the kernel's, `core` outlives the interface; the
@@ -376,12 +379,14 @@ impl Events {
             .lookup(&mut buf, kernel::c_str!("ftrace_events"))
             .ok_or(ENOENT)? as *mut ffi::list_head;
         let core_ptr: *const Core = core;
+        let btf = btf::KernelBtf::load(ksyms)?;
         Ok(pin_init!(Self {
             inner <- new_mutex!(Inner { events: KVec::new(), errors: KVec::new() }, "rkprobes_events"),
             module_nb: Notifier::new(0),
             event_mutex,
             ftrace_events,
             core: core_ptr,
+            btf,
         }))
     }
 
@@ -407,6 +412,15 @@ impl Events {
         // SAFETY: the core outlives the interface (field order of the
         // module's state).
         unsafe { &*self.core }
+    }
+
+    /// What the parser asks the kernel.
+    fn env(&self) -> env::KernelEnv<'_> {
+        env::KernelEnv {
+            core: self.core(),
+            ksyms: self.core().ksyms(),
+            btf: self.btf.as_ref().map(|b| b.btf()),
+        }
     }
 }
 

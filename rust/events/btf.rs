@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The kernel's BTF, which typed fetchargs (`p vfs_read file count`) are
+//! resolved in: vmlinux's `.BTF` section, read in place between the
+//! linker's `__start_BTF` and `__stop_BTF`, found at load and checked to
+//! be BTF before use, with an index of its types built once.
+//!
+//! Why rkprobes reads BTF itself rather than through the kernel's parsed
+//! `struct btf`: the kernel's accessors (`btf_find_func_proto()`,
+//! `btf_find_struct_member()`, `btf_type_skip_modifiers()`) are neither
+//! exported nor present without `CONFIG_PROBE_EVENTS_BTF_ARGS`, and their
+//! structures differ between releases; `pure::btf` reads the stable format
+//! (the UAPI `btf.h`) and is tested on the host against `bpftool`. The
+//! memory it costs is the index, 4 bytes a type.
+//!
+//! Process context, at load; read-only afterwards.
+
+use crate::{
+    ffi::kallsyms::{Kallsyms, SymbolBuf},
+    pure::{
+        btf::{Btf, Sections},
+        probe_events::{layout::NoMemory, Store},
+    },
+};
+use kernel::prelude::*;
+
+/// The largest `.BTF` section believed (a distribution kernel's is about
+/// 6 MiB).
+const MAX_BTF: usize = 256 << 20;
+
+/// vmlinux's BTF and its index.
+pub(super) struct KernelBtf {
+    sections: Sections<'static>,
+    index: Index,
+}
+
+/// The index: one offset a type, too large for `kmalloc` on a large
+/// kernel (half a MiB for 126,000 types).
+struct Index(KVVec<u32>);
+
+impl Store<u32> for Index {
+    fn try_push(&mut self, v: u32) -> core::result::Result<(), NoMemory> {
+        self.0.push(v, GFP_KERNEL).map_err(|_| NoMemory)
+    }
+
+    fn items(&self) -> &[u32] {
+        &self.0
+    }
+}
+
+impl KernelBtf {
+    /// vmlinux's BTF, `None` on a kernel built without it or when what the
+    /// markers delimit is not BTF (reported once). Process context.
+    pub(super) fn load(ksyms: &Kallsyms) -> Result<Option<KernelBtf>> {
+        let mut buf = SymbolBuf::new()?;
+        let (Some(start), Some(stop)) = (
+            ksyms.lookup_marker(&mut buf, kernel::c_str!("__start_BTF")),
+            ksyms.lookup_marker(&mut buf, kernel::c_str!("__stop_BTF")),
+        ) else {
+            return Ok(None);
+        };
+        let Some(len) = stop.checked_sub(start).filter(|&l| l > 0 && l <= MAX_BTF) else {
+            pr_warn!("__start_BTF..__stop_BTF is no BTF section: typed arguments are off\n");
+            return Ok(None);
+        };
+        // SAFETY: the linker's markers of vmlinux's `.BTF` section, which is
+        // read-only data for the kernel's lifetime (the kernel's own
+        // `/sys/kernel/btf/vmlinux` serves it from there); the length was
+        // checked above. Whether it is BTF is checked next.
+        let data: &'static [u8] = unsafe { core::slice::from_raw_parts(start as *const u8, len) };
+        let sections = match Sections::new(data) {
+            Ok(s) => s,
+            Err(e) => {
+                pr_warn!("vmlinux BTF unreadable ({e:?}): typed arguments are off\n");
+                return Ok(None);
+            }
+        };
+        let mut index = Index(KVVec::new());
+        match sections.index(&mut index) {
+            Ok(()) => Ok(Some(KernelBtf { sections, index })),
+            Err(crate::pure::btf::BtfError::NoMemory) => Err(ENOMEM),
+            Err(e) => {
+                pr_warn!("vmlinux BTF unreadable ({e:?}): typed arguments are off\n");
+                Ok(None)
+            }
+        }
+    }
+
+    /// The BTF to read.
+    pub(super) fn btf(&self) -> Btf<'_> {
+        Btf::new(self.sections, &self.index.0, None)
+    }
+}
