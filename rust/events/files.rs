@@ -29,7 +29,13 @@ impl Show for KprobeEventsFile {
             let names = (ev.group.as_bytes(), ev.name.as_bytes());
             let layout = ev.layout.get();
             for p in ev.probes.iter() {
-                let _ = write_listing(&mut *out, names, &layout, &p.spec.get(), &env);
+                let spec = p.spec.get();
+                let maxactive = if p.is_return() && p.registered() {
+                    p.ret_client().maxactive()
+                } else {
+                    spec.maxactive
+                };
+                let _ = write_listing(&mut *out, names, &layout, &spec, maxactive, &env);
             }
         }
         Ok(())

@@ -300,6 +300,17 @@ impl RetClient {
         self.nmissed_cell().load(Ordering::Relaxed) as u32 as u64
     }
 
+    /// The instances the kretprobe has: the owner's, or the default the
+    /// core chose at registration. Process context, under the lock that
+    /// serializes the owner's registration.
+    pub(crate) fn maxactive(self) -> u32 {
+        // SAFETY: a valid structure (the type invariant); the core writes
+        // the field only while registering, which the caller's lock
+        // excludes.
+        let m = unsafe { (*self.as_ptr()).maxactive };
+        m.max(0) as u32
+    }
+
     fn nmissed_cell(&self) -> &AtomicI32 {
         // SAFETY: an aligned `int` of a valid structure, incremented
         // atomically by the core (the owner only reads it).

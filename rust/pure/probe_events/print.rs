@@ -21,17 +21,21 @@ use super::ProbeEnv;
 /// Writes one line of `cat kprobe_events` for the probe `spec` of the
 /// event `GROUP/EVENT` of `layout`, newline included:
 /// `p:GRP/EVENT SYM+OFFS NAME=ARG...`, `r16:...` with a maxactive.
+///
+/// `maxactive` is the kretprobe's: the command's, or once registered the
+/// default it got (as the kernel's listing shows `r10:` for `r:`).
 pub fn write_listing<W: ByteWrite + ?Sized, E: ProbeEnv + ?Sized>(
     w: &mut W,
     (group, event): (&[u8], &[u8]),
     layout: &Layout<'_>,
     spec: &Spec<'_>,
+    maxactive: u32,
     env: &E,
 ) -> fmt::Result {
     use fmt::Write as _;
     w.write_bytes(if layout.is_return { b"r" } else { b"p" })?;
-    if layout.is_return && spec.maxactive != 0 {
-        write!(Fmt(w), "{}", spec.maxactive)?;
+    if layout.is_return && maxactive != 0 {
+        write!(Fmt(w), "{maxactive}")?;
     }
     w.write_bytes(b":")?;
     w.write_bytes(group)?;

@@ -46,7 +46,15 @@ fn listing(def: &ProbeDef<'_>) -> Vec<u8> {
     let spec = ProbeSpec::new(def, VecStore(Vec::new()), VecStore(Vec::new())).unwrap();
     let mut b = Buf(Vec::new());
     let names = (def.group, def.event.as_bytes());
-    write_listing(&mut b, names, &layout.get(), &spec.get(), &SyntaxOnlyEnv).unwrap();
+    write_listing(
+        &mut b,
+        names,
+        &layout.get(),
+        &spec.get(),
+        spec.get().maxactive,
+        &SyntaxOnlyEnv,
+    )
+    .unwrap();
     b.0
 }
 

@@ -169,6 +169,7 @@ impl Kept {
             (&self.group, &self.event),
             &self.layout(),
             &self.spec(),
+            self.spec().maxactive,
             &MockEnv,
         )
         .unwrap();
