@@ -1,0 +1,59 @@
+# SPDX-License-Identifier: GPL-2.0
+# Typed fetchargs from BTF (`p vfs_read file count`, `$arg*`, member chains,
+# typed `$retval`): on a kernel with BTF and kprobe events, definitions
+# generated from its BTF are written to the kernel's kprobe_events and to
+# rkprobes' (tools/testing/vm/btf-args.py, in the host's python3) and must
+# get the same errno, error_log entry, listing and format, and the same
+# values recorded for a fixed workload. On the kernel without kprobes,
+# rkprobes alone, its records checked against the workload's known values;
+# without BTF, typed arguments are refused as by a kernel without
+# CONFIG_PROBE_EVENTS_BTF_ARGS.
+
+KE=/sys/kernel/debug/rkprobes/kprobe_events
+EL=/sys/kernel/debug/rkprobes/error_log
+T=/sys/kernel/tracing
+EV=$T/events/rkprobes
+[ -e $T/trace ] || mount -t tracefs nodev $T
+check "insmod rkprobes.ko" insmod $MODDIR/rkprobes.ko
+
+if [ ! -e /sys/kernel/btf/vmlinux ]; then
+	expect_fail "no BTF: a parameter name is refused" sh -c "echo 'p:t1 vfs_read count' > $KE"
+	check "no BTF: the kernel's message" grep -q 'BTF is not available or not supported' $EL
+	expect_fail "no BTF: \$arg* is refused" sh -c "echo 'p:t1 vfs_read \$arg*' > $KE"
+	check "no BTF: \$argN stays a register" sh -c "echo 'p:t1 vfs_read \$arg3' > $KE && grep -q 'arg1=\$arg3' $KE"
+	check "clear" sh -c "echo > $KE"
+elif [ -e $T/kprobe_events ] && has_host_tool python3; then
+	cp /guest/btf-args.py /bin/readloop /tmp/
+	seed=${RKP_BTF_SEED:-$(od -An -N3 -tu4 /dev/urandom | tr -d ' ')}
+	host_run python3 /tmp/btf-args.py "$seed" 500 > /tmp/btf-args.out 2>&1
+	rc=$?
+	grep -v '^SUMMARY' /tmp/btf-args.out | head -n 400 | sed 's/^/# /'
+	summary=$(grep '^SUMMARY' /tmp/btf-args.out)
+	diag "$summary"
+	val() { echo "$summary" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
+	expect_eq "btf-args.py ran to its end" 0 "$rc"
+	check "at least 500 definitions tried on both files" test "$(val tried)" -ge 500
+	check "both accepted some and refused some" test "$(val accepted)" -gt 100 -a "$(val refused)" -gt 100
+	expect_eq "every definition: the same errno, error_log, listing and format" "$(val tried)" "$(val agreed)"
+	check "values of at least 100 events compared" test "$(val value_events)" -ge 100
+	expect_eq "no mismatch (seed $seed)" 0 "$(val mismatches)"
+else
+	# The kernel without kprobes: rkprobes alone, on values the workload
+	# sets (dd's count, the file's name and mode, the bytes read).
+	echo 0123456789 > /tmp/btf-data.txt
+	echo > $T/trace
+	check "typed: add" sh -c "echo 'p:t1 vfs_read file count name=file->f_path.dentry->d_name.name:string mode=file->f_inode->i_mode' > $KE"
+	check "typed: return" sh -c "echo 'r:t2 vfs_read \$retval count' >> $KE"
+	check "typed: listed with names" grep -q 'p:rkprobes/t1 vfs_read file=file count=count name=file->f_path.dentry->d_name.name:string mode=file->f_inode->i_mode' $KE
+	check "typed: count is u64, mode u16, \$retval s64" sh -c "grep -q 'field:u64 count;' $EV/t1/format && grep -q 'field:u16 mode;' $EV/t1/format && grep -q 'field:s64 arg1;' $EV/t2/format"
+	check "typed: enable" sh -c "echo 1 > $EV/enable"
+	dd if=/tmp/btf-data.txt of=/dev/null bs=7 count=1 2>/dev/null
+	check "typed: disable" sh -c "echo 0 > $EV/enable"
+	check "typed: the name, count and mode read" grep -qE 't1: .* count=7 name="btf-data.txt" mode=33188' $T/trace
+	check "typed: the bytes read at return" grep -qE 't2: .* arg1=7 count=7' $T/trace
+	check "typed: \$arg* expands to the parameters" sh -c "echo 'p:t3 vfs_read \$arg*' >> $KE && grep -q 'p:rkprobes/t3 vfs_read file=file buf=buf count=count pos=pos' $KE"
+	expect_fail "typed: no such parameter" sh -c "echo 'p:t4 vfs_read nosuch' >> $KE"
+	check "typed: its message" grep -q 'This variable is not found at this probe point' $EL
+	check "clear" sh -c "echo > $KE"
+fi
+check "rmmod rkprobes" rmmod rkprobes
