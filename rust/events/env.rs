@@ -52,12 +52,15 @@ impl KernelEnv<'_> {
     }
 
     /// Looks up `name` (`SYM` or `MOD:SYM`) for an `@SYM` fetch argument:
-    /// any symbol at its address, as the kernel's; `ENOMEM` without memory
-    /// to.
+    /// any symbol at its address, or a per-CPU variable (for
+    /// `this_cpu_ptr(@SYM)`), as the kernel's; `ENOMEM` without memory to.
     pub(super) fn lookup_data(&self, name: &[u8]) -> Result<Option<usize>> {
         let cname = cstring(&[name]).ok_or(ENOMEM)?;
         let mut buf = SymbolBuf::new()?;
-        Ok(self.ksyms.lookup_alias(&mut buf, &cname))
+        Ok(self
+            .ksyms
+            .lookup_alias(&mut buf, &cname)
+            .or_else(|| self.ksyms.lookup_percpu(&cname)))
     }
 
     /// Looks `MOD:SYM` up, or `SYM` without a module.

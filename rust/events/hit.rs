@@ -19,8 +19,8 @@ use crate::{
     arch,
     ffi::{
         self, rkp_current_comm, rkp_tev_commit, rkp_tev_perf, rkp_tev_reserve, rkp_tev_symstr,
-        rkp_tev_task_size, rkp_tev_trace_regs, rkp_tev_trace_strings, rkp_tev_wants, RkpTevRec,
-        RKP_TEV_PERF, RKP_TEV_PERF_RAN, RKP_TEV_TRACE,
+        rkp_tev_task_size, rkp_tev_this_cpu_ptr, rkp_tev_trace_regs, rkp_tev_trace_strings,
+        rkp_tev_wants, RkpTevRec, RKP_TEV_PERF, RKP_TEV_PERF_RAN, RKP_TEV_TRACE,
     },
     kernel_ext::nofault,
     pure::probe_events::{
@@ -146,6 +146,18 @@ impl FetchEnv for HitEnv<'_> {
     fn comm_address(&self) -> u64 {
         // SAFETY: no preconditions.
         unsafe { rkp_current_comm() as u64 }
+    }
+
+    fn current_task(&self) -> u64 {
+        // SAFETY: no preconditions.
+        unsafe { ffi::rkp_current_task() as u64 }
+    }
+
+    fn this_cpu_ptr(&self, addr: u64) -> u64 {
+        // SAFETY: no preconditions; the result is only an address, read
+        // (if at all) by the nofault reads of the next instructions. A
+        // hit runs with preemption disabled, so the CPU stays.
+        unsafe { rkp_tev_this_cpu_ptr(addr as c_ulong) as u64 }
     }
 
     fn read_kernel(&self, addr: u64, buf: &mut [u8]) -> bool {

@@ -931,6 +931,14 @@ notrace unsigned long rkp_tev_task_size(void)
 	return TASK_SIZE;
 }
 
+/* this_cpu_ptr() of a per-CPU variable's address, for this_cpu_ptr() and
+ * this_cpu_read() fetchargs: only an address, which later fetch steps read
+ * without faulting. Probe-hit context (preemption off). */
+notrace unsigned long rkp_tev_this_cpu_ptr(unsigned long addr)
+{
+	return (unsigned long)raw_cpu_ptr((void __percpu *)addr);
+}
+
 /*
  * The per-CPU scratch of the staged strings (rust/events/scratch.rs):
  * size bytes per CPU, cache-line aligned and zeroed. Process context.

@@ -140,6 +140,21 @@ impl Kallsyms {
 }
 
 impl Kallsyms {
+    /// The "address" of the per-CPU variable `name`: on x86-64 its offset
+    /// in the per-CPU area, between `__per_cpu_start` and `__per_cpu_end`,
+    /// which `sprint_symbol()` does not name, so it is confirmed by that
+    /// range alone (0, the first variable's, is also what an unknown name
+    /// gives, and is refused). Process context, may sleep.
+    pub(crate) fn lookup_percpu(&self, name: &CStr) -> Option<usize> {
+        let addr = self.lookup_name(name);
+        if addr == 0 {
+            return None;
+        }
+        let start = self.lookup_name(kernel::c_str!("__per_cpu_start"));
+        let end = self.lookup_name(kernel::c_str!("__per_cpu_end"));
+        (start < end && (start..end).contains(&addr)).then_some(addr)
+    }
+
     /// The address of the vmlinux linker marker `name` (such as
     /// `__entry_text_start`), which may share its address with the symbol
     /// that `sprint_symbol()` names there: confirmed only to be vmlinux

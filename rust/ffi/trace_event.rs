@@ -213,6 +213,9 @@ extern "C" {
     /// `TASK_SIZE` of the current task. Any context.
     pub(crate) fn rkp_tev_task_size() -> c_ulong;
 
+    /// `raw_cpu_ptr()` of a per-CPU variable's address. Probe-hit context.
+    pub(crate) fn rkp_tev_this_cpu_ptr(addr: c_ulong) -> c_ulong;
+
     /// `__alloc_percpu(size, 64)`: zeroed per-CPU memory, or null.
     /// Process context.
     pub(crate) fn rkp_tev_scratch_alloc(size: c_ulong) -> *mut c_void;

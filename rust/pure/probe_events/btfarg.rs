@@ -28,6 +28,9 @@ pub enum Base {
     EntryArg(u32),
     /// The return value.
     Retval,
+    /// What the operand of a typecast (`(STRUCT)X->...`) or `$current`
+    /// evaluates to, emitted by the caller.
+    Operand,
 }
 
 /// The type an argument ends at, and the bits of it a bitfield takes.
@@ -47,8 +50,9 @@ pub struct Resolved {
     /// Where it starts.
     pub base: Base,
     /// The byte offsets of its dereferences, in order (`FETCH_OP_DEREF`):
-    /// each loads a pointer-sized value at that offset from the last one.
-    derefs: [u32; MAX_DEREFS],
+    /// each loads a pointer-sized value at that offset from the last one
+    /// (negative only for a typecast's container).
+    derefs: [i32; MAX_DEREFS],
     nderefs: usize,
     /// Its type, when BTF gives one (`$retval` of a function without
     /// BTF has none: it is the plain return value).
@@ -60,7 +64,7 @@ pub struct Resolved {
 
 impl Resolved {
     /// The dereferences, in order.
-    pub fn derefs(&self) -> &[u32] {
+    pub fn derefs(&self) -> &[i32] {
         &self.derefs[..self.nderefs]
     }
 }
@@ -185,29 +189,45 @@ pub fn resolve_in(
         bitsize: 0,
     });
     if let Some(f) = field {
-        fields(btf, t, f.rest, f.at, &mut out, max_derefs.min(MAX_DEREFS))?;
+        fields(
+            btf,
+            t,
+            false,
+            0,
+            f.rest,
+            f.at,
+            &mut out,
+            max_derefs.min(MAX_DEREFS),
+        )?;
     }
     Ok(out)
 }
 
 /// The kernel's `parse_btf_field()`: `rest` follows an arrow from a value
-/// of type `t`, at `offset` in the argument.
+/// of type `t`, at `offset` in the argument; with `cast`, `t` is the
+/// structure the value points into, `adjust` bytes after its start.
+#[allow(clippy::too_many_arguments)]
 fn fields<'a>(
     btf: &Btf<'a>,
     mut t: Type<'a>,
+    mut cast: bool,
+    adjust: u32,
     mut rest: &[u8],
     mut offset: usize,
     out: &mut Resolved,
     max_derefs: usize,
 ) -> Result<(), BtfArgError> {
     loop {
-        // Each arrow: the value must point to a structure or union.
-        if t.kind != Kind::Ptr {
-            return Err(err(ErrorCode::NoPtrStrct, offset));
+        if !core::mem::take(&mut cast) {
+            // Each arrow: the value must point to a structure or union.
+            if t.kind != Kind::Ptr {
+                return Err(err(ErrorCode::NoPtrStrct, offset));
+            }
+            t = btf
+                .resolve(t.size_or_type())
+                .ok_or(err(ErrorCode::BadBtfTid, offset))?;
         }
-        t = btf
-            .resolve(t.size_or_type())
-            .ok_or(err(ErrorCode::BadBtfTid, offset))?;
+        let adjust = if out.nderefs == 0 { adjust } else { 0 };
         let mut bitoffs = 0u32;
         let mut bitsize;
         let arrow = loop {
@@ -237,7 +257,7 @@ fn fields<'a>(
         if out.nderefs >= max_derefs {
             return Err(err(ErrorCode::TooManyOps, offset));
         }
-        out.derefs[out.nderefs] = bitoffs / 8;
+        out.derefs[out.nderefs] = (bitoffs / 8).wrapping_sub(adjust) as i32;
         out.nderefs += 1;
         out.end_offset = offset;
         out.last = Some(Last {
@@ -249,6 +269,73 @@ fn fields<'a>(
             return Ok(());
         }
     }
+}
+
+/// A typecast of Linux 7.3, `(STRUCT[,ASGN])X->MEMBERS`, and `$current->`
+/// (a cast to `task_struct`): the value X points into a `STRUCT`, at its
+/// member `ASGN` (dot-separated) when given (the container_of form), else
+/// at its start; `members` follow the arrow. `name_at`, `assign_at` and
+/// `at` are where the structure's name, `ASGN` and `members` start in the
+/// argument. The first member is looked up in `STRUCT` itself; later
+/// arrows need pointers, as after a parameter.
+pub fn resolve_cast(
+    btf: &Btf<'_>,
+    (name, name_at): (&[u8], usize),
+    assign: Option<(&[u8], usize)>,
+    (members, at): (&[u8], usize),
+    max_derefs: usize,
+) -> Result<Resolved, BtfArgError> {
+    let t = btf
+        .find(name, Kind::Struct)
+        .ok_or(err(ErrorCode::NoPtrStrct, name_at))?;
+    let mut adjust = 0u32;
+    if let Some((path, path_at)) = assign {
+        let mut bits = 0u32;
+        let mut id = t.id;
+        let mut rest = path;
+        let mut off = path_at;
+        loop {
+            let (m, next) = split_field(rest).map_err(|i| err(ErrorCode::BadHyphen, off + i))?;
+            let member = btf
+                .member(id, m)
+                .map_err(|_| err(ErrorCode::NoPtrStrct, off))?
+                .ok_or(err(ErrorCode::NoBtfField, off))?;
+            bits = bits.wrapping_add(member.bit_offset);
+            if member.bitfield_size != 0 || bits & 7 != 0 {
+                return Err(err(ErrorCode::TypecastNotAligned, off));
+            }
+            id = member.type_id;
+            match next {
+                None => break,
+                Some(f) if f.arrow => {
+                    return Err(err(ErrorCode::TypecastBadArrow, off + m.len()));
+                }
+                Some(f) => {
+                    off += f.at;
+                    rest = f.rest;
+                }
+            }
+        }
+        adjust = bits / 8;
+    }
+    let mut out = Resolved {
+        base: Base::Operand,
+        derefs: [0; MAX_DEREFS],
+        nderefs: 0,
+        last: None,
+        end_offset: at,
+    };
+    fields(
+        btf,
+        t,
+        true,
+        adjust,
+        members,
+        at,
+        &mut out,
+        max_derefs.min(MAX_DEREFS),
+    )?;
+    Ok(out)
 }
 
 /// The type the kernel records an argument as when the command gives none

@@ -158,6 +158,12 @@ error_codes! {
     BadType4str = "BAD_TYPE4STR", "This type does not fit for string.";
     NeedStringType = "NEED_STRING_TYPE", "$comm and immediate-string only accepts string type";
     EventTooBig = "EVENT_TOO_BIG", "Event too big (too many fields?)";
+    // Linux 7.3's, for its typecasts and per-CPU fetchargs, after 6.12's.
+    TypecastReqField = "TYPECAST_REQ_FIELD", "Typecast requires a field access";
+    TypecastSymOffset = "TYPECAST_SYM_OFFSET", "@SYM+/-OFFSET with typecast needs parentheses";
+    TypecastNotAligned = "TYPECAST_NOT_ALIGNED", "Typecast field option is not byte-aligned";
+    TypecastBadArrow = "TYPECAST_BAD_ARROW", "Typecast field option does not support -> operator";
+    TooManyNested = "TOO_MANY_NESTED", "Too many nested typecasts/dereferences";
 }
 
 /// Where the kernel's error_log points: what `trace_probe_log_err()` records.

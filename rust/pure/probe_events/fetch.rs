@@ -138,19 +138,168 @@ impl Ctx<'_> {
     }
 }
 
-/// The `+|-[u]OFFS(` levels above the innermost fetcharg. Each level takes
-/// at least four of the at most `MAX_ARGSTR_LEN` bytes, so this is deeper
+/// The levels above the innermost fetcharg: `+|-[u]OFFS(`, and Linux
+/// 7.3's typecasts and `this_cpu_ptr(`/`this_cpu_read(`. Each takes at
+/// least four of the at most `MAX_ARGSTR_LEN` bytes, so this is deeper
 /// than any body can nest.
 const MAX_DEREF_LEVELS: usize = 32;
 
+/// Most typecasts and per-CPU wrappers in one fetcharg, with the
+/// dereferences around them (7.3's `TRACEPROBE_MAX_NESTED_LEVEL`).
+const MAX_NESTED: usize = 8;
+
+/// What a level does to the value of the one inside it.
+#[derive(Clone, Copy)]
+enum Wrap {
+    /// `+|-[u]OFFS(...)`: a dereference.
+    Deref { user: bool, offset: i32 },
+    /// `(STRUCT[,ASGN])X->MEMBERS`: text spans of the structure's name,
+    /// `ASGN` and the members.
+    Cast {
+        name: (usize, usize),
+        assign: Option<(usize, usize)>,
+        members: (usize, usize),
+    },
+    /// `this_cpu_ptr(...)`, or `this_cpu_read(...)` (`read`).
+    CpuPtr { read: bool },
+}
+
 #[derive(Clone, Copy)]
 struct Level {
-    user: bool,
-    offset: i32,
+    wrap: Wrap,
     cur_offs: usize,
 }
 
-/// `parse_probe_arg()` on `text[s..e]`.
+/// Where the `)` closing the `(` at `open` is in `arg`, if anywhere.
+fn matching_paren(arg: &[u8], open: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    for (i, &c) in arg.iter().enumerate().skip(open) {
+        match c {
+            b'(' => depth += 1,
+            b')' => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    return Some(i);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// One typecast `(STRUCT[,ASGN])` at the start of `arg` (which starts at
+/// `base` in the text): the level, and the operand's span.
+fn peel_cast(arg: &[u8], base: usize, ctx: &Ctx<'_>) -> Result<(Wrap, usize, usize), ParseError> {
+    if !ctx.flags.on_entry && !ctx.flags.on_return {
+        return Err(ctx.einval(ErrorCode::NosupBtfarg));
+    }
+    let Some(close) = find(arg, b')') else {
+        return Err(ctx.einval_at(ErrorCode::DerefOpenBrace, ctx.offset + arg.len()));
+    };
+    let spec = arg.get(1..close).unwrap_or(&[]);
+    let (name, assign) = match find(spec, b',') {
+        Some(c) => (
+            (base + 1, base + 1 + c),
+            Some((base + 2 + c, base + 1 + spec.len())),
+        ),
+        None => ((base + 1, base + 1 + spec.len()), None),
+    };
+    let after = close + 1;
+    let rest = tail(arg, after);
+    // The operand, and where its `->` is (relative to `arg`).
+    let (op_start, op_end, arrow) = if at(rest, 0) == b'('
+        || at(rest, 0) == b'+'
+        || at(rest, 0) == b'-'
+        || rest.starts_with(b"this_cpu_")
+    {
+        let open = if at(rest, 0) == b'(' {
+            0
+        } else {
+            find(rest, b'(')
+                .ok_or_else(|| ctx.einval_at(ErrorCode::DerefNeedBrace, ctx.offset + after))?
+        };
+        let Some(m) = matching_paren(rest, open) else {
+            return Err(ctx.einval_at(ErrorCode::DerefOpenBrace, ctx.offset + arg.len()));
+        };
+        let (s, e) = if open == 0 {
+            (after + 1, after + m)
+        } else {
+            (after, after + m + 1)
+        };
+        (s, e, after + m + 1)
+    } else {
+        let dash = find(rest, b'-').map(|d| after + d);
+        let arrow = dash.filter(|&d| at(arg, d + 1) == b'>');
+        let Some(arrow) = arrow else {
+            return Err(ctx.einval_at(ErrorCode::TypecastReqField, ctx.offset + arg.len()));
+        };
+        if at(rest, 0) == b'@' && find(head(arg, arrow), b'+').is_some() {
+            return Err(ctx.einval_at(ErrorCode::TypecastSymOffset, ctx.offset + after));
+        }
+        (after, arrow, arrow)
+    };
+    if !tail(arg, arrow).starts_with(b"->") {
+        return Err(ctx.einval_at(ErrorCode::TypecastReqField, ctx.offset + arrow));
+    }
+    let members = (base + arrow + 2, base + arg.len());
+    Ok((
+        Wrap::Cast {
+            name,
+            assign,
+            members,
+        },
+        base + op_start,
+        base + op_end,
+    ))
+}
+
+/// A typecast's members, resolved in its structure and emitted after its
+/// operand's code; the spans are of `text`, whose positions are the
+/// fetcharg's offsets in its argv entry.
+fn cast(
+    text: &[u8],
+    name: (usize, usize),
+    assign: Option<(usize, usize)>,
+    members: (usize, usize),
+    code: &mut Code,
+    ctx: &mut Ctx<'_>,
+) -> Result<(), ParseError> {
+    let Some(typed) = ctx.typed else {
+        return Err(ctx.err(Errno::EOPNOTSUPP, ErrorCode::NosupBtfarg, ctx.offset));
+    };
+    let span = |(a, b): (usize, usize)| (text.get(a..b).unwrap_or(&[]), a);
+    let max = END_SLOT.saturating_sub(code.cur + 1);
+    let r = btfarg::resolve_cast(typed.btf, span(name), assign.map(span), span(members), max);
+    emit_cast(r, code, ctx)
+}
+
+/// Emits the dereferences of a resolved typecast.
+fn emit_cast(
+    r: Result<btfarg::Resolved, btfarg::BtfArgError>,
+    code: &mut Code,
+    ctx: &mut Ctx<'_>,
+) -> Result<(), ParseError> {
+    let r = r.map_err(|e| {
+        let errno = match e.code {
+            ErrorCode::NoBtfField => Errno::ENOENT,
+            _ => Errno::EINVAL,
+        };
+        ctx.err(errno, e.code, e.offset)
+    })?;
+    for &off in r.derefs() {
+        if !code.advance_to_free() {
+            return Err(ctx.einval(ErrorCode::TooManyOps));
+        }
+        code.set(FetchInsn::Deref(off));
+    }
+    ctx.offset = r.end_offset;
+    ctx.last = r.last;
+    Ok(())
+}
+
+/// `parse_probe_arg()` on `text[s..e]`, with 7.3's typecasts and per-CPU
+/// wrappers when the probe has BTF arguments.
 fn parse_probe_arg(
     text: &[u8],
     mut s: usize,
@@ -159,74 +308,125 @@ fn parse_probe_arg(
     ctx: &mut Ctx<'_>,
 ) -> Result<(), ParseError> {
     let mut levels = [Level {
-        user: false,
-        offset: 0,
+        wrap: Wrap::CpuPtr { read: false },
         cur_offs: 0,
     }; MAX_DEREF_LEVELS];
     let mut depth = 0;
+    let mut nested = 0;
     loop {
         let arg = text.get(s..e).unwrap_or(&[]);
         let sign = at(arg, 0);
-        if sign != b'+' && sign != b'-' {
+        let typed = ctx.typed.is_some();
+        let (wrap, inner_s, inner_e, cur_offs) = if sign == b'+' || sign == b'-' {
+            // The kernel turns "+u" into "+" by moving the sign over the
+            // 'u', and skips a '+' because kstrtol() would reject it.
+            let user = at(arg, 1) == b'u';
+            let mut a = usize::from(user);
+            let first = if sign == b'+' {
+                a += 1;
+                at(arg, a)
+            } else {
+                b'-'
+            };
+            let Some(paren) = find(arg, b'(') else {
+                return Err(ctx.einval(ErrorCode::DerefNeedBrace));
+            };
+            let parsed = if sign == b'+' {
+                kstrtoll(text.get(s + a..s + paren).unwrap_or(&[]), 0)
+            } else {
+                kstrtoll_negated(text.get(s + a + 1..s + paren).unwrap_or(&[]), 0)
+            };
+            let offset = match parsed {
+                Ok(v) => v,
+                Err(errno) => return Err(ctx.err(errno, ErrorCode::BadDerefOffs, ctx.offset)),
+            };
+            ctx.offset += (paren + 1).saturating_sub(a) + usize::from(first != b'-');
+            let inner = tail(arg, paren + 1);
+            let Some(rparen) = rfind(inner, b')') else {
+                return Err(ctx.einval_at(ErrorCode::DerefOpenBrace, ctx.offset + inner.len()));
+            };
+            // The instruction keeps an int: the kernel truncates the long.
+            let wrap = Wrap::Deref {
+                user,
+                offset: offset as i32,
+            };
+            (wrap, s + paren + 1, s + paren + 1 + rparen, ctx.offset)
+        } else if typed && sign == b'(' {
+            let cur = ctx.offset;
+            let (wrap, is, ie) = peel_cast(arg, s, ctx)?;
+            ctx.offset += is - s;
+            (wrap, is, ie, cur)
+        } else if arg.starts_with(b"this_cpu_ptr(") || arg.starts_with(b"this_cpu_read(") {
+            let read = arg.starts_with(b"this_cpu_read(");
+            let open = if read { 13 } else { 12 };
+            if matching_paren(arg, open) != Some(arg.len().saturating_sub(1)) {
+                return Err(ctx.einval_at(ErrorCode::DerefOpenBrace, ctx.offset + arg.len()));
+            }
+            let cur = ctx.offset;
+            ctx.offset += open + 1;
+            (Wrap::CpuPtr { read }, s + open + 1, e - 1, cur)
+        } else {
             break;
+        };
+        if !matches!(wrap, Wrap::Deref { .. }) {
+            nested += 1;
         }
-        // The kernel turns "+u" into "+" by moving the sign over the 'u',
-        // and skips a '+' because kstrtol() would reject it.
-        let user = at(arg, 1) == b'u';
-        let mut a = usize::from(user);
-        let first = if sign == b'+' {
-            a += 1;
-            at(arg, a)
-        } else {
-            b'-'
-        };
-        let Some(paren) = find(arg, b'(') else {
-            return Err(ctx.einval(ErrorCode::DerefNeedBrace));
-        };
-        let parsed = if sign == b'+' {
-            kstrtoll(text.get(s + a..s + paren).unwrap_or(&[]), 0)
-        } else {
-            kstrtoll_negated(text.get(s + a + 1..s + paren).unwrap_or(&[]), 0)
-        };
-        let offset = match parsed {
-            Ok(v) => v,
-            Err(errno) => return Err(ctx.err(errno, ErrorCode::BadDerefOffs, ctx.offset)),
-        };
-        ctx.offset += (paren + 1).saturating_sub(a) + usize::from(first != b'-');
-        let inner = tail(arg, paren + 1);
-        let Some(rparen) = rfind(inner, b')') else {
-            return Err(ctx.einval_at(ErrorCode::DerefOpenBrace, ctx.offset + inner.len()));
-        };
         let Some(level) = levels.get_mut(depth) else {
             return Err(ctx.einval(ErrorCode::TooManyOps));
         };
-        // The instruction keeps an int: the kernel truncates the long.
-        *level = Level {
-            user,
-            offset: offset as i32,
-            cur_offs: ctx.offset,
-        };
+        if nested > 0 && depth >= MAX_NESTED {
+            return Err(ctx.einval_at(ErrorCode::TooManyNested, cur_offs));
+        }
+        *level = Level { wrap, cur_offs };
         depth += 1;
-        e = s + paren + 1 + rparen;
-        s += paren + 1;
+        s = inner_s;
+        e = inner_e;
     }
 
+    let at_sym = at(text.get(s..e).unwrap_or(&[]), 0) == b'@';
     parse_base(text, s, e, code, ctx)?;
 
-    for level in levels.iter().take(depth).rev() {
+    for (i, level) in levels.iter().take(depth).rev().enumerate() {
         ctx.offset = level.cur_offs;
         if matches!(code.op(), FetchInsn::Comm | FetchInsn::Data(_)) {
             return Err(ctx.einval(ErrorCode::CommCantDeref));
         }
-        if !code.advance_to_free() {
-            return Err(ctx.einval(ErrorCode::TooManyOps));
+        match level.wrap {
+            Wrap::Deref { user, offset } => {
+                if !code.advance_to_free() {
+                    return Err(ctx.einval(ErrorCode::TooManyOps));
+                }
+                code.set(if user {
+                    FetchInsn::UDeref(offset)
+                } else {
+                    FetchInsn::Deref(offset)
+                });
+            }
+            Wrap::CpuPtr { read } => {
+                // `this_cpu_ptr(@SYM)` is of the symbol's address, not of
+                // the value there: it takes the place of `@SYM`'s load.
+                let replaces = i == 0 && at_sym && code.op() == FetchInsn::Deref(0);
+                if !replaces && !code.advance_to_free() {
+                    return Err(ctx.einval(ErrorCode::TooManyOps));
+                }
+                code.set(FetchInsn::CpuPtr);
+                if read {
+                    if !code.advance_to_free() {
+                        return Err(ctx.einval(ErrorCode::TooManyOps));
+                    }
+                    code.set(FetchInsn::Deref(0));
+                }
+            }
+            Wrap::Cast {
+                name,
+                assign,
+                members,
+            } => {
+                cast(text, name, assign, members, code, ctx)?;
+                continue;
+            }
         }
-        code.set(if level.user {
-            FetchInsn::UDeref(level.offset)
-        } else {
-            FetchInsn::Deref(level.offset)
-        });
-        // What the dereference reads has no BTF type.
+        // What a dereference or a per-CPU address reads has no BTF type.
         ctx.last = None;
     }
     Ok(())
@@ -355,13 +555,13 @@ fn parse_btf_arg(arg: &[u8], code: &mut Code, ctx: &mut Ctx<'_>) -> Result<(), P
     code.set(match r.base {
         btfarg::Base::Arg(i) => FetchInsn::Arg(i),
         btfarg::Base::EntryArg(i) => FetchInsn::EntryArg(i),
-        btfarg::Base::Retval => FetchInsn::Retval,
+        btfarg::Base::Retval | btfarg::Base::Operand => FetchInsn::Retval,
     });
     for &off in r.derefs() {
         if !code.advance_to_free() {
             return Err(ctx.einval(ErrorCode::TooManyOps));
         }
-        code.set(FetchInsn::Deref(off as i32));
+        code.set(FetchInsn::Deref(off));
     }
     ctx.offset += r.end_offset;
     ctx.last = r.last;
@@ -380,6 +580,38 @@ fn parse_probe_vars(orig: &[u8], code: &mut Code, ctx: &mut Ctx<'_>) -> Result<(
         }
         code.set(FetchInsn::Retval);
         return Ok(());
+    }
+    if let Some(rest) = arg.strip_prefix(b"current") {
+        // Linux 7.3's `$current`, a `task_struct *`.
+        if rest.is_empty() {
+            code.set(FetchInsn::Current);
+            return Ok(());
+        }
+        if let Some(members) = rest.strip_prefix(b"->") {
+            let Some(typed) = ctx.typed else {
+                return Err(ctx.err(Errno::EOPNOTSUPP, ErrorCode::NosupBtfarg, ctx.offset));
+            };
+            code.set(FetchInsn::Current);
+            let max = END_SLOT.saturating_sub(code.cur + 1);
+            let r = btfarg::resolve_cast(
+                typed.btf,
+                (b"task_struct", ctx.offset),
+                None,
+                (members, ctx.offset + 10),
+                max,
+            )
+            .map_err(|e| match e.code {
+                ErrorCode::NoPtrStrct => btfarg::BtfArgError {
+                    code: ErrorCode::NoBtfEntry,
+                    offset: e.offset,
+                },
+                _ => e,
+            });
+            return emit_cast(r, code, ctx);
+        }
+        if at(rest, 0) == b'.' {
+            return Err(ctx.err(Errno::EOPNOTSUPP, ErrorCode::NosupDatArg, ctx.offset + 8));
+        }
     }
     if let Some(rest) = arg.strip_prefix(b"stack") {
         if rest.is_empty() {

@@ -26,6 +26,8 @@ pub enum FetchInsn<T> {
     Imm(u64),
     /// Load the address of the current task's comm.
     Comm,
+    /// Load the address of the current task (`$current`).
+    Current,
     /// Load function argument N (0-based), on function entry.
     Arg(u32),
     /// Load function argument N (0-based) saved at entry, on return.
@@ -39,6 +41,9 @@ pub enum FetchInsn<T> {
     Deref(i32),
     /// Dereference user memory at value + offset.
     UDeref(i32),
+    /// The value, a per-CPU variable's address, made this CPU's copy's
+    /// (`this_cpu_ptr()`).
+    CpuPtr,
     /// Store the value itself, `size` bytes.
     StRaw(u8),
     /// Store `size` bytes of kernel memory at value + offset.
@@ -89,12 +94,14 @@ impl<T> FetchInsn<T> {
             FetchInsn::Retval => FetchInsn::Retval,
             FetchInsn::Imm(v) => FetchInsn::Imm(v),
             FetchInsn::Comm => FetchInsn::Comm,
+            FetchInsn::Current => FetchInsn::Current,
             FetchInsn::Arg(n) => FetchInsn::Arg(n),
             FetchInsn::EntryArg(n) => FetchInsn::EntryArg(n),
             FetchInsn::Data(t) => FetchInsn::Data(f(t)),
             FetchInsn::Symbol(t) => FetchInsn::Symbol(f(t)),
             FetchInsn::Deref(o) => FetchInsn::Deref(o),
             FetchInsn::UDeref(o) => FetchInsn::UDeref(o),
+            FetchInsn::CpuPtr => FetchInsn::CpuPtr,
             FetchInsn::StRaw(s) => FetchInsn::StRaw(s),
             FetchInsn::StMem { offset, size } => FetchInsn::StMem { offset, size },
             FetchInsn::StUMem { offset, size } => FetchInsn::StUMem { offset, size },

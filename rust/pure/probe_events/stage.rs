@@ -241,6 +241,14 @@ impl<E: FetchEnv + ?Sized> FetchEnv for Staged<'_, E> {
         self.inner.comm_address()
     }
 
+    fn current_task(&self) -> u64 {
+        self.inner.current_task()
+    }
+
+    fn this_cpu_ptr(&self, addr: u64) -> u64 {
+        self.inner.this_cpu_ptr(addr)
+    }
+
     fn read_kernel(&self, addr: u64, buf: &mut [u8]) -> bool {
         self.inner.read_kernel(addr, buf)
     }

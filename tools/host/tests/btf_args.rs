@@ -90,7 +90,7 @@ fn member_chains_have_the_structures_offsets() {
     with_btf(&f, |btf| {
         let r = resolve(btf, b"vfs_read", false, b"file->f_path.dentry", 16).unwrap();
         let want = text_offset(&f.text, "file", &["f_path", "dentry"]);
-        assert_eq!(r.derefs(), &[want as u32]);
+        assert_eq!(r.derefs(), &[want as i32]);
         assert_eq!(type_of(btf, r.last), Some("x64"));
 
         let r = resolve(
@@ -102,21 +102,21 @@ fn member_chains_have_the_structures_offsets() {
         )
         .unwrap();
         let second = text_offset(&f.text, "dentry", &["d_name", "name"]);
-        assert_eq!(r.derefs(), &[want as u32, second as u32]);
+        assert_eq!(r.derefs(), &[want as i32, second as i32]);
         // const unsigned char *: read as a string through the pointer.
         assert_eq!(string_from(btf, &r.last.unwrap()), Ok(StringFrom::Pointer));
 
         let r = resolve(btf, b"vfs_read", false, b"file->f_inode->i_mode", 16).unwrap();
         let a = text_offset(&f.text, "file", &["f_inode"]);
         let b = text_offset(&f.text, "inode", &["i_mode"]);
-        assert_eq!(r.derefs(), &[a as u32, b as u32]);
+        assert_eq!(r.derefs(), &[a as i32, b as i32]);
         assert_eq!(type_of(btf, r.last), Some("u16"), "umode_t");
 
         // A char array is a string where it is: the task's comm.
         let r = resolve(btf, b"wake_up_process", false, b"p->comm", 16).unwrap();
         assert_eq!(
             r.derefs(),
-            &[text_offset(&f.text, "task_struct", &["comm"]) as u32]
+            &[text_offset(&f.text, "task_struct", &["comm"]) as i32]
         );
         assert_eq!(string_from(btf, &r.last.unwrap()), Ok(StringFrom::InPlace));
         // An integer is no string.
@@ -153,7 +153,7 @@ fn bitfields_are_shifted_out() {
             .text
             .member(struct_id(&f.text, "sk_buff"), "pkt_type")
             .unwrap();
-        assert_eq!(r.derefs(), &[(bits / 8) as u32]);
+        assert_eq!(r.derefs(), &[(bits / 8) as i32]);
         let mut last = r.last.unwrap();
         assert_eq!((last.bitoffs, last.bitsize), ((bits % 8) as u32, 3));
         assert_eq!(default_type(btf, &mut last), Some("u8"));

@@ -322,3 +322,142 @@ fn without_btf_names_are_refused() {
         other => panic!("{other:?}"),
     }
 }
+
+/// Linux 7.3's forms: typecasts (and their container_of form), `$current`,
+/// `this_cpu_ptr()` and `this_cpu_read()`.
+#[test]
+fn typecasts_current_and_per_cpu() {
+    with_env(|env, text| {
+        let off = |s: &str, path: &[&str]| -> i32 {
+            let mut id = *text
+                .heads
+                .iter()
+                .find(|(_, h)| h.contains(&format!("] STRUCT '{s}' ")))
+                .unwrap()
+                .0;
+            let mut bits = 0;
+            for name in path {
+                let (o, t) = text.member_and_type(id, name).unwrap();
+                bits += o;
+                id = t;
+            }
+            (bits / 8) as i32
+        };
+        let insns = |cmd: &str| {
+            let mut buf = vec![0u8; EXPANDED_ARGS_LEN];
+            let d = probe(env, cmd, &mut buf);
+            let a = d.arg(0).unwrap();
+            (
+                a.program
+                    .insns()
+                    .iter()
+                    .map(|i| i.map(|_| ()))
+                    .collect::<Vec<_>>(),
+                a.ty.base.name(),
+            )
+        };
+        // A cast gives the operand the structure's type: the same program
+        // and type as the typed parameter.
+        assert_eq!(
+            insns("p:g/e vfs_read (file)$arg1->f_inode->i_mode"),
+            insns("p:g/e vfs_read file->f_inode->i_mode")
+        );
+        assert_eq!(insns("p:g/e vfs_read (file)file->f_inode->i_mode").1, "u16");
+        // container_of: the operand points at f_pos inside a file.
+        let (p, _) = insns("p:g/e vfs_read (file,f_pos)pos->f_inode");
+        assert_eq!(
+            p[1],
+            FetchInsn::StMem {
+                offset: off("file", &["f_inode"]) - off("file", &["f_pos"]),
+                size: 8
+            }
+        );
+        // $current, typed task_struct.
+        let (p, ty) = insns("p:g/e vfs_read $current->pid");
+        assert_eq!(ty, "s32");
+        assert_eq!(
+            &p[..3],
+            &[
+                FetchInsn::Current,
+                FetchInsn::StMem {
+                    offset: off("task_struct", &["pid"]),
+                    size: 4
+                },
+                FetchInsn::End
+            ]
+        );
+        assert_eq!(insns("p:g/e vfs_read $current").0[0], FetchInsn::Current);
+        // this_cpu_read(@SYM) reads this CPU's copy; this_cpu_ptr(@SYM) is
+        // its address, which a cast can type.
+        let (p, ty) = insns("p:g/e vfs_read this_cpu_read(@cpu_number):u32");
+        assert_eq!(ty, "u32");
+        assert_eq!(
+            &p[..5],
+            &[
+                FetchInsn::Symbol(()),
+                FetchInsn::Imm(0),
+                FetchInsn::CpuPtr,
+                FetchInsn::StMem { offset: 0, size: 4 },
+                FetchInsn::End
+            ]
+        );
+        let (p, ty) = insns("p:g/e vfs_read (rq)this_cpu_ptr(@runqueues)->cpu");
+        assert_eq!(ty, "s32");
+        assert_eq!(
+            p[3],
+            FetchInsn::StMem {
+                offset: off("rq", &["cpu"]),
+                size: 4
+            }
+        );
+        use ErrorCode as C;
+        expect_err(
+            env,
+            "p:g/e vfs_read (nosuch)file->f_mode",
+            Errno::EINVAL,
+            C::NoPtrStrct,
+            2,
+            1,
+        );
+        expect_err(
+            env,
+            "p:g/e vfs_read (file)file",
+            Errno::EINVAL,
+            C::TypecastReqField,
+            2,
+            10,
+        );
+        expect_err(
+            env,
+            "p:g/e vfs_read (file,f_path->dentry)file->f_inode",
+            Errno::EINVAL,
+            C::TypecastBadArrow,
+            2,
+            12,
+        );
+        expect_err(
+            env,
+            "p:g/e vfs_read+4 (file)file->f_mode",
+            Errno::EINVAL,
+            C::NosupBtfarg,
+            2,
+            0,
+        );
+        expect_err(
+            env,
+            "p:g/e vfs_read $current.pid",
+            Errno::EOPNOTSUPP,
+            C::NosupDatArg,
+            2,
+            8,
+        );
+        expect_err(
+            env,
+            "p:g/e vfs_read (file)file->nosuch",
+            Errno::ENOENT,
+            C::NoBtfField,
+            2,
+            12,
+        );
+    });
+}

@@ -101,6 +101,13 @@ impl FetchEnv for Model {
     fn comm_address(&self) -> u64 {
         self.comm
     }
+    fn current_task(&self) -> u64 {
+        self.comm.wrapping_sub(0x5c0)
+    }
+    fn this_cpu_ptr(&self, addr: u64) -> u64 {
+        // One CPU, whose per-CPU area starts 1 GiB above the variables'.
+        addr.wrapping_add(1 << 30)
+    }
     fn read_kernel(&self, addr: u64, buf: &mut [u8]) -> bool {
         Self::read(&self.kernel, addr, buf)
     }

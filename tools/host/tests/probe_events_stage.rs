@@ -122,6 +122,13 @@ impl FetchEnv for Strings {
     fn comm_address(&self) -> u64 {
         0xffff_8880_0000_0000 | (self.seed & 0xffff)
     }
+    fn current_task(&self) -> u64 {
+        0xffff_8880_0100_0000 | (self.seed & 0xfff0)
+    }
+    fn this_cpu_ptr(&self, addr: u64) -> u64 {
+        // One CPU, whose per-CPU area starts 1 GiB above the variables'.
+        addr.wrapping_add(1 << 30)
+    }
     fn read_kernel(&self, addr: u64, buf: &mut [u8]) -> bool {
         self.read(addr, buf, false)
     }

@@ -56,4 +56,35 @@ else
 	check "typed: its message" grep -q 'This variable is not found at this probe point' $EL
 	check "clear" sh -c "echo > $KE"
 fi
+# Linux 7.3's forms on this 6.12 kernel, checked against what the trace
+# itself shows: typecasts of this_cpu_ptr() against the record's CPU,
+# this_cpu_read() of x86's pcpu_hot (whose first member is the current
+# task) against \$current, \$current's members against the record's task,
+# a typecast of \$arg1 against the typed parameter.
+if [ -e /sys/kernel/btf/vmlinux ]; then
+	echo 0123456789 > /tmp/btf-73.txt
+	echo > $T/trace
+	check "7.3: add" sh -c "echo 'p:c73 vfs_read cpu=(pcpu_hot)this_cpu_ptr(@pcpu_hot)->cpu_number rqcpu=(rq)this_cpu_ptr(@runqueues)->cpu hot=this_cpu_read(@pcpu_hot) cur=\$current pid=\$current->pid comm=\$current->comm:string mode=(file)\$arg1->f_inode->i_mode tmode=file->f_inode->i_mode' >> $KE"
+	check "7.3: enable" sh -c "echo 1 > $EV/c73/enable"
+	for i in 1 2 3 4; do dd if=/tmp/btf-73.txt of=/dev/null bs=3 count=1 2>/dev/null; done
+	check "7.3: disable" sh -c "echo 0 > $EV/c73/enable"
+	grep ' c73:' $T/trace | tail -n 2 | sed 's/^/# /'
+	# TASK-PID [CPU] FLAGS TS: c73: (vfs_read+..) cpu= rqcpu= pid= comm= mode= tmode=
+	bad=$(grep ' c73:' $T/trace | awk '{
+		n = split($1, t, "-"); pid = t[n]; comm = substr($1, 1, length($1) - length(pid) - 1)
+		cpu = substr($2, 2, 3) + 0
+		for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+		gsub(/"/, "", v["comm"])
+		if (v["cpu"] != cpu || v["rqcpu"] != cpu || v["hot"] != v["cur"] || v["pid"] != pid ||
+		    v["mode"] != v["tmode"] ||
+		    (comm != "<...>" && v["comm"] != comm)) { print; bad++ }
+		seen++
+	} END { print "records " seen " bad " bad + 0 }')
+	diag "$bad" | tail -n 3
+	check "7.3: records of dd" sh -c "echo '$bad' | grep -q 'records [1-9]'"
+	check "7.3: CPU, task and typed cast agree with the trace" sh -c "echo '$bad' | grep -q ' bad 0\$'"
+	expect_fail "7.3: a cast needs a member" sh -c "echo 'p:c74 vfs_read (file)file' >> $KE"
+	check "7.3: its message" grep -q 'Typecast requires a field access' $EL
+	check "7.3: clear" sh -c "echo > $KE"
+fi
 check "rmmod rkprobes" rmmod rkprobes

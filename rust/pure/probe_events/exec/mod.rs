@@ -48,6 +48,10 @@ pub trait FetchEnv {
     fn entry_argument(&self, n: u32) -> u64;
     /// The address of the current task's `comm`.
     fn comm_address(&self) -> u64;
+    /// The address of the current task (`current`).
+    fn current_task(&self) -> u64;
+    /// `this_cpu_ptr()` of a per-CPU variable's address: this CPU's copy.
+    fn this_cpu_ptr(&self, addr: u64) -> u64;
     /// `copy_from_kernel_nofault()`: false when the memory is not readable.
     fn read_kernel(&self, addr: u64, buf: &mut [u8]) -> bool;
     /// `copy_from_user_nofault()`.
@@ -391,6 +395,7 @@ pub fn process<E: FetchEnv + ?Sized>(
             FetchInsn::EntryArg(n) => env.entry_argument(n),
             FetchInsn::Imm(v) => v,
             FetchInsn::Comm => env.comm_address(),
+            FetchInsn::Current => env.current_task(),
             FetchInsn::Data(addr) => addr,
             // The `@SYM` placeholder: its address is the next `Imm`.
             FetchInsn::Symbol(_) => {
@@ -421,11 +426,16 @@ fn bottom<E: FetchEnv + ?Sized>(
     // Bounds the work whatever the program says.
     let mut steps = 0u32;
     'stage2: loop {
-        // Second stage: dereferences.
+        // Second stage: dereferences, and per-CPU addresses.
         loop {
             let user = match code.get(pc) {
                 Some(FetchInsn::Deref(_)) => false,
                 Some(FetchInsn::UDeref(_)) => true,
+                Some(FetchInsn::CpuPtr) => {
+                    val = env.this_cpu_ptr(val);
+                    pc += 1;
+                    continue;
+                }
                 _ => break,
             };
             let off = match code.get(pc) {
