@@ -19,7 +19,7 @@ use crate::{
     ffi::kallsyms::{Kallsyms, SymbolBuf},
     pure::{
         btf::{Btf, Sections},
-        probe_events::{layout::NoMemory, Store},
+        store::{NoMemory, Store},
     },
 };
 use kernel::prelude::*;

@@ -16,7 +16,7 @@
 //! Malformed input is an error, never a panic or a read out of bounds:
 //! every access is checked, as for any data that comes from outside.
 
-use crate::pure::probe_events::layout::{NoMemory, Store};
+use crate::pure::store::{NoMemory, Store};
 
 /// `BTF_MAGIC`, in the byte order of the machine that wrote it.
 const MAGIC: u16 = 0xeb9f;

@@ -12,6 +12,7 @@ pub mod emulate;
 pub mod ksym;
 pub mod nokprobe;
 pub mod sites;
+pub mod store;
 
 pub mod insn;
 pub mod probe_events;

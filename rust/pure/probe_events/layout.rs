@@ -25,17 +25,7 @@ use super::parse::{write_location, Argv, DeleteCmd, ProbeDef, ProbeLocation};
 use super::types::ArgType;
 use super::{ProbeEnv, MAX_ARGSTR_LEN};
 
-/// No room to store an item.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct NoMemory;
-
-/// Growable storage owned by the caller.
-pub trait Store<T> {
-    /// Appends `v`, or fails without memory.
-    fn try_push(&mut self, v: T) -> Result<(), NoMemory>;
-    /// The items stored so far.
-    fn items(&self) -> &[T];
-}
+pub use crate::pure::store::{NoMemory, Store};
 
 /// Where a text is in a byte store.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]

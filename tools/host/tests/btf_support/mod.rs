@@ -6,7 +6,7 @@
 
 #![allow(dead_code)]
 
-use rkprobes_host::pure::probe_events::layout::{NoMemory, Store};
+use rkprobes_host::pure::store::{NoMemory, Store};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::Command;
