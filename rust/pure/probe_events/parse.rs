@@ -507,23 +507,26 @@ fn parse_probe<'a, E: ProbeEnv + ?Sized>(
         ProbeLocation::Symbol { symbol, .. } => symbol,
         ProbeLocation::Address(_) => &[],
     };
+    // The prototype of SYM, in the BTF of MOD for `MOD:SYM` (6.12 looks the
+    // whole `MOD:SYM` up and finds none).
+    let name = location.symbol_name().unwrap_or(&[]);
     let typed = env.btf(func).map(|btf| Typed {
         btf,
-        proto: if func.is_empty() {
+        proto: if name.is_empty() {
             None
         } else {
-            btf.func_proto(func)
+            btf.func_proto(name)
         },
     });
     let star = check_meta_args(args_text, &context, typed.is_some())?;
-    let (args_text, names_expanded) = match (typed, star) {
+    let (args_text, names_expanded, empty_at) = match (typed, star) {
         (Some(t), Some(star)) => match expand_meta_args(args_text, &t, star, buf)? {
-            Some(expanded) => (expanded, true),
-            None => (args_text, false),
+            Some((expanded, empty_at)) => (expanded, true, empty_at),
+            None => (args_text, false, None),
         },
-        _ => (args_text, false),
+        _ => (args_text, false, None),
     };
-    let nr_args = Argv::new(args_text).count();
+    let nr_args = Argv::new(args_text).count() + usize::from(empty_at.is_some());
     if nr_args > MAX_TRACE_ARGS {
         return Err(ParseError::silent(Errno::E2BIG));
     }
@@ -553,7 +556,15 @@ fn parse_probe<'a, E: ProbeEnv + ?Sized>(
         names_expanded,
     };
     let mut args = def.args();
-    for arg in args.by_ref() {
+    for i in 0.. {
+        if Some(i) == empty_at {
+            // An unnamed parameter (a variadic function's `...`) became
+            // an empty fetcharg.
+            return Err(log_err(ErrorCode::NoArgBody, i + 2, 0));
+        }
+        let Some(arg) = args.next() else {
+            break;
+        };
         arg.map_err(|mut e| {
             if names_expanded {
                 e.expanded = false;
@@ -703,13 +714,15 @@ fn check_meta_args(
 /// fetchargs with `$arg*` replaced by the function's parameter names and
 /// `$argN[:TYPE]` by the `N`th name (and its type), written into `buf`;
 /// `None` when the function has no parameters in BTF and there is no
-/// `$arg*`, so that `$argN` stay registers.
+/// `$arg*`, so that `$argN` stay registers. An unnamed parameter (the
+/// `...` of a variadic function) is an empty fetcharg, which the text
+/// cannot hold: its index comes back beside the text.
 fn expand_meta_args<'a>(
     args_text: &[u8],
     typed: &Typed<'a>,
     meta: MetaArgs,
     buf: &'a mut [u8],
-) -> Result<Option<&'a [u8]>, ParseError> {
+) -> Result<Option<(&'a [u8], Option<usize>)>, ParseError> {
     let params = typed.proto.filter(|p| p.vlen() > 0);
     let Some(proto) = params else {
         if meta.star.is_some() {
@@ -722,7 +735,8 @@ fn expand_meta_args<'a>(
         }
         return Ok(None);
     };
-    let name_of = |n: usize| proto.params().nth(n).map(|p| typed.btf.str_at(p.name_off));
+    let btf = typed.btf;
+    let name_of = |n: usize| proto.params().nth(n).map(|p| btf.str_at(p.name_off));
     let nr = proto.vlen();
     let mut w = SliceWriter::new(&mut buf[..]);
     let nomem = |_| ParseError::silent(Errno::ENOMEM);
@@ -741,6 +755,8 @@ fn expand_meta_args<'a>(
         w.write_bytes(ty).map_err(nomem)
     };
     let mut first = true;
+    let mut out = 0usize;
+    let mut empty_at = None;
     for (i, arg) in Argv::new(args_text).enumerate() {
         let index = i + 2;
         let mut sep = |w: &mut SliceWriter<&mut [u8]>| {
@@ -751,11 +767,16 @@ fn expand_meta_args<'a>(
         };
         if Some(i) == meta.star {
             for n in 0..nr {
+                if name_of(n).is_some_and(|s| s.is_empty()) {
+                    empty_at = empty_at.or(Some(out));
+                }
                 sep(&mut w)?;
                 name(&mut w, n, b"", index)?;
+                out += 1;
             }
             continue;
         }
+        out += 1;
         sep(&mut w)?;
         if !arg.starts_with(b"$arg") {
             w.write_bytes(arg).map_err(nomem)?;
@@ -774,10 +795,13 @@ fn expand_meta_args<'a>(
         // A number that wraps negative is no parameter (the kernel would
         // read before its array).
         let n = usize::try_from(n - 1).unwrap_or(usize::MAX);
+        if ty.is_empty() && name_of(n).is_some_and(|s| s.is_empty()) {
+            empty_at = empty_at.or(Some(out - 1));
+        }
         name(&mut w, n, ty, index)?;
     }
     let len = w.len();
-    Ok(Some(head(buf, len)))
+    Ok(Some((head(buf, len), empty_at)))
 }
 
 fn log_err_errno(errno: Errno, code: ErrorCode, index: usize) -> ParseError {

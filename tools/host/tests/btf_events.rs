@@ -36,8 +36,8 @@ impl ProbeEnv for Env<'_> {
         }
     }
 
-    fn btf(&self, _func: &[u8]) -> Option<&Btf<'_>> {
-        self.btf.as_ref()
+    fn btf(&self, _func: &[u8]) -> Option<Btf<'_>> {
+        self.btf
     }
 }
 
@@ -295,6 +295,17 @@ fn errors_where_the_kernel_puts_them() {
             Errno::EINVAL,
             C::BadType4str,
             2,
+            0,
+        );
+        // A variadic function's `...` is an unnamed parameter: `$arg*`
+        // makes it an empty fetcharg (the kernel answered this for
+        // slab_err on the test kernel).
+        expect_err(
+            env,
+            "p:g/e slab_err $arg*",
+            Errno::EINVAL,
+            C::NoArgBody,
+            5,
             0,
         );
         // An error after `$arg*` is counted in the expanded fetchargs, and
