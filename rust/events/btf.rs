@@ -16,13 +16,16 @@
 //! Process context, at load; read-only afterwards.
 
 use crate::{
-    ffi::kallsyms::{Kallsyms, SymbolBuf},
+    ffi::{
+        self,
+        kallsyms::{Kallsyms, SymbolBuf},
+    },
     pure::{
         btf::{Btf, Sections},
         store::{NoMemory, Store},
     },
 };
-use kernel::prelude::*;
+use kernel::{ffi::c_void, prelude::*};
 
 /// The largest `.BTF` section believed (a distribution kernel's is about
 /// 6 MiB).
@@ -89,5 +92,71 @@ impl KernelBtf {
     /// The BTF to read.
     pub(super) fn btf(&self) -> Btf<'_> {
         Btf::new(self.sections, &self.index.0, None)
+    }
+}
+
+/// The largest module BTF read (a large module's is a few hundred KiB).
+const MAX_MODULE_BTF: usize = 16 << 20;
+
+/// A module's BTF, read from `/sys/kernel/btf/MODULE` (the module's own
+/// copy of its `.BTF` section is freed once it is live) for one command,
+/// split BTF on vmlinux's. Process context.
+pub(super) struct ModuleBtf {
+    data: *mut c_void,
+    len: usize,
+    index: Index,
+}
+
+impl ModuleBtf {
+    /// The BTF of the loaded module `name`, `None` when it has none (a
+    /// module built without BTF, or gone) or it is not BTF.
+    pub(super) fn load(name: &[u8]) -> Result<Option<ModuleBtf>> {
+        let path = super::env::cstring(&[b"/sys/kernel/btf/", name]).ok_or(ENOMEM)?;
+        let mut data = core::ptr::null_mut();
+        // SAFETY: `path` is a C string; `data` receives memory the C side
+        // allocated, freed by `Drop`. Process context.
+        let n =
+            unsafe { ffi::rkp_tev_read_file(path.as_char_ptr(), &mut data, MAX_MODULE_BTF as _) };
+        let Ok(len) = usize::try_from(n) else {
+            return Ok(None);
+        };
+        let mut m = ModuleBtf {
+            data,
+            len,
+            index: Index(KVVec::new()),
+        };
+        let Ok(sections) = Sections::new(m.bytes()) else {
+            return Ok(None);
+        };
+        let mut index = Index(KVVec::new());
+        match sections.index(&mut index) {
+            Ok(()) => {}
+            Err(crate::pure::btf::BtfError::NoMemory) => return Err(ENOMEM),
+            Err(_) => return Ok(None),
+        }
+        m.index = index;
+        Ok(Some(m))
+    }
+
+    fn bytes(&self) -> &[u8] {
+        if self.data.is_null() {
+            return &[];
+        }
+        // SAFETY: `len` bytes that `rkp_tev_read_file()` read into `data`,
+        // owned by `self` until it drops.
+        unsafe { core::slice::from_raw_parts(self.data.cast::<u8>(), self.len) }
+    }
+
+    /// The module's BTF on top of `vmlinux`.
+    pub(super) fn btf<'a>(&'a self, vmlinux: &Btf<'a>) -> Option<Btf<'a>> {
+        let sections = Sections::new(self.bytes()).ok()?;
+        Some(Btf::new(sections, &self.index.0, Some(vmlinux.as_base()?)))
+    }
+}
+
+impl Drop for ModuleBtf {
+    fn drop(&mut self) {
+        // SAFETY: what `rkp_tev_read_file()` allocated, freed once.
+        unsafe { ffi::rkp_tev_free_file(self.data) };
     }
 }

@@ -129,6 +129,9 @@ impl Events {
                     return Err(Error::from_errno(-e.errno.0));
                 }
             };
+            // An environment a command: it keeps the BTF of the module
+            // the command probes, if any.
+            let env = self.env();
             let r = match parse_command_in(line, &env, &mut expanded) {
                 Ok(Command::Empty) => Ok(()),
                 Ok(Command::Probe(def)) => {

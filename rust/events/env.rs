@@ -10,19 +10,20 @@
 //! iterators take the kernel's `module_mutex`. Nothing here runs in a probe
 //! hit.
 
-use super::empty_kprobe;
+use super::{btf::ModuleBtf, empty_kprobe};
 use crate::{
     ffi::{
         self,
         kallsyms::{Kallsyms, SymbolBuf},
     },
-    kernel_ext::sync::PreemptGuard,
+    kernel_ext::{module::ModuleRef, sync::PreemptGuard},
     kprobe::{client::Client, Core},
     pure::{
         btf::Btf,
         probe_events::{DentryOffsets, FuncEntry, ProbeEnv, SymbolCheck},
     },
 };
+use core::cell::OnceCell;
 use kernel::{
     ffi::{c_char, c_int, c_ulong, c_void},
     prelude::*,
@@ -35,6 +36,9 @@ pub(super) struct KernelEnv<'a> {
     pub(super) ksyms: &'a Kallsyms,
     /// vmlinux's BTF, `None` without it.
     pub(super) btf: Option<Btf<'a>>,
+    /// The BTF of the module whose function the command probes, read
+    /// when first asked for: an environment serves one command.
+    pub(super) module_btf: OnceCell<Option<ModuleBtf>>,
 }
 
 impl KernelEnv<'_> {
@@ -61,6 +65,16 @@ impl KernelEnv<'_> {
             .ksyms
             .lookup_alias(&mut buf, &cname)
             .or_else(|| self.ksyms.lookup_percpu(&cname)))
+    }
+
+    /// The name of the loaded module that has the function `MOD:SYM` or
+    /// `SYM`.
+    fn module_of(&self, module: Option<&[u8]>, symbol: &[u8]) -> Option<KVec<u8>> {
+        let addr = self.lookup_parts(module, symbol).ok()??;
+        let m = ModuleRef::of_text_address(self.core.runtime(), addr)?;
+        let mut name = KVec::new();
+        name.extend_from_slice(m.name(), GFP_KERNEL).ok()?;
+        Some(name)
     }
 
     /// Looks `MOD:SYM` up, or `SYM` without a module.
@@ -109,8 +123,22 @@ impl ProbeEnv for KernelEnv<'_> {
         kernel_dentry_offsets()
     }
 
-    fn btf(&self, _func: &[u8]) -> Option<&Btf<'_>> {
-        self.btf.as_ref()
+    fn btf(&self, func: &[u8]) -> Option<Btf<'_>> {
+        let vmlinux = self.btf?;
+        let (module, name) = match func.iter().position(|&c| c == b':') {
+            Some(c) => (Some(&func[..c]), &func[c + 1..]),
+            None => (None, func),
+        };
+        if func.is_empty() || (module.is_none() && vmlinux.func_proto(name).is_some()) {
+            return Some(vmlinux);
+        }
+        // A module's function: its split BTF on vmlinux's, for `MOD:SYM`
+        // and for a symbol that a loaded module has.
+        let m = self.module_btf.get_or_init(|| {
+            self.module_of(module, name)
+                .and_then(|m| ModuleBtf::load(&m).ok()?)
+        });
+        m.as_ref().and_then(|m| m.btf(&vmlinux)).or(Some(vmlinux))
     }
 
     fn check_symbol(&self, module: Option<&[u8]>, symbol: &[u8]) -> SymbolCheck {

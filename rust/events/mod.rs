@@ -420,6 +420,7 @@ impl Events {
             core: self.core(),
             ksyms: self.core().ksyms(),
             btf: self.btf.as_ref().map(|b| b.btf()),
+            module_btf: core::cell::OnceCell::new(),
         }
     }
 }

@@ -27,6 +27,8 @@
  * ("perf and BPF") lists every reader of the flag and of call->tp in 6.12 and
  * why none of them can misuse this one.
  */
+#include <linux/kernel_read_file.h>
+#include <linux/vmalloc.h>
 #include <linux/bpf.h>
 #include <linux/kallsyms.h>
 #include <linux/kernel.h>
@@ -952,4 +954,24 @@ void __percpu *rkp_tev_scratch_alloc(unsigned long size)
 void rkp_tev_scratch_free(void __percpu *p)
 {
 	free_percpu(p);
+}
+
+/*
+ * A module's BTF, /sys/kernel/btf/MODULE, read whole into vmalloc'd memory
+ * (the module's own copy is gone once it is live): its size, or a negative
+ * errno. The caller frees *buf with rkp_tev_free_file(). Process context.
+ */
+long rkp_tev_read_file(const char *path, void **buf, unsigned long max)
+{
+	size_t size = 0;
+	ssize_t n;
+
+	*buf = NULL;
+	n = kernel_read_file_from_path(path, 0, buf, max, &size, READING_UNKNOWN);
+	return n < 0 ? n : (long)size;
+}
+
+void rkp_tev_free_file(void *buf)
+{
+	vfree(buf);
 }

@@ -110,6 +110,8 @@ int rkp_tev_name_in_use(struct mutex *event_mutex, struct list_head *ftrace_even
 unsigned int rkp_tev_symstr(unsigned long addr, char *room, unsigned int len);
 unsigned long rkp_tev_task_size(void);
 unsigned long rkp_tev_this_cpu_ptr(unsigned long addr);
+long rkp_tev_read_file(const char *path, void **buf, unsigned long max);
+void rkp_tev_free_file(void *buf);
 long rkp_strncpy_user_nofault(char *dst, const void __user *src, long count);
 long rkp_strnlen_user_nofault(const void __user *src, long count);
 void __percpu *rkp_tev_scratch_alloc(unsigned long size);

@@ -216,6 +216,18 @@ extern "C" {
     /// `raw_cpu_ptr()` of a per-CPU variable's address. Probe-hit context.
     pub(crate) fn rkp_tev_this_cpu_ptr(addr: c_ulong) -> c_ulong;
 
+    /// Reads the file `path` whole (at most `max` bytes) into memory
+    /// `*buf` that `rkp_tev_free_file()` frees; its size or a negative
+    /// errno. Process context.
+    pub(crate) fn rkp_tev_read_file(
+        path: *const c_char,
+        buf: *mut *mut c_void,
+        max: c_ulong,
+    ) -> c_long;
+
+    /// Frees what `rkp_tev_read_file()` read. Process context.
+    pub(crate) fn rkp_tev_free_file(buf: *mut c_void);
+
     /// `__alloc_percpu(size, 64)`: zeroed per-CPU memory, or null.
     /// Process context.
     pub(crate) fn rkp_tev_scratch_alloc(size: c_ulong) -> *mut c_void;

@@ -237,13 +237,22 @@ impl<'a> Sections<'a> {
 pub struct Btf<'a> {
     sections: Sections<'a>,
     offsets: &'a [u32],
-    base: Option<&'a Btf<'a>>,
+    base: Option<Base<'a>>,
+}
+
+/// The BTF a split BTF (a module's) is on top of: vmlinux's, which has no
+/// base of its own. Held by value, so that a module's BTF can be made
+/// where vmlinux's is only borrowed.
+#[derive(Clone, Copy)]
+pub struct Base<'a> {
+    sections: Sections<'a>,
+    offsets: &'a [u32],
 }
 
 impl<'a> Btf<'a> {
     /// The BTF of `sections`, indexed by `offsets`; split BTF (a module's)
     /// on top of `base`, whose type ids and strings come first.
-    pub fn new(sections: Sections<'a>, offsets: &'a [u32], base: Option<&'a Btf<'a>>) -> Self {
+    pub fn new(sections: Sections<'a>, offsets: &'a [u32], base: Option<Base<'a>>) -> Self {
         Btf {
             sections,
             offsets,
@@ -251,9 +260,30 @@ impl<'a> Btf<'a> {
         }
     }
 
+    /// This BTF as the base of a split BTF; `None` for a split BTF itself
+    /// (a module's BTF is on vmlinux's, never on another module's).
+    pub fn as_base(&self) -> Option<Base<'a>> {
+        match self.base {
+            None => Some(Base {
+                sections: self.sections,
+                offsets: self.offsets,
+            }),
+            Some(_) => None,
+        }
+    }
+
+    /// The base BTF, as a BTF.
+    fn base(&self) -> Option<Btf<'a>> {
+        self.base.map(|b| Btf {
+            sections: b.sections,
+            offsets: b.offsets,
+            base: None,
+        })
+    }
+
     /// The first type id of this BTF's own types.
     fn first_id(&self) -> u32 {
-        match self.base {
+        match self.base() {
             Some(b) => b.end_id(),
             None => 1,
         }
@@ -267,8 +297,7 @@ impl<'a> Btf<'a> {
 
     /// The length of the strings before this BTF's own.
     fn base_strs(&self) -> usize {
-        self.base
-            .map_or(0, |b| b.base_strs() + b.sections.strs.len())
+        self.base.map_or(0, |b| b.sections.strs.len())
     }
 
     /// The NUL-terminated string at `off` of the string sections, without
@@ -277,7 +306,7 @@ impl<'a> Btf<'a> {
         let off = off as usize;
         let base = self.base_strs();
         if off < base {
-            return self.base.map_or(&[], |b| b.str_at(off as u32));
+            return self.base().map_or(&[], |b| b.str_at(off as u32));
         }
         let s = self.sections.strs.get(off - base..).unwrap_or(&[]);
         let end = s.iter().position(|&c| c == 0).unwrap_or(s.len());
@@ -298,7 +327,7 @@ impl<'a> Btf<'a> {
         }
         let first = self.first_id();
         if id < first {
-            return self.base?.get(id);
+            return self.base()?.get(id);
         }
         let at = *self.offsets.get((id - first) as usize)? as usize;
         let t = self.sections.types;
@@ -329,7 +358,7 @@ impl<'a> Btf<'a> {
 
     /// The first type of `kind` named `name`, here or in the base.
     pub fn find(&self, name: &[u8], kind: Kind) -> Option<Type<'a>> {
-        if let Some(t) = self.base.and_then(|b| b.find(name, kind)) {
+        if let Some(t) = self.base().and_then(|b| b.find(name, kind)) {
             return Some(t);
         }
         self.types()

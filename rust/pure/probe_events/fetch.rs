@@ -85,16 +85,17 @@ pub struct ArgContext {
 #[derive(Clone, Copy)]
 pub(crate) struct Typed<'a> {
     /// The BTF the function is looked up in.
-    pub(crate) btf: &'a Btf<'a>,
+    pub(crate) btf: Btf<'a>,
     /// The function's prototype, `None` when BTF has no such function.
     pub(crate) proto: Option<Type<'a>>,
 }
 
 // Two definitions are the same probe when they name the same function in
-// the same BTF: identity, not contents.
+// a BTF of the same extent: identity, not contents.
 impl PartialEq for Typed<'_> {
     fn eq(&self, other: &Self) -> bool {
-        core::ptr::eq(self.btf, other.btf) && self.proto.map(|p| p.id) == other.proto.map(|p| p.id)
+        self.btf.end_id() == other.btf.end_id()
+            && self.proto.map(|p| p.id) == other.proto.map(|p| p.id)
     }
 }
 
@@ -102,7 +103,7 @@ impl Eq for Typed<'_> {}
 
 impl core::hash::Hash for Typed<'_> {
     fn hash<H: core::hash::Hasher>(&self, h: &mut H) {
-        core::ptr::hash(self.btf, h);
+        self.btf.end_id().hash(h);
         self.proto.map(|p| p.id).hash(h);
     }
 }
@@ -270,7 +271,7 @@ fn cast(
     };
     let span = |(a, b): (usize, usize)| (text.get(a..b).unwrap_or(&[]), a);
     let max = END_SLOT.saturating_sub(code.cur + 1);
-    let r = btfarg::resolve_cast(typed.btf, span(name), assign.map(span), span(members), max);
+    let r = btfarg::resolve_cast(&typed.btf, span(name), assign.map(span), span(members), max);
     emit_cast(r, code, ctx)
 }
 
@@ -532,7 +533,7 @@ fn parse_btf_arg(arg: &[u8], code: &mut Code, ctx: &mut Ctx<'_>) -> Result<(), P
     let queried = ctx.queried;
     ctx.queried = typed.proto.is_some();
     let max = END_SLOT.saturating_sub(code.cur + 1);
-    let r = match btfarg::resolve_in(typed.btf, typed.proto, ctx.flags.on_return, arg, max) {
+    let r = match btfarg::resolve_in(&typed.btf, typed.proto, ctx.flags.on_return, arg, max) {
         Ok(r) => r,
         Err(e) => {
             let code = match e.code {
@@ -594,7 +595,7 @@ fn parse_probe_vars(orig: &[u8], code: &mut Code, ctx: &mut Ctx<'_>) -> Result<(
             code.set(FetchInsn::Current);
             let max = END_SLOT.saturating_sub(code.cur + 1);
             let r = btfarg::resolve_cast(
-                typed.btf,
+                &typed.btf,
                 (b"task_struct", ctx.offset),
                 None,
                 (members, ctx.offset + 10),
@@ -919,11 +920,11 @@ where
     if let (Some(typed), Some(last)) = (ctx.typed, ctx.last.as_mut()) {
         match spec.name {
             None => {
-                ty.base = btfarg::default_type(typed.btf, last)
+                ty.base = btfarg::default_type(&typed.btf, last)
                     .and_then(|n| FetchType::find(n.as_bytes()))
                     .unwrap_or(FetchType::DEFAULT);
             }
-            Some((n, _)) if find_sub(n, b"string") => match btfarg::string_from(typed.btf, last) {
+            Some((n, _)) if find_sub(n, b"string") => match btfarg::string_from(&typed.btf, last) {
                 Ok(StringFrom::InPlace) => {}
                 Ok(StringFrom::Pointer) => {
                     if !code.advance_to_free() {

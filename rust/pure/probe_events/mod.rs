@@ -180,7 +180,7 @@ pub trait ProbeEnv {
     /// when the function is the module's, else the kernel's. `None` on a
     /// kernel without BTF: fetchargs cannot name parameters there, as on
     /// a kernel without `CONFIG_PROBE_EVENTS_BTF_ARGS`.
-    fn btf(&self, _func: &[u8]) -> Option<&Btf<'_>> {
+    fn btf(&self, _func: &[u8]) -> Option<Btf<'_>> {
         None
     }
 }

@@ -56,6 +56,27 @@ else
 	check "typed: its message" grep -q 'This variable is not found at this probe point' $EL
 	check "clear" sh -c "echo > $KE"
 fi
+# A module's function: its parameters from the module's BTF, as the
+# kernel's kprobe_events finds them for a symbol a loaded module has; and,
+# past 6.12 (which looks `MOD:SYM` up as one name and finds no BTF), with
+# the module named.
+if [ -e /sys/kernel/btf/vmlinux ] && [ -e $MODDIR/lkdtm.ko ]; then
+	check "module: insmod lkdtm" sh -c "grep -q '^lkdtm ' /proc/modules || insmod $MODDIR/lkdtm.ko"
+	check "module: lkdtm has BTF" test -e /sys/kernel/btf/lkdtm
+	check "module: typed parameters" sh -c "echo 'p:m1 lkdtm_debugfs_read f count fl=f->f_flags' >> $KE"
+	check "module: listed with the parameters' names" grep -q 'p:rkprobes/m1 lkdtm_debugfs_read f=f count=count fl=f->f_flags' $KE
+	check "module: typed from the module's BTF" sh -c "grep -q 'field:u64 count;' $EV/m1/format && grep -q 'field:u32 fl;' $EV/m1/format"
+	if [ -e $T/kprobe_events ]; then
+		echo 'p:btfk/m1 lkdtm_debugfs_read f count fl=f->f_flags' >> $T/kprobe_events
+		expect_eq "module: the same format as the kernel's event" \
+			"$(grep field: $T/events/btfk/m1/format)" "$(grep field: $EV/m1/format)"
+		echo '-:btfk/m1' >> $T/kprobe_events
+	fi
+	check "module: MOD:SYM typed too" sh -c "echo 'p:m2 lkdtm:lkdtm_debugfs_read count' >> $KE && grep -q 'field:u64 count;' $EV/m2/format"
+	check "module: clear" sh -c "echo > $KE"
+	rmmod lkdtm 2>/dev/null
+fi
+
 # Linux 7.3's forms on this 6.12 kernel, checked against what the trace
 # itself shows: typecasts of this_cpu_ptr() against the record's CPU,
 # this_cpu_read() of x86's pcpu_hot (whose first member is the current
