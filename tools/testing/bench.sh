@@ -88,13 +88,17 @@ native_events() {
 # the run and another CPU's bursts favour neither side.
 EN=${RKP_BENCH_EVENT_ITERS:-20000}
 EVDEF="do_sys_openat2 dfd=%di:s32 how=%dx:x64 path=+0(%si):ustring"
+# The third row: the same event written with typed (BTF) fetchargs, where
+# the kernel has BTF: the parameters by name, the path through its
+# char * type, a member of the struct open_how.
+EVDEF_BTF="do_sys_openat2 dfd filename:string how->flags"
 loop_ns() {
 	/tmp/sysloop $EN $NOFILE -t | sed -n 's/^sysloop: [0-9]* calls in \([0-9]*\) ns$/\1/p'
 }
-# event_row CONTROL EVENTS_DIR: "RECORDED FILTERED", sysloop's times with
-# the event on, recording and then filtered out.
+# event_row CONTROL EVENTS_DIR [DEFINITION]: "RECORDED FILTERED",
+# sysloop's times with the event on, recording and then filtered out.
 event_row() {
-	echo "p:evbench $EVDEF" >> $1 || return
+	echo "p:evbench ${3:-$EVDEF}" >> $1 || return
 	echo > /sys/kernel/tracing/trace
 	echo 1 > $2/evbench/enable
 	rec=$(loop_ns)
@@ -108,7 +112,7 @@ event_row() {
 	echo "-:evbench" >> $1
 	echo "$rec $filt"
 }
-none= ours_r= ours_f= nat_r= nat_f=
+none= ours_r= ours_f= nat_r= nat_f= ours_b= nat_b=
 for round in 1 2 3; do
 	none=$(least "$none" "$(loop_ns)")
 	r=$(event_row $KE /sys/kernel/tracing/events/rkprobes)
@@ -119,12 +123,22 @@ for round in 1 2 3; do
 		nat_r=$(least "$nat_r" "${r% *}")
 		nat_f=$(least "$nat_f" "${r#* }")
 	fi
+	if [ -e /sys/kernel/btf/vmlinux ]; then
+		r=$(event_row $KE /sys/kernel/tracing/events/rkprobes "$EVDEF_BTF")
+		ours_b=$(least "$ours_b" "${r% *}")
+		if native_events; then
+			r=$(event_row $NATIVE_KE /sys/kernel/tracing/events/kprobes "$EVDEF_BTF")
+			nat_b=$(least "$nat_b" "${r% *}")
+		fi
+	fi
 done
-ours="$ours_r $ours_f"
+ours="$ours_r $ours_f $ours_b"
 check "the event rows ran on rkprobes' event" test -n "$none" -a -n "$ours_r" -a -n "$ours_f"
 native=
-native_events && native="$nat_r $nat_f"
-for row in "1 event, two registers and a string, recorded" "2 event, the same, a filter rejects every record"; do
+native_events && native="$nat_r $nat_f $nat_b"
+rows="1 event, two registers and a string, recorded|2 event, the same, a filter rejects every record"
+[ -n "$ours_b" ] && rows="$rows|3 event, typed from BTF (dfd filename:string how->flags), recorded"
+echo "$rows" | tr '|' '\n' | while read -r row; do
 	i=${row%% *}
 	awk -v n=$EN -v none="$none" -v ours="$(echo $ours | cut -d' ' -f$i)" \
 		-v nat="$(echo $native | cut -d' ' -f$i)" -v name="${row#* }" 'BEGIN {
