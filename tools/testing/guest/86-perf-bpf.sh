@@ -159,9 +159,9 @@ else
 fi
 
 if has_host_tool bpftrace; then
-	# Without BTF (the test kernels have none) and without the kernel's
-	# headers, bpftrace needs the kernel's type names of the events' fields
-	# from somewhere: the kernel's own kprobe events have the same.
+	# bpftrace is given the type names of the events' fields (u64, s32,
+	# ...) in a header, which it needs where neither the kernel's headers
+	# nor its BTF name them: the kernel's own kprobe events have the same.
 	cat > /tmp/ktypes.h <<-EOT
 	typedef unsigned char u8; typedef signed char s8;
 	typedef unsigned short u16; typedef short s16;

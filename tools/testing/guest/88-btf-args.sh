@@ -77,6 +77,21 @@ if [ -e /sys/kernel/btf/vmlinux ] && [ -e $MODDIR/lkdtm.ko ]; then
 	rmmod lkdtm 2>/dev/null
 fi
 
+# The typed fields reach BPF: bpftrace reads a typed event's fields by
+# name (make check leaves this to make check-all: TYPED_BPFTRACE=0).
+if [ -e /sys/kernel/btf/vmlinux ] && [ "${TYPED_BPFTRACE:-1}" != 0 ] && has_host_tool bpftrace; then
+	check "bpftrace: a typed event" sh -c "echo 'p:bt vfs_read file count' >> $KE"
+	echo 0123456789 > /tmp/btf-bt.txt
+	printf '#!/bin/sh\nexec /bin/dd if=/tmp/btf-bt.txt of=/dev/null bs=7 count=1\n' > /tmp/bt88.sh
+	chmod +x /tmp/bt88.sh
+	host_run bpftrace -e 'tracepoint:rkprobes:bt /comm == "dd"/ { @n[args->count] = count(); @f = args->file != 0; }' \
+		-c "/bin/sh /tmp/bt88.sh" > /tmp/bt88.out 2>&1
+	sed 's/^/# bpftrace: /' /tmp/bt88.out | grep -v '^# bpftrace: $' | tail -n 4
+	check "bpftrace: args->count of dd's read is 7" grep -q '^@n\[7\]: 1$' /tmp/bt88.out
+	check "bpftrace: args->file is set" grep -q '^@f: 1$' /tmp/bt88.out
+	check "bpftrace: clear" sh -c "echo > $KE"
+fi
+
 # Linux 7.3's forms on this 6.12 kernel, checked against what the trace
 # itself shows: typecasts of this_cpu_ptr() against the record's CPU,
 # this_cpu_read() of x86's pcpu_hot (whose first member is the current
