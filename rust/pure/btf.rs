@@ -607,7 +607,7 @@ impl<'a> Type<'a> {
 
     /// An enumeration's values (name offset, value), 32- or 64-bit, sign
     /// extended when the enumeration is signed.
-    pub fn enum_values(&self) -> impl Iterator<Item = (u32, i128)> + '_ {
+    pub fn enum_values(self) -> impl Iterator<Item = (u32, i128)> + 'a {
         let (n, stride) = match self.kind {
             Kind::Enum => (self.vlen(), 2),
             Kind::Enum64 => (self.vlen(), 3),

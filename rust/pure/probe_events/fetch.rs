@@ -27,7 +27,7 @@ use super::{
     DentryOffsets, FETCH_INSN_MAX, MAX_ARGSTR_LEN, MAX_ARG_NAME_LEN, MAX_PROBE_EVENT_SIZE,
     PARAM_MAX_STACK,
 };
-use crate::pure::btf::{Btf, Type};
+use crate::pure::btf::{Btf, Kind, Type};
 
 /// The code buffer being filled, with the kernel's cursor.
 struct Code {
@@ -780,6 +780,8 @@ pub struct FetchArg<'a> {
     /// The fetch program; text is symbol names (`@SYM+offs`, resolved at
     /// registration) and immediate strings.
     pub program: FetchProgram<&'a [u8]>,
+    /// The BTF enum of a `:enum` fetcharg.
+    pub enum_type: Option<u32>,
 }
 
 /// Everything one fetcharg's parse needs to know about its probe.
@@ -890,11 +892,16 @@ where
     let type_offset = spec.name.map_or(0, |(_, off)| off);
     let is_comm_like =
         spec.body == b"$comm" || spec.body == b"$COMM" || spec.body.starts_with(b"\\\"");
+    // `:enum`, a BTF enum printed by its enumerators' names: typed once
+    // the body is parsed.
+    let want_enum = env.typed.is_some() && spec.name.is_some_and(|(n, _)| n == b"enum");
     let base = if is_comm_like {
         if spec.count != 0 || spec.name.is_some_and(|(n, _)| n != b"string") {
             return Err(ctx.einval_at(ErrorCode::NeedStringType, ctx.offset + type_offset));
         }
         Some(FetchType::String)
+    } else if want_enum && spec.count == 0 {
+        Some(FetchType::DEFAULT)
     } else {
         match spec.name {
             None => Some(FetchType::DEFAULT),
@@ -909,6 +916,7 @@ where
         base,
         count: spec.count,
         bitfield: None,
+        symbolic: false,
     };
 
     let mut code = Code::new();
@@ -916,8 +924,28 @@ where
     *queried = ctx.queried;
     parsed?;
 
+    // `:enum`: the enum's recorded type, its enumerators kept for printing.
+    let mut enum_type = None;
+    if want_enum {
+        let t = match (ctx.typed, ctx.last) {
+            (Some(typed), Some(last)) if last.bitsize == 0 => typed.btf.get(last.type_id),
+            _ => None,
+        };
+        match t {
+            Some(t) if matches!(t.kind, Kind::Enum | Kind::Enum64) => {
+                ty.base = if t.kind == Kind::Enum64 {
+                    FetchType::S64
+                } else {
+                    FetchType::S32
+                };
+                ty.symbolic = true;
+                enum_type = Some(t.id);
+            }
+            _ => return Err(ctx.einval_at(ErrorCode::BadType, ctx.offset + type_offset)),
+        }
+    }
     // The type BTF gives, or how a string is read from what it types.
-    if let (Some(typed), Some(last)) = (ctx.typed, ctx.last.as_mut()) {
+    if let (Some(typed), Some(last), false) = (ctx.typed, ctx.last.as_mut(), want_enum) {
         match spec.name {
             None => {
                 ty.base = btfarg::default_type(&typed.btf, last)
@@ -967,6 +995,7 @@ where
         ty,
         offset: size,
         program: FetchProgram { insns },
+        enum_type,
     })
 }
 

@@ -112,7 +112,12 @@ pub struct Field {
     name: TextRef,
     ty: ArgType,
     offset: u32,
+    /// A `:enum` field's enumerators, `VALUE NAME` lines.
+    symbols: TextRef,
 }
+
+/// Most enumerators a `:enum` field keeps (the rest print as numbers).
+pub const MAX_ENUMERATORS: usize = 512;
 
 /// A field, with its name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -123,6 +128,20 @@ pub struct FieldRef<'a> {
     pub ty: ArgType,
     /// Its offset in the record, after the header.
     pub offset: u32,
+    /// A `:enum` field's enumerators, `VALUE NAME` lines (empty
+    /// otherwise): [`FieldRef::symbols`] reads them.
+    pub symbols: &'a [u8],
+}
+
+impl<'a> FieldRef<'a> {
+    /// A `:enum` field's enumerators: (value, name).
+    pub fn symbols(&self) -> impl Iterator<Item = (i64, &'a [u8])> + 'a {
+        self.symbols.split(|&c| c == b'\n').filter_map(|line| {
+            let sp = line.iter().position(|&c| c == b' ')?;
+            let v = core::str::from_utf8(line.get(..sp)?).ok()?.parse().ok()?;
+            Some((v, line.get(sp + 1..)?))
+        })
+    }
 }
 
 /// An event's record layout, owned.
@@ -140,10 +159,24 @@ impl<F: Store<Field>, T: Store<u8>> EventLayout<F, T> {
         for a in def.args() {
             let a = a.map_err(BuildError::Parse)?;
             let name = push_text(&mut text, |w| w.write_bytes(a.name.as_bytes()))?;
+            let symbols = match a.enum_type {
+                Some(id) => push_text(&mut text, |w| {
+                    use fmt::Write as _;
+                    for (n, v) in def.enumerators(id).take(MAX_ENUMERATORS) {
+                        write!(super::bytes::Fmt(&mut *w), "{}", v as i64)?;
+                        w.write_bytes(b" ")?;
+                        w.write_bytes(n)?;
+                        w.write_bytes(b"\n")?;
+                    }
+                    Ok(())
+                })?,
+                None => TextRef::default(),
+            };
             fields.try_push(Field {
                 name,
                 ty: a.ty,
                 offset: a.offset,
+                symbols,
             })?;
         }
         Ok(EventLayout {
@@ -194,6 +227,7 @@ impl<'a> Layout<'a> {
             name: f.name.get(text),
             ty: f.ty,
             offset: f.offset,
+            symbols: f.symbols.get(text),
         })
     }
 
@@ -219,7 +253,8 @@ impl<'a> Layout<'a> {
                 Ok(a)
                     if f.name == a.name.as_bytes()
                         && f.ty.base == a.ty.base
-                        && f.ty.count == a.ty.count => {}
+                        && f.ty.count == a.ty.count
+                        && f.ty.symbolic == a.ty.symbolic => {}
                 _ => return Some(i + 1),
             }
         }

@@ -268,6 +268,17 @@ impl<'a> ProbeDef<'a> {
     pub fn arg(&self, index: usize) -> Option<FetchArg<'a>> {
         self.args().nth(index)?.ok()
     }
+
+    /// The enumerators (name, value) of the BTF enum `id` of a `:enum`
+    /// fetcharg ([`FetchArg::enum_type`]).
+    pub fn enumerators(&self, id: u32) -> impl Iterator<Item = (&'a [u8], i128)> + 'a {
+        let btf = self.typed.map(|t| t.btf);
+        let t = btf.and_then(|b| b.get(id));
+        t.into_iter().flat_map(move |t| {
+            t.enum_values()
+                .map(move |(name, v)| (btf.map_or(&[][..], |b| b.str_at(name)), v))
+        })
+    }
 }
 
 /// Iterator over a probe's fetchargs.

@@ -184,6 +184,11 @@ where
     let mut elems = elems.into_iter();
     if arg.ty.count == 0 {
         let e = elems.next().unwrap_or(Element::Str(None));
+        if arg.ty.symbolic {
+            if let Element::Scalar(b) = e {
+                return write_symbolic(w, arg, le_u64(b, arg.ty.base.size()));
+            }
+        }
         return write_element(w, arg.ty.base, e, resolver);
     }
     w.write_bytes(b"{")?;
@@ -193,6 +198,28 @@ where
         w.write_bytes(if j + 1 == arg.ty.count { b"}" } else { b"," })?;
     }
     Ok(())
+}
+
+/// A `:enum` value: the name of its enumerator, else the value in hex, as
+/// the tracing core's `__print_symbolic()` prints it.
+fn write_symbolic<W: ByteWrite + ?Sized>(w: &mut W, arg: &FieldRef<'_>, v: u64) -> fmt::Result {
+    use fmt::Write as _;
+    let bits = arg.ty.base.size() * 8;
+    let mask = if bits >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << bits) - 1
+    };
+    match arg.symbols().find(|&(e, _)| e as u64 & mask == v & mask) {
+        Some((_, name)) => w.write_bytes(name),
+        None => {
+            // The value sign-extended from the field, as the record's C
+            // type gives it to `__print_symbolic()`.
+            let shift = 64 - bits.min(64);
+            let ext = ((v << shift) as i64 >> shift) as u64;
+            write!(Fmt(w), "0x{ext:x}")
+        }
+    }
 }
 
 /// The `__data_loc` word at `at` in `rec`, if the record holds it.
@@ -305,7 +332,11 @@ pub fn write_print_fmt<W: ByteWrite + ?Sized>(w: &mut W, layout: &Layout<'_>) ->
         w.write_bytes(b" ")?;
         w.write_bytes(arg.name)?;
         w.write_bytes(b"=")?;
-        let f = arg.ty.base.print_fmt();
+        let f = if arg.ty.symbolic {
+            "%s"
+        } else {
+            arg.ty.base.print_fmt()
+        };
         if arg.ty.count != 0 {
             write!(Fmt(w), "{{{f}")?;
             for _ in 1..arg.ty.count {
@@ -324,7 +355,17 @@ pub fn write_print_fmt<W: ByteWrite + ?Sized>(w: &mut W, layout: &Layout<'_>) ->
             (", REC->", "")
         };
         let count = arg.ty.count;
-        if count == 0 {
+        if arg.ty.symbolic {
+            // What perf and trace-cmd print the names with.
+            w.write_bytes(b", __print_symbolic(REC->")?;
+            w.write_bytes(arg.name)?;
+            for (v, name) in arg.symbols() {
+                write!(Fmt(w), ", {{ {v}, \"")?;
+                w.write_bytes(name)?;
+                w.write_bytes(b"\" }")?;
+            }
+            w.write_bytes(b")")?;
+        } else if count == 0 {
             w.write_bytes(pre.as_bytes())?;
             w.write_bytes(arg.name)?;
             w.write_bytes(post.as_bytes())?;

@@ -237,6 +237,9 @@ pub struct ArgType {
     pub count: u32,
     /// The bitfield modifier, if the type was `b...`.
     pub bitfield: Option<Bitfield>,
+    /// Printed as the name of its enum's enumerator of that value (`:enum`
+    /// on a BTF-typed enum).
+    pub symbolic: bool,
 }
 
 impl ArgType {

@@ -472,3 +472,86 @@ fn typecasts_current_and_per_cpu() {
         );
     });
 }
+
+/// Storage for what an event keeps.
+struct Kept<T>(Vec<T>);
+
+impl<T> rkprobes_host::pure::store::Store<T> for Kept<T> {
+    fn try_push(&mut self, v: T) -> Result<(), rkprobes_host::pure::store::NoMemory> {
+        self.0.push(v);
+        Ok(())
+    }
+
+    fn items(&self) -> &[T] {
+        &self.0
+    }
+}
+
+/// `:enum`, past the kernel: a BTF enum recorded as the kernel records it
+/// (s32) and printed by its enumerators' names, in the trace and through
+/// `__print_symbolic()` in the format for perf and trace-cmd.
+#[test]
+fn enum_names() {
+    use rkprobes_host::pure::probe_events::layout::EventLayout;
+    use rkprobes_host::pure::probe_events::print::{write_print_fmt, write_record_args, NoSymbols};
+    with_env(|env, text| {
+        let mut buf = vec![0u8; EXPANDED_ARGS_LEN];
+        let d = probe(env, "p:g/e hrtimer_start_range_ns mode:enum", &mut buf);
+        let a = d.arg(0).unwrap();
+        assert_eq!((a.ty.base.name(), a.ty.symbolic), ("s32", true));
+        let layout = EventLayout::new(&d, Kept(Vec::new()), Kept(Vec::new())).unwrap();
+        let layout = layout.get();
+        // The enumerators, from bpftool's reading of the same BTF.
+        let want: Vec<(i64, String)> = text
+            .enum_values("hrtimer_mode")
+            .into_iter()
+            .map(|(n, v)| (v, n))
+            .collect();
+        assert!(want.len() >= 4, "{want:?}");
+        let f = layout.fields().next().unwrap();
+        let got: Vec<(i64, String)> = f
+            .symbols()
+            .map(|(v, n)| (v, String::from_utf8_lossy(n).into_owned()))
+            .collect();
+        assert_eq!(got, want);
+        let mut out = Vec::new();
+        struct W<'a>(&'a mut Vec<u8>);
+        impl rkprobes_host::pure::probe_events::ByteWrite for W<'_> {
+            fn write_bytes(&mut self, b: &[u8]) -> core::fmt::Result {
+                self.0.extend_from_slice(b);
+                Ok(())
+            }
+        }
+        write_print_fmt(&mut W(&mut out), &layout).unwrap();
+        let fmt = String::from_utf8(out).unwrap();
+        assert!(
+            fmt.starts_with("\"(%lx) mode=%s\", REC->__probe_ip, __print_symbolic(REC->mode, { "),
+            "{fmt}"
+        );
+        assert!(
+            fmt.contains(&format!("{{ {}, \"{}\" }}", want[1].0, want[1].1)),
+            "{fmt}"
+        );
+        // A record holding the second enumerator's value, and one holding
+        // none: the name, else the value in hex.
+        for (v, expect) in [
+            (want[1].0 as i32, want[1].1.clone()),
+            (77, "0x4d".to_string()),
+        ] {
+            let mut rec = vec![0u8; 16 + 4];
+            rec[16..20].copy_from_slice(&v.to_le_bytes());
+            let mut out = Vec::new();
+            write_record_args(&mut W(&mut out), &layout, &rec, 16, &NoSymbols).unwrap();
+            assert_eq!(String::from_utf8(out).unwrap(), format!(" mode={expect}"));
+        }
+        // What is no enum cannot be `:enum`: the kernel's "Unknown type".
+        expect_err(
+            env,
+            "p:g/e vfs_read count:enum",
+            Errno::EINVAL,
+            ErrorCode::BadType,
+            2,
+            6,
+        );
+    });
+}

@@ -517,7 +517,8 @@ fn fetch_programs() {
                 basesize: 4,
                 lshift: 27,
                 rshift: 29
-            })
+            }),
+            symbolic: false,
         }
     );
     assert_eq!(def.size, 8 + 4 + 4 + 4 + 4);

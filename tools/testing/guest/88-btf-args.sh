@@ -77,6 +77,24 @@ if [ -e /sys/kernel/btf/vmlinux ] && [ -e $MODDIR/lkdtm.ko ]; then
 	rmmod lkdtm 2>/dev/null
 fi
 
+# Past the kernel: `:enum` prints a BTF enum by its enumerators' names,
+# in the trace and through __print_symbolic() in the format. The same
+# value untyped beside it says which name is right.
+if [ -e /sys/kernel/btf/vmlinux ]; then
+	echo > $T/trace
+	check "enum: add" sh -c "echo 'p:en hrtimer_start_range_ns mode:enum n=mode' >> $KE"
+	check "enum: the format names them for perf and trace-cmd" \
+		grep -q 'print fmt: "(%lx) mode=%s n=%d", REC->__probe_ip, __print_symbolic(REC->mode, { 0, "HRTIMER_MODE_ABS" }, { 1, "HRTIMER_MODE_REL" }' $EV/en/format
+	check "enum: enable" sh -c "echo 1 > $EV/en/enable"
+	sleep 0.2; sleep 0.2
+	check "enum: disable" sh -c "echo 0 > $EV/en/enable"
+	grep ' en:' $T/trace | tail -n 2 | sed 's/^/# /'
+	check "enum: records with names" grep -q ' en: .* mode=HRTIMER_MODE_' $T/trace
+	check "enum: every name is its value's" sh -c "! grep ' en: ' $T/trace | grep -v -e 'mode=HRTIMER_MODE_ABS n=0' -e 'mode=HRTIMER_MODE_REL n=1' -e 'mode=HRTIMER_MODE_[A-Z_]* n=[2-9]' -e 'mode=HRTIMER_MODE_[A-Z_]* n=[1-9][0-9]'"
+	expect_fail "enum: not on an integer" sh -c "echo 'p:en2 vfs_read count:enum' >> $KE"
+	check "enum: clear" sh -c "echo > $KE"
+fi
+
 # The typed fields reach BPF: bpftrace reads a typed event's fields by
 # name (make check leaves this to make check-all: TYPED_BPFTRACE=0).
 if [ -e /sys/kernel/btf/vmlinux ] && [ "${TYPED_BPFTRACE:-1}" != 0 ] && has_host_tool bpftrace; then

@@ -103,6 +103,8 @@ pub struct TextAggregate {
 pub struct TextTypes {
     pub heads: HashMap<u32, String>,
     pub aggregates: HashMap<u32, TextAggregate>,
+    /// The enumerators of each named enum: (name, value).
+    pub enums: HashMap<String, Vec<(String, i64)>>,
 }
 
 pub fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
@@ -114,12 +116,23 @@ pub fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
 pub fn parse_dump(dump: &str) -> TextTypes {
     let mut heads = HashMap::new();
     let mut aggregates = HashMap::new();
+    let mut enums: HashMap<String, Vec<(String, i64)>> = HashMap::new();
     let mut current: Option<u32> = None;
+    let mut current_enum: Option<String> = None;
     for line in dump.lines() {
         if let Some(rest) = line.strip_prefix('[') {
             let id: u32 = rest[..rest.find(']').unwrap()].parse().unwrap();
             heads.insert(id, line.to_string());
             current = None;
+            current_enum = None;
+            if let Some(at) = line.find("] ENUM '") {
+                let name = &line[at + 8..];
+                let name = name[..name.find('\'').unwrap()].to_string();
+                if !name.is_empty() && !enums.contains_key(&name) {
+                    enums.insert(name.clone(), Vec::new());
+                    current_enum = Some(name);
+                }
+            }
             if line.contains("] STRUCT ") || line.contains("] UNION ") {
                 aggregates.insert(
                     id,
@@ -129,6 +142,10 @@ pub fn parse_dump(dump: &str) -> TextTypes {
                 );
                 current = Some(id);
             }
+        } else if let (Some(e), Some(m)) = (&current_enum, line.strip_prefix('\t')) {
+            let name = m[1..m[1..].find('\'').unwrap() + 1].to_string();
+            let v = field(m, "val=").unwrap().parse().unwrap();
+            enums.get_mut(e).unwrap().push((name, v));
         } else if let (Some(id), Some(m)) = (current, line.strip_prefix('\t')) {
             let name = m[1..m[1..].find('\'').unwrap() + 1].to_string();
             let ty = field(m, "type_id=").unwrap().parse().unwrap();
@@ -140,10 +157,19 @@ pub fn parse_dump(dump: &str) -> TextTypes {
                 .push((name, ty, off));
         }
     }
-    TextTypes { heads, aggregates }
+    TextTypes {
+        heads,
+        aggregates,
+        enums,
+    }
 }
 
 impl TextTypes {
+    /// The enumerators of the enum `name`, (name, value).
+    pub fn enum_values(&self, name: &str) -> Vec<(String, i64)> {
+        self.enums.get(name).cloned().unwrap_or_default()
+    }
+
     /// Follows typedefs and qualifiers in the text.
     pub fn resolve(&self, mut id: u32) -> u32 {
         for _ in 0..32 {
