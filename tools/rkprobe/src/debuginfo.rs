@@ -392,7 +392,8 @@ pub struct Line {
 /// A unit's file names by index (`None` for an index without a name).
 pub type FileTable = Vec<Option<Rc<str>>>;
 
-/// Top-level subprograms by name, each list in unit order.
+/// Top-level subprograms by name, each list in unit order (a Rust
+/// function whose only DIE is nested in namespaces is not among them).
 pub type FunctionIndex = HashMap<String, Vec<DieRef>>;
 
 /// The debuginfo of one file.
@@ -943,18 +944,29 @@ impl<'a> Debuginfo<'a> {
         None
     }
 
-    /// The top-level `DW_TAG_subprogram` DIEs of unit `unit`, in order (what
-    /// libdw's `dwarf_getfuncs()` visits in C).
+    /// The `DW_TAG_subprogram` DIEs of unit `unit` that libdw's
+    /// `dwarf_getfuncs()` visits, in its order (depth first, a DIE before
+    /// its children). In a C unit it descends into functions, blocks and
+    /// inlined instances only, where the kernel has no function
+    /// definitions (GCC's nested functions are not used), so the top-level
+    /// ones are taken; in any other language (Rust) it descends into
+    /// namespaces, structures and classes too, and into functions: a Rust
+    /// method lives in the namespaces of its path.
     pub fn subprograms(&self, unit: usize) -> Rc<Vec<DieRef>> {
         if let Some(s) = self.subprograms.borrow().get(&unit) {
             return s.clone();
         }
         let list: Vec<DieRef> = match self.cu_die(unit) {
-            Some(cu) => self
+            Some(cu) if self.is_c_unit(cu) => self
                 .children(cu)
                 .into_iter()
                 .filter(|&d| self.tag(d) == gimli::DW_TAG_subprogram)
                 .collect(),
+            Some(cu) => {
+                let mut out = Vec::new();
+                self.nested_subprograms(cu, &mut out);
+                out
+            }
             None => Vec::new(),
         };
         let list = Rc::new(list);
@@ -962,8 +974,50 @@ impl<'a> Debuginfo<'a> {
         list
     }
 
+    /// Whether the unit DIE `cu` is of C (`dwarf_getfuncs()`'s test).
+    fn is_c_unit(&self, cu: DieRef) -> bool {
+        self.udata(cu, gimli::DW_AT_language).is_some_and(|l| {
+            [
+                gimli::DW_LANG_C89,
+                gimli::DW_LANG_C,
+                gimli::DW_LANG_C99,
+                gimli::DW_LANG_C11,
+            ]
+            .iter()
+            .any(|c| u64::from(c.0) == l)
+        })
+    }
+
+    /// libdw's `__libdw_visit_scopes()` below `d` outside C: each
+    /// subprogram, then the children of the DIEs that may hold scopes.
+    fn nested_subprograms(&self, d: DieRef, out: &mut Vec<DieRef>) {
+        for c in self.children(d) {
+            let tag = self.tag(c);
+            if tag == gimli::DW_TAG_subprogram {
+                out.push(c);
+            }
+            if matches!(
+                tag,
+                gimli::DW_TAG_module
+                    | gimli::DW_TAG_lexical_block
+                    | gimli::DW_TAG_with_stmt
+                    | gimli::DW_TAG_catch_block
+                    | gimli::DW_TAG_try_block
+                    | gimli::DW_TAG_entry_point
+                    | gimli::DW_TAG_inlined_subroutine
+                    | gimli::DW_TAG_subprogram
+                    | gimli::DW_TAG_namespace
+                    | gimli::DW_TAG_class_type
+                    | gimli::DW_TAG_structure_type
+            ) {
+                self.nested_subprograms(c, out);
+            }
+        }
+    }
+
     /// Top-level subprogram DIEs by name (and linkage name), each list in
-    /// unit order: the functions `dwarf_getfuncs()` visits.
+    /// unit order: the functions `dwarf_getfuncs()` visits in C (in a Rust
+    /// unit it visits nested ones too, see [`Debuginfo::subprograms`]).
     pub fn functions(&self) -> Rc<FunctionIndex> {
         if let Some(f) = self.funcs.borrow().as_ref() {
             return f.clone();
