@@ -167,6 +167,10 @@ pub struct Sections<'a> {
     /// For a module (a relocatable file), its name: kprobe_events places
     /// its probes at `MODULE:symbol+offset`.
     pub module: Option<String>,
+    /// For a kernel image, perf's reference relocation symbol (`_text`,
+    /// else `_stext`) and its address: perf writes a probe it found in the
+    /// symbol table rather than in DWARF as an offset from it.
+    pub text_base: Option<(String, u64)>,
 }
 
 /// Where a relocatable file's allocated sections are laid out, as libdwfl
@@ -271,6 +275,7 @@ impl<'a> Sections<'a> {
             endian: RunTimeEndian::Little,
             symbols: Symbols::new(symbols),
             module: None,
+            text_base: None,
         }
     }
 
@@ -348,11 +353,22 @@ impl<'a> Sections<'a> {
                 binding,
             });
         }
+        // perf's ref_reloc_sym_names, in its order.
+        let text_base = if rel {
+            None
+        } else {
+            ["_text", "_stext"].iter().find_map(|want| {
+                file.symbols()
+                    .find(|s| !s.is_undefined() && s.name() == Ok(want))
+                    .map(|s| (want.to_string(), s.address()))
+            })
+        };
         Ok(Sections {
             data,
             endian,
             symbols: Symbols::new(syms),
             module: rel.then(|| module_name(&file, file_stem)),
+            text_base,
         })
     }
 
@@ -409,6 +425,8 @@ pub struct Debuginfo<'a> {
     pub symbols: &'a Symbols,
     /// A module's name (see [`Sections::module`]).
     pub module: Option<&'a str>,
+    /// A kernel image's reference symbol (see [`Sections::text_base`]).
+    pub text_base: Option<(&'a str, u64)>,
     lines: RefCell<HashMap<usize, Rc<Vec<Line>>>>,
     files: RefCell<HashMap<usize, Rc<FileTable>>>,
     funcs: RefCell<Option<Rc<FunctionIndex>>>,
@@ -484,6 +502,7 @@ impl<'a> Debuginfo<'a> {
             debug_frame,
             symbols: &sections.symbols,
             module: sections.module.as_deref(),
+            text_base: sections.text_base.as_ref().map(|(n, a)| (n.as_str(), *a)),
             lines: RefCell::default(),
             files: RefCell::default(),
             funcs: RefCell::default(),
