@@ -167,6 +167,10 @@ pub struct Sections<'a> {
     /// For a module (a relocatable file), its name: kprobe_events places
     /// its probes at `MODULE:symbol+offset`.
     pub module: Option<String>,
+    /// For a kernel image, perf's reference relocation symbol (`_text`,
+    /// else `_stext`) and its address: perf writes a probe it found in the
+    /// symbol table rather than in DWARF as an offset from it.
+    pub text_base: Option<(String, u64)>,
 }
 
 /// Where a relocatable file's allocated sections are laid out, as libdwfl
@@ -271,6 +275,7 @@ impl<'a> Sections<'a> {
             endian: RunTimeEndian::Little,
             symbols: Symbols::new(symbols),
             module: None,
+            text_base: None,
         }
     }
 
@@ -348,11 +353,22 @@ impl<'a> Sections<'a> {
                 binding,
             });
         }
+        // perf's ref_reloc_sym_names, in its order.
+        let text_base = if rel {
+            None
+        } else {
+            ["_text", "_stext"].iter().find_map(|want| {
+                file.symbols()
+                    .find(|s| !s.is_undefined() && s.name() == Ok(want))
+                    .map(|s| (want.to_string(), s.address()))
+            })
+        };
         Ok(Sections {
             data,
             endian,
             symbols: Symbols::new(syms),
             module: rel.then(|| module_name(&file, file_stem)),
+            text_base,
         })
     }
 
@@ -392,7 +408,8 @@ pub struct Line {
 /// A unit's file names by index (`None` for an index without a name).
 pub type FileTable = Vec<Option<Rc<str>>>;
 
-/// Top-level subprograms by name, each list in unit order.
+/// Top-level subprograms by name, each list in unit order (a Rust
+/// function whose only DIE is nested in namespaces is not among them).
 pub type FunctionIndex = HashMap<String, Vec<DieRef>>;
 
 /// The debuginfo of one file.
@@ -408,6 +425,8 @@ pub struct Debuginfo<'a> {
     pub symbols: &'a Symbols,
     /// A module's name (see [`Sections::module`]).
     pub module: Option<&'a str>,
+    /// A kernel image's reference symbol (see [`Sections::text_base`]).
+    pub text_base: Option<(&'a str, u64)>,
     lines: RefCell<HashMap<usize, Rc<Vec<Line>>>>,
     files: RefCell<HashMap<usize, Rc<FileTable>>>,
     funcs: RefCell<Option<Rc<FunctionIndex>>>,
@@ -483,6 +502,7 @@ impl<'a> Debuginfo<'a> {
             debug_frame,
             symbols: &sections.symbols,
             module: sections.module.as_deref(),
+            text_base: sections.text_base.as_ref().map(|(n, a)| (n.as_str(), *a)),
             lines: RefCell::default(),
             files: RefCell::default(),
             funcs: RefCell::default(),
@@ -943,18 +963,29 @@ impl<'a> Debuginfo<'a> {
         None
     }
 
-    /// The top-level `DW_TAG_subprogram` DIEs of unit `unit`, in order (what
-    /// libdw's `dwarf_getfuncs()` visits in C).
+    /// The `DW_TAG_subprogram` DIEs of unit `unit` that libdw's
+    /// `dwarf_getfuncs()` visits, in its order (depth first, a DIE before
+    /// its children). In a C unit it descends into functions, blocks and
+    /// inlined instances only, where the kernel has no function
+    /// definitions (GCC's nested functions are not used), so the top-level
+    /// ones are taken; in any other language (Rust) it descends into
+    /// namespaces, structures and classes too, and into functions: a Rust
+    /// method lives in the namespaces of its path.
     pub fn subprograms(&self, unit: usize) -> Rc<Vec<DieRef>> {
         if let Some(s) = self.subprograms.borrow().get(&unit) {
             return s.clone();
         }
         let list: Vec<DieRef> = match self.cu_die(unit) {
-            Some(cu) => self
+            Some(cu) if self.is_c_unit(cu) => self
                 .children(cu)
                 .into_iter()
                 .filter(|&d| self.tag(d) == gimli::DW_TAG_subprogram)
                 .collect(),
+            Some(cu) => {
+                let mut out = Vec::new();
+                self.nested_subprograms(cu, &mut out);
+                out
+            }
             None => Vec::new(),
         };
         let list = Rc::new(list);
@@ -962,8 +993,50 @@ impl<'a> Debuginfo<'a> {
         list
     }
 
+    /// Whether the unit DIE `cu` is of C (`dwarf_getfuncs()`'s test).
+    fn is_c_unit(&self, cu: DieRef) -> bool {
+        self.udata(cu, gimli::DW_AT_language).is_some_and(|l| {
+            [
+                gimli::DW_LANG_C89,
+                gimli::DW_LANG_C,
+                gimli::DW_LANG_C99,
+                gimli::DW_LANG_C11,
+            ]
+            .iter()
+            .any(|c| u64::from(c.0) == l)
+        })
+    }
+
+    /// libdw's `__libdw_visit_scopes()` below `d` outside C: each
+    /// subprogram, then the children of the DIEs that may hold scopes.
+    fn nested_subprograms(&self, d: DieRef, out: &mut Vec<DieRef>) {
+        for c in self.children(d) {
+            let tag = self.tag(c);
+            if tag == gimli::DW_TAG_subprogram {
+                out.push(c);
+            }
+            if matches!(
+                tag,
+                gimli::DW_TAG_module
+                    | gimli::DW_TAG_lexical_block
+                    | gimli::DW_TAG_with_stmt
+                    | gimli::DW_TAG_catch_block
+                    | gimli::DW_TAG_try_block
+                    | gimli::DW_TAG_entry_point
+                    | gimli::DW_TAG_inlined_subroutine
+                    | gimli::DW_TAG_subprogram
+                    | gimli::DW_TAG_namespace
+                    | gimli::DW_TAG_class_type
+                    | gimli::DW_TAG_structure_type
+            ) {
+                self.nested_subprograms(c, out);
+            }
+        }
+    }
+
     /// Top-level subprogram DIEs by name (and linkage name), each list in
-    /// unit order: the functions `dwarf_getfuncs()` visits.
+    /// unit order: the functions `dwarf_getfuncs()` visits in C (in a Rust
+    /// unit it visits nested ones too, see [`Debuginfo::subprograms`]).
     pub fn functions(&self) -> Rc<FunctionIndex> {
         if let Some(f) = self.funcs.borrow().as_ref() {
             return f.clone();

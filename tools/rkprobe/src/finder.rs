@@ -1205,8 +1205,15 @@ pub fn fill_empty_args(spec: &ProbeSpec, events: &mut [TraceEvent]) -> Result<()
     Ok(())
 }
 
-/// The probes of a return probe, from the symbol table (perf resolves
-/// `%return` without DWARF: `find_probe_trace_events_from_map()`).
+/// The probes of a specification from the symbol table, perf's
+/// `find_probe_trace_events_from_map()`: a return probe (perf resolves
+/// `%return` without DWARF), or a function and offset whose search in
+/// DWARF failed (a weak definition the linker did not take, shorter than
+/// the offset: "Specified offset is out of"). As perf does, a kernel
+/// image's entry probe is written as an offset from `_text`; a return
+/// probe keeps its symbol (perf writes `_text` there too only where the
+/// tracing README offers offsets for kretprobes), and a module's probes
+/// too.
 pub fn find_from_symbols(
     di: &Debuginfo<'_>,
     s: &ProbeSpec,
@@ -1235,11 +1242,16 @@ pub fn find_from_symbols(
                 s.point.offset, sym.name
             ));
         }
+        let address = sym.start.wrapping_add(s.point.offset);
+        let (symbol, offset) = match di.text_base {
+            Some((base, at)) if !s.point.retprobe => (base.to_string(), address.wrapping_sub(at)),
+            _ => (sym.name.clone(), s.point.offset),
+        };
         out.push(TraceEvent {
             retprobe: s.point.retprobe,
-            symbol: sym.name.clone(),
-            offset: s.point.offset,
-            address: sym.start.wrapping_add(s.point.offset),
+            symbol,
+            offset,
+            address,
             realname: sym.name.clone(),
             args: s
                 .args

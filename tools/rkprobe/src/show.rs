@@ -312,8 +312,17 @@ pub fn list(di: Option<&Debuginfo<'_>>, events: &[Defined], filter: &Filter) -> 
                 return None;
             }
             let sym = symbol.as_deref()?;
-            let s = di.symbols.with_aliases().iter().find(|s| s.name == sym)?;
-            place_of(di, s.start.wrapping_add(offset?), def.retprobe)
+            let start = match di.text_base {
+                Some((base, at)) if base == sym => at,
+                _ => {
+                    di.symbols
+                        .with_aliases()
+                        .iter()
+                        .find(|s| s.name == sym)?
+                        .start
+                }
+            };
+            place_of(di, start.wrapping_add(offset?), def.retprobe)
         });
         out.push(Listed {
             def: def.clone(),

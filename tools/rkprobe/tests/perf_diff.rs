@@ -93,7 +93,7 @@ const RULE_INIT: &str = "__init functions' own symbols";
 const RULE_QUIRK_LINE: &str = "lines as perf's with its quirks reproduced";
 const RULE_QUIRK_REFUSE: &str = "refused where perf with its quirks writes a line";
 const RULE_QUIRK_ACCEPT: &str = "written where perf with its quirks refuses";
-const RULE_VOID: &str = "types perf 6.1 names otherwise (void*, arrays)";
+const RULE_VOID: &str = "types perf 6.1 names otherwise (void*, arrays, anonymous)";
 const RULE_LINE_NO_INFO: &str = "lines at an address without a statement row";
 const RULE_LINE_FIRST_UNIT: &str = "functions perf looks for in the first unit defining them only";
 const RULE_FUNCS_ONCE: &str = "names perf lists once per symbol";
@@ -697,10 +697,18 @@ fn line_descs(specs: &[String]) -> Vec<String> {
 }
 
 /// `--vars` lines with the types perf 6.1 names otherwise written as it
-/// writes them (a void pointer `(unknown_type)`, an array `TYPE*`; perf
-/// 6.12, like rkprobe, writes `void*` and `TYPE[]`), and each address's
-/// variables sorted again (perf sorts the lines).
+/// writes them (a void pointer, and an anonymous struct, union or enum or
+/// a pointer to or array of one, `(unknown_type)`; an array `TYPE*`; perf
+/// 6.12, like rkprobe, writes `void*`, `union ` and `TYPE[]`), and each
+/// address's variables sorted again (perf sorts the lines).
 fn as_perf_6_1_types(lines: &[String]) -> Vec<String> {
+    // perf 6.1's die_get_typename() fails on a type without a name.
+    let anonymous = |t: &str| {
+        matches!(
+            t.trim_end_matches(['*', '[', ']']),
+            "struct " | "union " | "enum "
+        )
+    };
     let mut out: Vec<String> = Vec::new();
     let mut block: Vec<String> = Vec::new();
     let flush = |out: &mut Vec<String>, block: &mut Vec<String>| {
@@ -711,7 +719,9 @@ fn as_perf_6_1_types(lines: &[String]) -> Vec<String> {
         match l.strip_prefix("\t\t") {
             Some(v) if !v.starts_with('(') || v.starts_with("(unknown_type)") => {
                 let v = match v.split_once('\t') {
-                    Some((t, n)) if t.starts_with("void*") => format!("(unknown_type)\t{n}"),
+                    Some((t, n)) if t.starts_with("void*") || anonymous(t) => {
+                        format!("(unknown_type)\t{n}")
+                    }
                     Some((t, n)) if t.ends_with("[]") => {
                         format!("{}*\t{n}", t.trim_end_matches("[]"))
                     }
