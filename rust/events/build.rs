@@ -46,38 +46,61 @@ use kernel::{
 
 /// The arguments' stores for the plain record (`rkp_tev_trace_regs`,
 /// `rkp_tev_trace_strings`), when every argument is a register (or the
-/// return value) stored as it is or a user string at a register plus an
-/// offset (`$argN` of an entry probe being its register):
-/// the registers first, then the strings in the order of their fields,
-/// which is the order of their data; `fixed` is the size of the fields.
-/// `None` when an argument is neither.
+/// return value) stored as it is, memory at a register plus an offset, or
+/// a string there (`$argN` of an entry probe being its register): the
+/// registers first, then the memory loads, then the strings in the order
+/// of their fields, which is the order of their data; `fixed` is the size
+/// of the fields. `None` when an argument is none of these.
 fn plain_stores(
     args: &[Arg],
     is_return: bool,
     fixed: usize,
 ) -> core::result::Result<Option<PlainStores>, kernel::alloc::AllocError> {
+    /// Which of the plain record's lists a store goes to.
+    enum List {
+        Reg,
+        Mem,
+        Str,
+    }
     let mut st = KVec::with_capacity(args.len(), GFP_KERNEL)?;
+    let mut mems = KVec::new();
     let mut strs = KVec::new();
+    // The register an argument of an entry probe is passed in.
+    let arg_reg = |n: u32| {
+        if is_return {
+            None
+        } else {
+            arch::argument_register_offset(n)
+        }
+    };
+    let base_reg = |base: Base| match base {
+        Base::Reg(r) => Some(usize::from(r.pt_regs_offset())),
+        Base::Arg(n) => arg_reg(n),
+    };
     for a in args {
-        let (reg, size, offset, string) = match a.fast {
-            Some(Fast::Reg(r, size)) => (r.pt_regs_offset().into(), size, 0, false),
-            Some(Fast::Retval(size)) => (core::mem::offset_of!(ffi::pt_regs, ax), size, 0, false),
-            Some(Fast::String {
-                base,
-                offset,
-                user: true,
-            }) => {
-                let reg = match base {
-                    Base::Reg(r) => r.pt_regs_offset().into(),
-                    Base::Arg(n) if !is_return => match arch::argument_register_offset(n) {
-                        Some(off) => off,
-                        None => return Ok(None),
-                    },
-                    Base::Arg(_) => return Ok(None),
+        let (reg, size, offset, list, kind) = match a.fast {
+            Some(Fast::Reg(r, size)) => (Some(r.pt_regs_offset().into()), size, 0, List::Reg, 0),
+            Some(Fast::Retval(size)) => (
+                Some(core::mem::offset_of!(ffi::pt_regs, ax)),
+                size,
+                0,
+                List::Reg,
+                0,
+            ),
+            Some(Fast::Arg(n, size)) => (arg_reg(n), size, 0, List::Reg, 0),
+            Some(Fast::Mem { base, offset, size }) => (base_reg(base), size, offset, List::Mem, 0),
+            Some(Fast::String { base, offset, user }) => {
+                let kind = if user {
+                    ffi::RKP_TEV_STR_USER
+                } else {
+                    ffi::RKP_TEV_STR_KERNEL
                 };
-                (reg, 4, offset, true)
+                (base_reg(base), 4, offset, List::Str, kind)
             }
-            _ => return Ok(None),
+            None => return Ok(None),
+        };
+        let Some(reg) = reg else {
+            return Ok(None);
         };
         // A whole word of the registers, and a size the C stores know.
         if reg + 8 > core::mem::size_of::<ffi::pt_regs>() || !matches!(size, 1 | 2 | 4 | 8) {
@@ -87,20 +110,23 @@ fn plain_stores(
             reg: reg as c_uint,
             at: a.offset,
             size: size.into(),
+            kind,
             offset: offset as c_long,
         };
-        if string {
-            strs.push(store, GFP_KERNEL)?;
-        } else {
-            st.push(store, GFP_KERNEL)?;
+        match list {
+            List::Reg => st.push(store, GFP_KERNEL)?,
+            List::Mem => mems.push(store, GFP_KERNEL)?,
+            List::Str => strs.push(store, GFP_KERNEL)?,
         }
     }
     let nregs = st.len();
+    st.extend_from_slice(&mems, GFP_KERNEL)?;
     st.extend_from_slice(&strs, GFP_KERNEL)?;
     let c = ffi::RkpTevPlain {
         // Kept while `st` is: a vector's buffer does not move with it.
         st: st.as_ptr(),
         nregs: nregs as c_uint,
+        nmems: mems.len() as c_uint,
         nstrs: strs.len() as c_uint,
         fixed: fixed as c_uint,
     };

@@ -118,6 +118,9 @@ const _: () = {
     assert!(offset_of!(S, reg) == c::TEV_STORE_REG);
     assert!(offset_of!(S, at) == c::TEV_STORE_AT);
     assert!(offset_of!(S, size) == c::TEV_STORE_SIZE_FIELD);
+    assert!(offset_of!(S, kind) == c::TEV_STORE_KIND);
+    assert!(ffi::RKP_TEV_STR_USER as usize == c::TEV_STR_USER);
+    assert!(ffi::RKP_TEV_STR_KERNEL as usize == c::TEV_STR_KERNEL);
     assert!(offset_of!(S, offset) == c::TEV_STORE_OFFSET);
     assert!(c::TEV_MAX_STRING == crate::pure::probe_events::MAX_STRING_SIZE);
 };
@@ -129,6 +132,7 @@ const _: () = {
     assert!(size_of::<P>() == c::TEV_PLAIN_SIZE);
     assert!(offset_of!(P, st) == c::TEV_PLAIN_ST);
     assert!(offset_of!(P, nregs) == c::TEV_PLAIN_NREGS);
+    assert!(offset_of!(P, nmems) == c::TEV_PLAIN_NMEMS);
     assert!(offset_of!(P, nstrs) == c::TEV_PLAIN_NSTRS);
     assert!(offset_of!(P, fixed) == c::TEV_PLAIN_FIXED);
 };

@@ -36,11 +36,15 @@ void rkp_tev_layout(void)
 	RKP_OFFSET(TEV_STORE_REG, rkp_tev_store, reg);
 	RKP_OFFSET(TEV_STORE_AT, rkp_tev_store, at);
 	RKP_OFFSET(TEV_STORE_SIZE_FIELD, rkp_tev_store, size);
+	RKP_OFFSET(TEV_STORE_KIND, rkp_tev_store, kind);
+	DEFINE(TEV_STR_USER, RKP_TEV_STR_USER);
+	DEFINE(TEV_STR_KERNEL, RKP_TEV_STR_KERNEL);
 	RKP_OFFSET(TEV_STORE_OFFSET, rkp_tev_store, offset);
 
 	DEFINE(TEV_PLAIN_SIZE, sizeof(struct rkp_tev_plain));
 	RKP_OFFSET(TEV_PLAIN_ST, rkp_tev_plain, st);
 	RKP_OFFSET(TEV_PLAIN_NREGS, rkp_tev_plain, nregs);
+	RKP_OFFSET(TEV_PLAIN_NMEMS, rkp_tev_plain, nmems);
 	RKP_OFFSET(TEV_PLAIN_NSTRS, rkp_tev_plain, nstrs);
 	RKP_OFFSET(TEV_PLAIN_FIXED, rkp_tev_plain, fixed);
 }

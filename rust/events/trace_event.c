@@ -746,18 +746,77 @@ notrace long rkp_strnlen_user_nofault(const void __user *src, long count)
 	return n;
 }
 
-/* A user string's address: its register plus the offset. */
-static __always_inline const void __user *rkp_tev_store_uaddr(const struct pt_regs *regs,
-							       const struct rkp_tev_store *st)
+/* A memory load's or a string's address: its register plus the offset. */
+static __always_inline unsigned long rkp_tev_store_addr(const struct pt_regs *regs,
+							 const struct rkp_tev_store *st)
 {
-	unsigned long base = *(const unsigned long *)((const u8 *)regs + st->reg);
+	return *(const unsigned long *)((const u8 *)regs + st->reg) + st->offset;
+}
 
-	return (const void __user *)(base + st->offset);
+/* Whether a store reads user memory: a ustring, or any other address below
+ * TASK_SIZE (the kernel's probe_mem_read() and fetch_store_string()). */
+static __always_inline bool rkp_tev_store_user(const struct rkp_tev_store *st, unsigned long addr)
+{
+	return st->kind == RKP_TEV_STR_USER || addr < TASK_SIZE;
+}
+
+/*
+ * The length of the kernel string at addr with its NUL, at most count, or
+ * -EFAULT when a byte before the NUL cannot be read, as the Rust side's
+ * exec::strnlen_chunked() measures it: by aligned words, which fault where
+ * byte reads would (they do not cross a page).
+ */
+static long rkp_strnlen_kernel_nofault(unsigned long addr, long count)
+{
+	long n = 0;
+
+	while (n < count) {
+		unsigned long a = addr + n, word = a & ~7UL;
+		unsigned int i;
+		u64 w;
+
+		if (copy_from_kernel_nofault(&w, (const void *)word, sizeof(w)))
+			return -EFAULT;
+		for (i = a - word; i < 8 && n < count; i++, n++)
+			if (!((w >> (8 * i)) & 0xff))
+				return n + 1;
+	}
+	return n;
+}
+
+/*
+ * Copies the kernel string at addr into dst, at most count bytes with its
+ * NUL (cut and NUL-terminated there): the length copied with the NUL, or
+ * -EFAULT, as strncpy_from_kernel_nofault() (not exported), by words.
+ */
+static long rkp_strncpy_kernel_nofault(char *dst, unsigned long addr, long count)
+{
+	long n = 0;
+
+	if (count <= 0)
+		return 0;
+	while (n < count) {
+		unsigned long a = addr + n, word = a & ~7UL;
+		unsigned int i;
+		u64 w;
+
+		if (copy_from_kernel_nofault(&w, (const void *)word, sizeof(w))) {
+			dst[0] = '\0';
+			return -EFAULT;
+		}
+		for (i = a - word; i < 8 && n < count; i++, n++) {
+			dst[n] = (w >> (8 * i)) & 0xff;
+			if (!dst[n])
+				return n + 1;
+		}
+	}
+	dst[count - 1] = '\0';
+	return count;
 }
 
 /*
  * The plain record of a hit (rkp_tev_trace_regs(), rkp_tev_trace_strings()):
- * for an event whose arguments are all registers or user strings at a
+ * for an event whose arguments are all registers, memory or strings at a
  * register (struct rkp_tev_plain), stored here, and for the trace
  * instances alone (perf off). The size of the user strings
  * (__get_data_size()), then for each instance the reserve, the head, the
@@ -774,7 +833,8 @@ static __always_inline void rkp_tev_trace_plain(void *ev, struct pt_regs *regs, 
 						const bool strings)
 {
 	struct rkp_tev *tev = ev;
-	const struct rkp_tev_store *st = plain->st, *strs = st + plain->nregs;
+	const struct rkp_tev_store *st = plain->st, *mems = st + plain->nregs;
+	const struct rkp_tev_store *strs = mems + plain->nmems;
 	const struct rkp_tev_store *end = strs + plain->nstrs, *s;
 	unsigned int fixed = plain->fixed;
 	unsigned int hdr = RKP_TEV_HEAD_SIZE(tev->is_return);
@@ -784,8 +844,10 @@ static __always_inline void rkp_tev_trace_plain(void *ev, struct pt_regs *regs, 
 	struct list_head *pos;
 
 	for (s = strs; strings && s < end; s++) {
-		long len = rkp_strnlen_user_nofault(rkp_tev_store_uaddr(regs, s),
-						    RKP_TEV_MAX_STRING);
+		unsigned long addr = rkp_tev_store_addr(regs, s);
+		long len = rkp_tev_store_user(s, addr) ?
+			rkp_strnlen_user_nofault((const void __user *)addr, RKP_TEV_MAX_STRING) :
+			rkp_strnlen_kernel_nofault(addr, RKP_TEV_MAX_STRING);
 
 		if (len > 0)
 			dsize += min_t(long, len, RKP_TEV_MAX_STRING);
@@ -798,7 +860,18 @@ static __always_inline void rkp_tev_trace_plain(void *ev, struct pt_regs *regs, 
 		head = rkp_tev_reserve_link(tev, link, &fb, hdr + fixed + dsize, regs, a0, a1);
 		if (!head)
 			continue;
-		for (s = st; s < strs; s++) {
+		for (s = mems; s < strs; s++) {
+			unsigned long addr = rkp_tev_store_addr(regs, s);
+			u8 *d = head + hdr + s->at;
+			int err = addr < TASK_SIZE ?
+				copy_from_user_nofault(d, (const void __user *)addr, s->size) :
+				copy_from_kernel_nofault(d, (const void *)addr, s->size);
+
+			/* A fault leaves the field zero, as the Rust side's. */
+			if (err)
+				memset(d, 0, s->size);
+		}
+		for (s = st; s < mems; s++) {
 			unsigned long v = *(unsigned long *)((u8 *)regs + s->reg);
 			u8 *d = head + hdr + s->at;
 
@@ -825,8 +898,11 @@ static __always_inline void rkp_tev_trace_plain(void *ev, struct pt_regs *regs, 
 			 * left begins (nothing on a fault, for an empty
 			 * string, or without room), as fetch_store_string_user().
 			 */
-			long ret = room ? rkp_strncpy_user_nofault((char *)head + dyn,
-					  rkp_tev_store_uaddr(regs, s), room) : 0;
+			unsigned long addr = rkp_tev_store_addr(regs, s);
+			long ret = !room ? 0 : rkp_tev_store_user(s, addr) ?
+				rkp_strncpy_user_nofault((char *)head + dyn,
+							 (const void __user *)addr, room) :
+				rkp_strncpy_kernel_nofault((char *)head + dyn, addr, room);
 
 			if (ret < 0)
 				ret = 0;

@@ -48,30 +48,40 @@ struct rkp_tev_rec {
 #define RKP_TEV_MAX_STRING 4096
 
 /*
- * One argument that the plain record (trace_event.c) stores itself: a register stored
- * as it is (the hit path's exec::Fast::Reg and Fast::Retval; size 1, 2, 4
- * or 8, the register's low bytes), or a user string at a register plus
- * offset (Fast::String of a ustring, its field a __data_loc). reg is the
- * register's byte offset in struct pt_regs, at the field's offset after the
- * record's head. Mirrored as RkpTevStore in rust/ffi/trace_event.rs,
- * checked against tev_layout.c's offsets.
+ * One argument that the plain record (trace_event.c) stores itself: a
+ * register stored as it is (the hit path's exec::Fast::Reg, Fast::Retval
+ * and Fast::Arg; size 1, 2, 4 or 8, the register's low bytes), size bytes
+ * of memory at a register plus offset (Fast::Mem: user memory below
+ * TASK_SIZE, else kernel memory), or a string at a register plus offset
+ * (Fast::String, its field a __data_loc): a ustring (kind
+ * RKP_TEV_STR_USER), or a string, read as user memory below TASK_SIZE
+ * (kind RKP_TEV_STR_KERNEL). reg is the register's byte offset in struct
+ * pt_regs, at the field's offset after the record's head. Mirrored as
+ * RkpTevStore in rust/ffi/trace_event.rs, checked against tev_layout.c's
+ * offsets.
  */
 struct rkp_tev_store {
 	unsigned int reg;
 	unsigned int at;
 	unsigned int size;
+	unsigned int kind;
 	long offset;
 };
 
+#define RKP_TEV_STR_USER	0
+#define RKP_TEV_STR_KERNEL	1
+
 /*
  * The arguments of a probe that the plain record stores: nregs
- * registers at st, then nstrs user strings in the order of their fields;
+ * registers at st, then nmems memory loads, then nstrs strings in the
+ * order of their fields;
  * fixed is the size of the fields after the record's head. Mirrored as
  * PlainStores in rust/events/mod.rs.
  */
 struct rkp_tev_plain {
 	const struct rkp_tev_store *st;
 	unsigned int nregs;
+	unsigned int nmems;
 	unsigned int nstrs;
 	unsigned int fixed;
 };

@@ -49,7 +49,7 @@ pub(crate) struct RkpTevRec {
 
 /// `struct rkp_tev_store` of `../events/trace_event.h`: an argument that
 /// [`rkp_tev_trace_regs`] and [`rkp_tev_trace_strings`] store themselves, a
-/// register or a user string at a register. Its layout is checked against
+/// register, memory or a string at a register. Its layout is checked against
 /// C's at compile time (`rust/events/mod.rs`).
 #[repr(C)]
 #[derive(Clone, Copy)]
@@ -59,23 +59,28 @@ pub(crate) struct RkpTevStore {
     pub(crate) reg: c_uint,
     /// The field's offset after the record's head.
     pub(crate) at: c_uint,
-    /// A register's field size: 1, 2, 4 or 8 (its low bytes).
+    /// A register's or a memory load's field size: 1, 2, 4 or 8.
     pub(crate) size: c_uint,
-    /// Added to the register for a string's address.
+    /// A string's kind: `RKP_TEV_STR_USER` (a ustring) or
+    /// `RKP_TEV_STR_KERNEL` (a string, user memory below `TASK_SIZE`).
+    pub(crate) kind: c_uint,
+    /// Added to the register for a memory load's or a string's address.
     pub(crate) offset: c_long,
 }
 
 /// `struct rkp_tev_plain` of `../events/trace_event.h`: the arguments
 /// [`rkp_tev_trace_regs`] and [`rkp_tev_trace_strings`] store, `nregs`
-/// registers at `st` then `nstrs` user strings in the order of their fields,
-/// and the size of the fields.
+/// registers at `st`, then `nmems` memory loads, then `nstrs` strings in
+/// the order of their fields, and the size of the fields.
 #[repr(C)]
 pub(crate) struct RkpTevPlain {
     /// The stores.
     pub(crate) st: *const RkpTevStore,
     /// Registers first.
     pub(crate) nregs: c_uint,
-    /// Then user strings.
+    /// Then memory loads.
+    pub(crate) nmems: c_uint,
+    /// Then strings.
     pub(crate) nstrs: c_uint,
     /// The record's bytes of fields after its head.
     pub(crate) fixed: c_uint,
@@ -83,6 +88,10 @@ pub(crate) struct RkpTevPlain {
 
 /// [`rkp_tev_wants`]: records in the trace instances.
 pub(crate) const RKP_TEV_TRACE: c_uint = 1;
+/// `RKP_TEV_STR_USER`: a `ustring`, read as user memory.
+pub(crate) const RKP_TEV_STR_USER: c_uint = 0;
+/// `RKP_TEV_STR_KERNEL`: a `string`, user memory below `TASK_SIZE`.
+pub(crate) const RKP_TEV_STR_KERNEL: c_uint = 1;
 /// [`rkp_tev_wants`]: a record for perf and BPF.
 pub(crate) const RKP_TEV_PERF: c_uint = 2;
 /// [`rkp_tev_wants`]: for perf alone: the BPF programs ran.

@@ -88,10 +88,14 @@ native_events() {
 # the run and another CPU's bursts favour neither side.
 EN=${RKP_BENCH_EVENT_ITERS:-20000}
 EVDEF="do_sys_openat2 dfd=%di:s32 how=%dx:x64 path=+0(%si):ustring"
-# The third row: the same event written with typed (BTF) fetchargs, where
-# the kernel has BTF: the parameters by name, the path through its
-# char * type, a member of the struct open_how.
+# More shapes at the same site, recorded: the event written with typed
+# (BTF) fetchargs where the kernel has BTF (the parameters by name, the
+# path through its char * type, a member of the struct open_how); a load
+# from memory (the first word of the struct open_how); a string typed
+# `string` at a user address (read as user memory, as the kernel does).
 EVDEF_BTF="do_sys_openat2 dfd filename:string how->flags"
+EVDEF_MEM="do_sys_openat2 flags=+0(%dx):u64"
+EVDEF_KSTR="do_sys_openat2 path=+0(%si):string"
 loop_ns() {
 	/tmp/sysloop $EN $NOFILE -t | sed -n 's/^sysloop: [0-9]* calls in \([0-9]*\) ns$/\1/p'
 }
@@ -112,7 +116,7 @@ event_row() {
 	echo "-:evbench" >> $1
 	echo "$rec $filt"
 }
-none= ours_r= ours_f= nat_r= nat_f= ours_b= nat_b=
+none= ours_r= ours_f= nat_r= nat_f= ours_b= nat_b= ours_m= nat_m= ours_k= nat_k=
 for round in 1 2 3; do
 	none=$(least "$none" "$(loop_ns)")
 	r=$(event_row $KE /sys/kernel/tracing/events/rkprobes)
@@ -123,6 +127,16 @@ for round in 1 2 3; do
 		nat_r=$(least "$nat_r" "${r% *}")
 		nat_f=$(least "$nat_f" "${r#* }")
 	fi
+	r=$(event_row $KE /sys/kernel/tracing/events/rkprobes "$EVDEF_MEM")
+	ours_m=$(least "$ours_m" "${r% *}")
+	r=$(event_row $KE /sys/kernel/tracing/events/rkprobes "$EVDEF_KSTR")
+	ours_k=$(least "$ours_k" "${r% *}")
+	if native_events; then
+		r=$(event_row $NATIVE_KE /sys/kernel/tracing/events/kprobes "$EVDEF_MEM")
+		nat_m=$(least "$nat_m" "${r% *}")
+		r=$(event_row $NATIVE_KE /sys/kernel/tracing/events/kprobes "$EVDEF_KSTR")
+		nat_k=$(least "$nat_k" "${r% *}")
+	fi
 	if [ -e /sys/kernel/btf/vmlinux ]; then
 		r=$(event_row $KE /sys/kernel/tracing/events/rkprobes "$EVDEF_BTF")
 		ours_b=$(least "$ours_b" "${r% *}")
@@ -132,12 +146,14 @@ for round in 1 2 3; do
 		fi
 	fi
 done
-ours="$ours_r $ours_f $ours_b"
+ours="$ours_r $ours_f $ours_m $ours_k $ours_b"
 check "the event rows ran on rkprobes' event" test -n "$none" -a -n "$ours_r" -a -n "$ours_f"
 native=
-native_events && native="$nat_r $nat_f $nat_b"
+native_events && native="$nat_r $nat_f $nat_m $nat_k $nat_b"
 rows="1 event, two registers and a string, recorded|2 event, the same, a filter rejects every record"
-[ -n "$ours_b" ] && rows="$rows|3 event, typed from BTF (dfd filename:string how->flags), recorded"
+rows="$rows|3 event, a load from memory (+0(%dx):u64), recorded"
+rows="$rows|4 event, a string typed string at a user address, recorded"
+[ -n "$ours_b" ] && rows="$rows|5 event, typed from BTF (dfd filename:string how->flags), recorded"
 echo "$rows" | tr '|' '\n' | while read -r row; do
 	i=${row%% *}
 	awk -v n=$EN -v none="$none" -v ours="$(echo $ours | cut -d' ' -f$i)" \

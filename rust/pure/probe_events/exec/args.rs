@@ -4,8 +4,8 @@
 //! and their stores (`store_trace_args()`).
 
 use super::{
-    fast, kernel_strlen, make_data_loc, process, store_reg, store_string, user_strlen, Dest, Fast,
-    FetchEnv, FetchInsn, StrKind,
+    fast, kernel_strlen, make_data_loc, mem_read, process, store_reg, store_string, user_strlen,
+    Dest, Fast, FetchEnv, FetchInsn, StrKind,
 };
 
 /// One argument of an event, as the record layout sees it.
@@ -117,6 +117,19 @@ pub fn store_args<A: ArgSource, E: FetchEnv + ?Sized>(
             }
             Some(Fast::Retval(size)) => {
                 store_reg(env.return_value(), size, rec, at);
+                continue;
+            }
+            Some(Fast::Arg(n, size)) => {
+                store_reg(env.argument(n), size, rec, at);
+                continue;
+            }
+            Some(Fast::Mem { base, offset, size }) => {
+                if let Some(out) = rec.get_mut(at..at.saturating_add(usize::from(size))) {
+                    // A fault leaves the field as it was (zero here).
+                    if !mem_read(env, base.address(offset, env), out) {
+                        out.fill(0);
+                    }
+                }
                 continue;
             }
             _ => {}

@@ -37,6 +37,20 @@ pub enum Fast {
     Reg(Register, u8),
     /// The return value stored as it is (`$retval`), `size` bytes.
     Retval(u8),
+    /// A function argument at entry stored as it is (`$arg1`, a typed
+    /// parameter such as `dfd`), `size` bytes.
+    Arg(u32, u8),
+    /// `size` bytes of memory at a register or an argument plus an offset
+    /// (`+8(%di):u32`, `how->flags`), kernel or user memory as the
+    /// address says, as [`process`] reads it.
+    Mem {
+        /// Where the address is.
+        base: Base,
+        /// Added to it.
+        offset: i32,
+        /// Bytes stored.
+        size: u8,
+    },
     /// A string at a register or an argument plus an offset
     /// (`+0(%si):ustring`, `+8($arg2):string`): a user string when `user`,
     /// otherwise a kernel one (read as user memory below `TASK_SIZE`, as
@@ -61,6 +75,17 @@ pub fn fast(code: &[FetchInsn<u64>], dynamic: bool) -> Option<Fast> {
         }
         [FetchInsn::Retval, FetchInsn::StRaw(size), FetchInsn::End, ..] if !dynamic => {
             Some(Fast::Retval(size))
+        }
+        [FetchInsn::Arg(n), FetchInsn::StRaw(size), FetchInsn::End, ..] if !dynamic => {
+            Some(Fast::Arg(n, size))
+        }
+        [first, FetchInsn::StMem { offset, size }, FetchInsn::End, ..] if !dynamic => {
+            let base = match first {
+                FetchInsn::Reg(r) => Base::Reg(r),
+                FetchInsn::Arg(n) => Base::Arg(n),
+                _ => return None,
+            };
+            Some(Fast::Mem { base, offset, size })
         }
         [first, store, FetchInsn::End, ..] if dynamic => {
             let base = match first {
