@@ -292,7 +292,7 @@ fn record(
         // fixed fields, the registers first (`build::plain_stores`); `regs`
         // are the hit's.
         unsafe {
-            if plain.c.nstrs == 0 {
+            if plain.c.nstrs == 0 && plain.c.nmems == 0 {
                 rkp_tev_trace_regs(ev.tev, regs, a0 as c_ulong, a1 as c_ulong, &plain.c)
             } else {
                 rkp_tev_trace_strings(ev.tev, regs, a0 as c_ulong, a1 as c_ulong, &plain.c)

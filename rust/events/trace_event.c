@@ -860,7 +860,7 @@ static __always_inline void rkp_tev_trace_plain(void *ev, struct pt_regs *regs, 
 		head = rkp_tev_reserve_link(tev, link, &fb, hdr + fixed + dsize, regs, a0, a1);
 		if (!head)
 			continue;
-		for (s = mems; s < strs; s++) {
+		for (s = mems; strings && s < strs; s++) {
 			unsigned long addr = rkp_tev_store_addr(regs, s);
 			u8 *d = head + hdr + s->at;
 			int err = addr < TASK_SIZE ?
@@ -914,14 +914,14 @@ static __always_inline void rkp_tev_trace_plain(void *ev, struct pt_regs *regs, 
 	}
 }
 
-/* The plain record of a probe without strings: registers alone, or none. */
+/* The plain record of a probe with registers alone, or none. */
 notrace void rkp_tev_trace_regs(void *ev, struct pt_regs *regs, unsigned long a0, unsigned long a1,
 				const struct rkp_tev_plain *plain)
 {
 	rkp_tev_trace_plain(ev, regs, a0, a1, plain, false);
 }
 
-/* The plain record of a probe with user strings. */
+/* The plain record of a probe with memory loads or strings. */
 notrace void rkp_tev_trace_strings(void *ev, struct pt_regs *regs, unsigned long a0,
 				   unsigned long a1, const struct rkp_tev_plain *plain)
 {

@@ -172,7 +172,7 @@ extern "C" {
     /// Records a hit in every trace instance that has the event enabled
     /// (reserve, head, the stores and commit for each), for an event whose
     /// arguments are all registers, [`RkpTevStore`]s, as `plain` says
-    /// (`nstrs` 0). Probe-hit context, perf not listening.
+    /// (`nmems` and `nstrs` 0). Probe-hit context, perf not listening.
     pub(crate) fn rkp_tev_trace_regs(
         ev: *mut c_void,
         regs: *mut bindings::pt_regs,
@@ -181,8 +181,8 @@ extern "C" {
         plain: *const RkpTevPlain,
     );
 
-    /// [`rkp_tev_trace_regs`] for an event with user strings among its
-    /// arguments: their size first, then the records.
+    /// [`rkp_tev_trace_regs`] for an event with memory loads or strings
+    /// among its arguments: the strings' size first, then the records.
     pub(crate) fn rkp_tev_trace_strings(
         ev: *mut c_void,
         regs: *mut bindings::pt_regs,
