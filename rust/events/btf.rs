@@ -25,7 +25,7 @@ use crate::{
         store::{NoMemory, Store},
     },
 };
-use kernel::{ffi::c_void, prelude::*};
+use kernel::{ffi::c_void, prelude::*, str::CStr};
 
 /// The largest `.BTF` section believed (a distribution kernel's is about
 /// 6 MiB).
@@ -108,10 +108,10 @@ pub(super) struct ModuleBtf {
 }
 
 impl ModuleBtf {
-    /// The BTF of the loaded module `name`, `None` when it has none (a
-    /// module built without BTF, or gone) or it is not BTF.
-    pub(super) fn load(name: &[u8]) -> Result<Option<ModuleBtf>> {
-        let path = super::env::cstring(&[b"/sys/kernel/btf/", name]).ok_or(ENOMEM)?;
+    /// The BTF of a loaded module, read from `path`
+    /// (`/sys/kernel/btf/MODULE`), `None` when it has none (a module built
+    /// without BTF, or gone) or it is not BTF.
+    pub(super) fn load(path: &CStr) -> Result<Option<ModuleBtf>> {
         let mut data = core::ptr::null_mut();
         // SAFETY: `path` is a C string; `data` receives memory the C side
         // allocated, freed by `Drop`. Process context.
@@ -148,9 +148,9 @@ impl ModuleBtf {
     }
 
     /// The module's BTF on top of `vmlinux`.
-    pub(super) fn btf<'a>(&'a self, vmlinux: &Btf<'a>) -> Option<Btf<'a>> {
+    pub(super) fn btf<'a>(&'a self, vmlinux: &'a Btf<'a>) -> Option<Btf<'a>> {
         let sections = Sections::new(self.bytes()).ok()?;
-        Some(Btf::new(sections, &self.index.0, Some(vmlinux.as_base()?)))
+        Some(Btf::new(sections, &self.index.0, Some(vmlinux)))
     }
 }
 

@@ -124,21 +124,22 @@ impl ProbeEnv for KernelEnv<'_> {
     }
 
     fn btf(&self, func: &[u8]) -> Option<Btf<'_>> {
-        let vmlinux = self.btf?;
+        let vmlinux = self.btf.as_ref()?;
         let (module, name) = match func.iter().position(|&c| c == b':') {
             Some(c) => (Some(&func[..c]), &func[c + 1..]),
             None => (None, func),
         };
         if func.is_empty() || (module.is_none() && vmlinux.func_proto(name).is_some()) {
-            return Some(vmlinux);
+            return Some(*vmlinux);
         }
         // A module's function: its split BTF on vmlinux's, for `MOD:SYM`
         // and for a symbol that a loaded module has.
         let m = self.module_btf.get_or_init(|| {
-            self.module_of(module, name)
-                .and_then(|m| ModuleBtf::load(&m).ok()?)
+            let m = self.module_of(module, name)?;
+            let path = cstring(&[b"/sys/kernel/btf/", &m])?;
+            ModuleBtf::load(&path).ok()?
         });
-        m.as_ref().and_then(|m| m.btf(&vmlinux)).or(Some(vmlinux))
+        m.as_ref().and_then(|m| m.btf(vmlinux)).or(Some(*vmlinux))
     }
 
     fn check_symbol(&self, module: Option<&[u8]>, symbol: &[u8]) -> SymbolCheck {

@@ -237,22 +237,13 @@ impl<'a> Sections<'a> {
 pub struct Btf<'a> {
     sections: Sections<'a>,
     offsets: &'a [u32],
-    base: Option<Base<'a>>,
-}
-
-/// The BTF a split BTF (a module's) is on top of: vmlinux's, which has no
-/// base of its own. Held by value, so that a module's BTF can be made
-/// where vmlinux's is only borrowed.
-#[derive(Clone, Copy)]
-pub struct Base<'a> {
-    sections: Sections<'a>,
-    offsets: &'a [u32],
+    base: Option<&'a Btf<'a>>,
 }
 
 impl<'a> Btf<'a> {
     /// The BTF of `sections`, indexed by `offsets`; split BTF (a module's)
     /// on top of `base`, whose type ids and strings come first.
-    pub fn new(sections: Sections<'a>, offsets: &'a [u32], base: Option<Base<'a>>) -> Self {
+    pub fn new(sections: Sections<'a>, offsets: &'a [u32], base: Option<&'a Btf<'a>>) -> Self {
         Btf {
             sections,
             offsets,
@@ -260,25 +251,9 @@ impl<'a> Btf<'a> {
         }
     }
 
-    /// This BTF as the base of a split BTF; `None` for a split BTF itself
-    /// (a module's BTF is on vmlinux's, never on another module's).
-    pub fn as_base(&self) -> Option<Base<'a>> {
-        match self.base {
-            None => Some(Base {
-                sections: self.sections,
-                offsets: self.offsets,
-            }),
-            Some(_) => None,
-        }
-    }
-
-    /// The base BTF, as a BTF.
-    fn base(&self) -> Option<Btf<'a>> {
-        self.base.map(|b| Btf {
-            sections: b.sections,
-            offsets: b.offsets,
-            base: None,
-        })
+    /// The base BTF.
+    fn base(&self) -> Option<&'a Btf<'a>> {
+        self.base
     }
 
     /// The first type id of this BTF's own types.
@@ -297,7 +272,8 @@ impl<'a> Btf<'a> {
 
     /// The length of the strings before this BTF's own.
     fn base_strs(&self) -> usize {
-        self.base.map_or(0, |b| b.sections.strs.len())
+        self.base
+            .map_or(0, |b| b.base_strs() + b.sections.strs.len())
     }
 
     /// The NUL-terminated string at `off` of the string sections, without

@@ -27,7 +27,7 @@ use super::{
     DentryOffsets, FETCH_INSN_MAX, MAX_ARGSTR_LEN, MAX_ARG_NAME_LEN, MAX_PROBE_EVENT_SIZE,
     PARAM_MAX_STACK,
 };
-use crate::pure::btf::{Btf, Kind, Type};
+use crate::pure::btf::{Btf, Kind};
 
 /// The code buffer being filled, with the kernel's cursor.
 struct Code {
@@ -86,16 +86,16 @@ pub struct ArgContext {
 pub(crate) struct Typed<'a> {
     /// The BTF the function is looked up in.
     pub(crate) btf: Btf<'a>,
-    /// The function's prototype, `None` when BTF has no such function.
-    pub(crate) proto: Option<Type<'a>>,
+    /// The function's prototype's type id, `None` when BTF has no such
+    /// function (an id rather than the type: a command is kept small).
+    pub(crate) proto: Option<u32>,
 }
 
 // Two definitions are the same probe when they name the same function in
 // a BTF of the same extent: identity, not contents.
 impl PartialEq for Typed<'_> {
     fn eq(&self, other: &Self) -> bool {
-        self.btf.end_id() == other.btf.end_id()
-            && self.proto.map(|p| p.id) == other.proto.map(|p| p.id)
+        self.btf.end_id() == other.btf.end_id() && self.proto == other.proto
     }
 }
 
@@ -104,15 +104,13 @@ impl Eq for Typed<'_> {}
 impl core::hash::Hash for Typed<'_> {
     fn hash<H: core::hash::Hasher>(&self, h: &mut H) {
         self.btf.end_id().hash(h);
-        self.proto.map(|p| p.id).hash(h);
+        self.proto.hash(h);
     }
 }
 
 impl core::fmt::Debug for Typed<'_> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Typed")
-            .field("proto", &self.proto.map(|p| p.id))
-            .finish()
+        f.debug_struct("Typed").field("proto", &self.proto).finish()
     }
 }
 
@@ -533,7 +531,8 @@ fn parse_btf_arg(arg: &[u8], code: &mut Code, ctx: &mut Ctx<'_>) -> Result<(), P
     let queried = ctx.queried;
     ctx.queried = typed.proto.is_some();
     let max = END_SLOT.saturating_sub(code.cur + 1);
-    let r = match btfarg::resolve_in(&typed.btf, typed.proto, ctx.flags.on_return, arg, max) {
+    let proto = typed.proto.and_then(|id| typed.btf.get(id));
+    let r = match btfarg::resolve_in(&typed.btf, proto, ctx.flags.on_return, arg, max) {
         Ok(r) => r,
         Err(e) => {
             let code = match e.code {

@@ -526,7 +526,7 @@ fn parse_probe<'a, E: ProbeEnv + ?Sized>(
         proto: if name.is_empty() {
             None
         } else {
-            btf.func_proto(name)
+            btf.func_proto(name).map(|p| p.id)
         },
     });
     let star = check_meta_args(args_text, &context, typed.is_some())?;
@@ -728,13 +728,19 @@ fn check_meta_args(
 /// `$arg*`, so that `$argN` stay registers. An unnamed parameter (the
 /// `...` of a variadic function) is an empty fetcharg, which the text
 /// cannot hold: its index comes back beside the text.
+/// Fetchargs with `$arg*`/`$argN` rewritten, and where an empty one is.
+type Expanded<'a> = (&'a [u8], Option<usize>);
+
 fn expand_meta_args<'a>(
     args_text: &[u8],
     typed: &Typed<'a>,
     meta: MetaArgs,
     buf: &'a mut [u8],
-) -> Result<Option<(&'a [u8], Option<usize>)>, ParseError> {
-    let params = typed.proto.filter(|p| p.vlen() > 0);
+) -> Result<Option<Expanded<'a>>, ParseError> {
+    let params = typed
+        .proto
+        .and_then(|id| typed.btf.get(id))
+        .filter(|p| p.vlen() > 0);
     let Some(proto) = params else {
         if meta.star.is_some() {
             return Err(ParseError::logged(
