@@ -464,6 +464,23 @@ fn fast_programs() {
             user: false
         })
     );
+    assert_eq!(
+        prog("p vfs_read a=+0(%si):u64"),
+        Some(Fast::Mem {
+            base: Base::Reg(Register::Si),
+            offset: 0,
+            size: 8
+        })
+    );
+    assert_eq!(
+        prog("p vfs_read a=+8($arg1):u32"),
+        Some(Fast::Mem {
+            base: Base::Arg(0),
+            offset: 8,
+            size: 4
+        })
+    );
+    assert_eq!(prog("p vfs_read a=$arg2:u16"), Some(Fast::Arg(1, 2)));
     assert_eq!(prog("r vfs_read a=$retval"), Some(Fast::Retval(8)));
     assert_eq!(prog("r vfs_read a=$retval:s16"), Some(Fast::Retval(2)));
     for slow in [
@@ -473,7 +490,8 @@ fn fast_programs() {
         "p vfs_read a=+0(%si):string[2]",
         "p vfs_read a=$comm",
         "p vfs_read a=@vfs_read:symstr",
-        "p vfs_read a=+0(%si):u64",
+        "p vfs_read a=+0(+8(%si)):u64",
+        "p vfs_read a=+0(%si):u64[2]",
         "p vfs_read a=%di:b4@2/32",
         "p vfs_read a=\\\"imm\"",
     ] {
