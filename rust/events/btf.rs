@@ -22,6 +22,7 @@ use crate::{
     },
     pure::{
         btf::{Btf, Sections},
+        elf, moddep,
         store::{NoMemory, Store},
     },
 };
@@ -95,15 +96,62 @@ impl KernelBtf {
     }
 }
 
-/// The largest module BTF read (a large module's is a few hundred KiB).
+/// The largest module BTF read from sysfs (a large module's is a few
+/// hundred KiB).
 const MAX_MODULE_BTF: usize = 16 << 20;
+/// The largest `modules.dep` read (a distribution's is about 1 MiB).
+const MAX_MODULES_DEP: usize = 16 << 20;
+/// The largest module file read (one with DWARF is tens of MiB).
+const MAX_MODULE_FILE: usize = 512 << 20;
 
-/// A module's BTF, read from `/sys/kernel/btf/MODULE` (the module's own
-/// copy of its `.BTF` section is freed once it is live) for one command,
-/// split BTF on vmlinux's. Process context.
-pub(super) struct ModuleBtf {
+/// A whole file read into vmalloc'd memory. Process context.
+pub(super) struct FileBuf {
     data: *mut c_void,
     len: usize,
+}
+
+impl FileBuf {
+    /// The file at `path`, at most `max` bytes; `None` when it cannot be
+    /// read.
+    pub(super) fn read(path: &CStr, max: usize) -> Option<FileBuf> {
+        let mut data = core::ptr::null_mut();
+        // SAFETY: `path` is a C string; `data` receives memory the C side
+        // allocated, freed by `Drop`. Process context.
+        let n = unsafe { ffi::rkp_tev_read_file(path.as_char_ptr(), &mut data, max as _) };
+        let b = FileBuf {
+            data,
+            len: usize::try_from(n).unwrap_or(0),
+        };
+        (n >= 0).then_some(b)
+    }
+
+    /// The file's bytes.
+    pub(super) fn bytes(&self) -> &[u8] {
+        if self.data.is_null() {
+            return &[];
+        }
+        // SAFETY: `len` bytes that `rkp_tev_read_file()` read into `data`,
+        // owned by `self` until it drops.
+        unsafe { core::slice::from_raw_parts(self.data.cast::<u8>(), self.len) }
+    }
+}
+
+impl Drop for FileBuf {
+    fn drop(&mut self) {
+        // SAFETY: what `rkp_tev_read_file()` allocated (or null), freed once.
+        unsafe { ffi::rkp_tev_free_file(self.data) };
+    }
+}
+
+/// A module's BTF for one command, split BTF on vmlinux's: read from
+/// `/sys/kernel/btf/MODULE` for a loaded module (its own copy of its
+/// `.BTF` section is freed once it is live), or from the `.BTF` section of
+/// its file, which `modules.dep` names, for one not loaded yet. Process
+/// context.
+pub(super) struct ModuleBtf {
+    file: FileBuf,
+    /// Where the BTF is in the file.
+    at: core::ops::Range<usize>,
     index: Index,
 }
 
@@ -112,17 +160,50 @@ impl ModuleBtf {
     /// (`/sys/kernel/btf/MODULE`), `None` when it has none (a module built
     /// without BTF, or gone) or it is not BTF.
     pub(super) fn load(path: &CStr) -> Result<Option<ModuleBtf>> {
-        let mut data = core::ptr::null_mut();
-        // SAFETY: `path` is a C string; `data` receives memory the C side
-        // allocated, freed by `Drop`. Process context.
-        let n =
-            unsafe { ffi::rkp_tev_read_file(path.as_char_ptr(), &mut data, MAX_MODULE_BTF as _) };
-        let Ok(len) = usize::try_from(n) else {
+        let Some(file) = FileBuf::read(path, MAX_MODULE_BTF) else {
             return Ok(None);
         };
+        let at = 0..file.len;
+        ModuleBtf::new(file, at)
+    }
+
+    /// The BTF of the module `name` that is not loaded, from the `.BTF`
+    /// section of its file in `/lib/modules/RELEASE/`; `None` for a module
+    /// `modules.dep` does not name, a compressed file (rkprobes does not
+    /// decompress), or one without BTF.
+    pub(super) fn from_file(release: &[u8], name: &[u8]) -> Result<Option<ModuleBtf>> {
+        let dir = [b"/lib/modules/", release, b"/"];
+        let dep_path = cstring(&[dir[0], dir[1], dir[2], b"modules.dep"]).ok_or(ENOMEM)?;
+        let Some(dep) = FileBuf::read(&dep_path, MAX_MODULES_DEP) else {
+            return Ok(None);
+        };
+        let Some((path, suffix)) = moddep::module_path(dep.bytes(), name) else {
+            return Ok(None);
+        };
+        if !suffix.is_empty() {
+            return Ok(None);
+        }
+        let full = if path.first() == Some(&b'/') {
+            cstring(&[path])
+        } else {
+            cstring(&[dir[0], dir[1], dir[2], path])
+        }
+        .ok_or(ENOMEM)?;
+        let Some(file) = FileBuf::read(&full, MAX_MODULE_FILE) else {
+            return Ok(None);
+        };
+        let Some(btf) = elf::section(file.bytes(), b".BTF") else {
+            return Ok(None);
+        };
+        let start = btf.as_ptr() as usize - file.bytes().as_ptr() as usize;
+        let at = start..start + btf.len();
+        ModuleBtf::new(file, at)
+    }
+
+    fn new(file: FileBuf, at: core::ops::Range<usize>) -> Result<Option<ModuleBtf>> {
         let mut m = ModuleBtf {
-            data,
-            len,
+            file,
+            at,
             index: Index(KVVec::new()),
         };
         let Ok(sections) = Sections::new(m.bytes()) else {
@@ -139,12 +220,7 @@ impl ModuleBtf {
     }
 
     fn bytes(&self) -> &[u8] {
-        if self.data.is_null() {
-            return &[];
-        }
-        // SAFETY: `len` bytes that `rkp_tev_read_file()` read into `data`,
-        // owned by `self` until it drops.
-        unsafe { core::slice::from_raw_parts(self.data.cast::<u8>(), self.len) }
+        self.file.bytes().get(self.at.clone()).unwrap_or(&[])
     }
 
     /// The module's BTF on top of `vmlinux`.
@@ -154,9 +230,15 @@ impl ModuleBtf {
     }
 }
 
-impl Drop for ModuleBtf {
-    fn drop(&mut self) {
-        // SAFETY: what `rkp_tev_read_file()` allocated, freed once.
-        unsafe { ffi::rkp_tev_free_file(self.data) };
+/// The concatenation of `parts` as a C string (`None` without memory or
+/// with a NUL inside).
+fn cstring(parts: &[&[u8]]) -> Option<kernel::str::CString> {
+    let len = parts.iter().map(|p| p.len()).sum::<usize>();
+    let mut v = KVec::with_capacity(len + 1, GFP_KERNEL).ok()?;
+    for p in parts {
+        v.extend_from_slice(p, GFP_KERNEL).ok()?;
     }
+    v.push(0, GFP_KERNEL).ok()?;
+    let c = CStr::from_bytes_with_nul(&v).ok()?;
+    kernel::str::CString::try_from(c).ok()
 }

@@ -134,11 +134,23 @@ impl ProbeEnv for KernelEnv<'_> {
         }
         // A module's function: its split BTF on vmlinux's, for `MOD:SYM`
         // and for a symbol that a loaded module has.
-        let m = self.module_btf.get_or_init(|| {
-            let m = self.module_of(module, name)?;
-            let path = cstring(&[b"/sys/kernel/btf/", &m])?;
-            ModuleBtf::load(&path).ok()?
-        });
+        let m = self
+            .module_btf
+            .get_or_init(|| match self.module_of(module, name) {
+                Some(m) => {
+                    let path = cstring(&[b"/sys/kernel/btf/", &m])?;
+                    ModuleBtf::load(&path).ok()?
+                }
+                // `MOD:SYM` of a module not loaded yet: its file's BTF.
+                None if module.is_some_and(|m| matches!(self.module_loaded(m), Ok(false))) => {
+                    // SAFETY: the kernel's release string, constant while it
+                    // runs.
+                    let release =
+                        unsafe { kernel::str::CStr::from_char_ptr(ffi::rkp_tev_kernel_release()) };
+                    ModuleBtf::from_file(release.as_bytes(), module?).ok()?
+                }
+                None => None,
+            });
         m.as_ref().and_then(|m| m.btf(vmlinux)).or(Some(*vmlinux))
     }
 

@@ -28,6 +28,7 @@
  * why none of them can misuse this one.
  */
 #include <linux/kernel_read_file.h>
+#include <linux/utsname.h>
 #include <linux/vmalloc.h>
 #include <linux/bpf.h>
 #include <linux/kallsyms.h>
@@ -1050,4 +1051,10 @@ long rkp_tev_read_file(const char *path, void **buf, unsigned long max)
 void rkp_tev_free_file(void *buf)
 {
 	vfree(buf);
+}
+
+/* The running kernel's release, for /lib/modules/RELEASE. Process context. */
+const char *rkp_tev_kernel_release(void)
+{
+	return init_utsname()->release;
 }

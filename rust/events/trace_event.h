@@ -122,6 +122,7 @@ unsigned long rkp_tev_task_size(void);
 unsigned long rkp_tev_this_cpu_ptr(unsigned long addr);
 long rkp_tev_read_file(const char *path, void **buf, unsigned long max);
 void rkp_tev_free_file(void *buf);
+const char *rkp_tev_kernel_release(void);
 long rkp_strncpy_user_nofault(char *dst, const void __user *src, long count);
 long rkp_strnlen_user_nofault(const void __user *src, long count);
 void __percpu *rkp_tev_scratch_alloc(unsigned long size);

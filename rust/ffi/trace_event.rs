@@ -237,6 +237,10 @@ extern "C" {
     /// Frees what `rkp_tev_read_file()` read. Process context.
     pub(crate) fn rkp_tev_free_file(buf: *mut c_void);
 
+    /// The running kernel's release (`init_utsname()->release`), a C
+    /// string of the kernel's. Process context.
+    pub(crate) fn rkp_tev_kernel_release() -> *const c_char;
+
     /// `__alloc_percpu(size, 64)`: zeroed per-CPU memory, or null.
     /// Process context.
     pub(crate) fn rkp_tev_scratch_alloc(size: c_ulong) -> *mut c_void;

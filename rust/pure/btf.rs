@@ -251,6 +251,11 @@ impl<'a> Btf<'a> {
         }
     }
 
+    /// Whether this is split BTF (a module's, on vmlinux's).
+    pub fn is_split(&self) -> bool {
+        self.base.is_some()
+    }
+
     /// The base BTF.
     fn base(&self) -> Option<&'a Btf<'a>> {
         self.base

@@ -8,8 +8,10 @@
 //! its unit, property, differential and fuzz tests live.
 
 pub mod btf;
+pub mod elf;
 pub mod emulate;
 pub mod ksym;
+pub mod moddep;
 pub mod nokprobe;
 pub mod sites;
 pub mod store;

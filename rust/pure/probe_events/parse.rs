@@ -453,6 +453,7 @@ fn parse_probe<'a, E: ProbeEnv + ?Sized>(
 
     let mut on_entry = false;
     let mut on_return = false;
+    let mut entry_unknown = false;
     let location = match kstrtoull(argv1, 0) {
         Ok(addr) => ProbeLocation::Address(addr),
         Err(_) => {
@@ -489,7 +490,9 @@ fn parse_probe<'a, E: ProbeEnv + ?Sized>(
                 FuncEntry::NotEntry if is_return => {
                     return Err(log_err(ErrorCode::BadRetprobe, 1, 0));
                 }
-                FuncEntry::NotEntry | FuncEntry::Unknown => {}
+                FuncEntry::NotEntry => {}
+                // A module not loaded yet: decided below, with its BTF.
+                FuncEntry::Unknown => entry_unknown = offset == 0 && !is_return,
                 FuncEntry::NoMemory => return Err(ParseError::silent(Errno::ENOMEM)),
             }
             ProbeLocation::Symbol { symbol, offset }
@@ -510,10 +513,6 @@ fn parse_probe<'a, E: ProbeEnv + ?Sized>(
         None => EventName::Auto(auto_event_name(is_return, &location, env)),
     };
 
-    let context = ArgContext {
-        on_return,
-        on_entry,
-    };
     let func = match location {
         ProbeLocation::Symbol { symbol, .. } => symbol,
         ProbeLocation::Address(_) => &[],
@@ -523,12 +522,23 @@ fn parse_probe<'a, E: ProbeEnv + ?Sized>(
     let name = location.symbol_name().unwrap_or(&[]);
     let typed = env.btf(func).map(|btf| Typed {
         btf,
-        proto: if name.is_empty() {
+        // Not vmlinux's function of the name for a module's.
+        proto: if name.is_empty() || (location.module().is_some() && !btf.is_split()) {
             None
         } else {
             btf.func_proto(name).map(|p| p.id)
         },
     });
+    // `MOD:SYM` of a module not loaded yet, whose BTF (from its file) has
+    // the function: offset 0 is its entry, where its parameters are typed
+    // (6.12 cannot tell before the module comes, and types nothing there).
+    if entry_unknown && location.module().is_some() && typed.is_some_and(|t| t.proto.is_some()) {
+        on_entry = true;
+    }
+    let context = ArgContext {
+        on_return,
+        on_entry,
+    };
     let star = check_meta_args(args_text, &context, typed.is_some())?;
     let (args_text, names_expanded, empty_at) = match (typed, star) {
         (Some(t), Some(star)) => match expand_meta_args(args_text, &t, star, buf)? {

@@ -61,7 +61,25 @@ fi
 # past 6.12 (which looks `MOD:SYM` up as one name and finds no BTF), with
 # the module named.
 if [ -e /sys/kernel/btf/vmlinux ] && [ -e $MODDIR/lkdtm.ko ]; then
+	# Before the module is loaded, from its file, which modules.dep names
+	# as depmod writes it (the guest has no /lib/modules of its own).
+	rmmod lkdtm 2>/dev/null
+	lib=/lib/modules/$(uname -r)
+	mkdir -p $lib/kernel/drivers/misc/lkdtm
+	cp $MODDIR/lkdtm.ko $lib/kernel/drivers/misc/lkdtm/
+	echo "kernel/drivers/misc/lkdtm/lkdtm.ko:" > $lib/modules.dep
+	check "module: typed before it is loaded" sh -c "echo 'p:m0 lkdtm:lkdtm_debugfs_read count fl=f->f_flags' >> $KE"
+	check "module: listed with the parameter's name" grep -q 'p:rkprobes/m0 lkdtm:lkdtm_debugfs_read count=count fl=f->f_flags' $KE
+	check "module: typed from its file's BTF" sh -c "grep -q 'field:u64 count;' $EV/m0/format && grep -q 'field:u32 fl;' $EV/m0/format"
 	check "module: insmod lkdtm" sh -c "grep -q '^lkdtm ' /proc/modules || insmod $MODDIR/lkdtm.ko"
+	echo > $T/trace
+	check "module: enable" sh -c "echo 1 > $EV/m0/enable"
+	dd if=/sys/kernel/debug/provoke-crash/DIRECT of=/dev/null bs=123 count=1 2>/dev/null
+	check "module: disable" sh -c "echo 0 > $EV/m0/enable"
+	grep ' m0:' $T/trace | tail -n 1 | sed 's/^/# /'
+	check "module: the count read, typed from the file's BTF" grep -q ' m0: (lkdtm_debugfs_read+0x[0-9a-f]*/0x[0-9a-f]* \[lkdtm\]) count=123 fl=' $T/trace
+	check "module: clear m0" sh -c "echo '-:m0' >> $KE"
+	rm -rf $lib
 	check "module: lkdtm has BTF" test -e /sys/kernel/btf/lkdtm
 	check "module: typed parameters" sh -c "echo 'p:m1 lkdtm_debugfs_read f count fl=f->f_flags' >> $KE"
 	check "module: listed with the parameters' names" grep -q 'p:rkprobes/m1 lkdtm_debugfs_read f=f count=count fl=f->f_flags' $KE

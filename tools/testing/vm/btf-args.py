@@ -22,7 +22,11 @@ Then the recorded values: definitions on functions a fixed workload calls
 side, then on rkprobes', then on the kernel's again; the records of the
 workload's tasks are compared, for every field whose value the two runs of
 the kernel agree on and that is no address (pointers and counters that
-change between runs are left out, and counted).
+change between runs are left out, and counted). Where a read faults, the
+kernel's field keeps the bytes its place held (rkprobes' is 0): before each
+run the trace buffer is filled with random text and emptied, and the
+kernel's second run defines the events in the other order, so that such a
+field differs between the kernel's runs and is left out too.
 
 Output: one line per mismatch ("MISMATCH ..."), a "SUMMARY key=value ..."
 line for the shell test, and the random seed."""
@@ -332,15 +336,41 @@ def workload():
     return pids
 
 
-def record_run(side, defs):
+def scramble_buffer(rng):
+    """Fills the trace buffer's pages with random text, then empties it: a
+    field whose read faults keeps what its place in the ring buffer held
+    on the kernel's side (rkprobes writes 0), which this makes differ
+    between the kernel's two runs, so that such fields count as unstable
+    rather than as agreeing or not."""
+    # Every page of each CPU's buffer: a little more than its size.
+    size = int(open(T + "/buffer_size_kb").read().split()[0]) * 1024
+    line = 1000
+    for cpu in range(os.cpu_count() or 1):
+        try:
+            os.sched_setaffinity(0, {cpu})
+        except OSError:
+            continue
+        fd = os.open(T + "/trace_marker", os.O_WRONLY)
+        try:
+            for _ in range(size * 5 // 4 // line + 1):
+                os.write(fd, rng.randbytes(line // 2).hex().encode())
+        finally:
+            os.close(fd)
+    os.sched_setaffinity(0, set(range(os.cpu_count() or 1)))
+    with open(T + "/trace", "w"):
+        pass
+
+
+def record_run(side, defs, reverse=False):
     s = SIDES[side]
     placed = []
-    for i, (kind, rest) in enumerate(defs):
+    order = list(enumerate(defs))
+    if reverse:
+        order.reverse()
+    for i, (kind, rest) in order:
         if write(s["ke"], "%s:%s/%s%d %s\n" % (kind, s["grp"], side, i, rest)) == 0:
             placed.append(i)
     write(T + "/events/%s/enable" % s["grp"], "1")
-    with open(T + "/trace", "w"):
-        pass
     pids = workload()
     write(T + "/events/%s/enable" % s["grp"], "0")
     recs = {}
@@ -439,9 +469,16 @@ def main():
                 continue
             vdefs.append((kind, rest))
     workload()  # the page cache as warm for the first run as for the others
+    scramble_buffer(rng)
     a_placed, a = record_run("k", vdefs)
+    scramble_buffer(rng)
     r_placed, r = record_run("r", vdefs)
-    b_placed, b = record_run("k", vdefs)
+    scramble_buffer(rng)
+    # The kernel's second run defines the events in the other order: a
+    # field whose read faulted keeps bytes of the record before it in the
+    # per-CPU buffer the kernel stages records in, which another order
+    # makes another record's.
+    b_placed, b = record_run("k", vdefs, reverse=True)
     for i in sorted(a_placed & r_placed & b_placed):
         ra, rr, rb = a.get(i, []), r.get(i, []), b.get(i, [])
         if not ra and not rr:
