@@ -20,6 +20,7 @@ use crate::{
         self,
         kallsyms::{Kallsyms, SymbolBuf},
     },
+    kernel_ext::str::cstring,
     pure::{
         btf::{Btf, Sections},
         elf, moddep,
@@ -201,22 +202,15 @@ impl ModuleBtf {
     }
 
     fn new(file: FileBuf, at: core::ops::Range<usize>) -> Result<Option<ModuleBtf>> {
-        let mut m = ModuleBtf {
-            file,
-            at,
-            index: Index(KVVec::new()),
-        };
-        let Ok(sections) = Sections::new(m.bytes()) else {
+        let Some(Ok(sections)) = file.bytes().get(at.clone()).map(Sections::new) else {
             return Ok(None);
         };
         let mut index = Index(KVVec::new());
         match sections.index(&mut index) {
-            Ok(()) => {}
-            Err(crate::pure::btf::BtfError::NoMemory) => return Err(ENOMEM),
-            Err(_) => return Ok(None),
+            Ok(()) => Ok(Some(ModuleBtf { file, at, index })),
+            Err(crate::pure::btf::BtfError::NoMemory) => Err(ENOMEM),
+            Err(_) => Ok(None),
         }
-        m.index = index;
-        Ok(Some(m))
     }
 
     fn bytes(&self) -> &[u8] {
@@ -228,17 +222,4 @@ impl ModuleBtf {
         let sections = Sections::new(self.bytes()).ok()?;
         Some(Btf::new(sections, &self.index.0, Some(vmlinux)))
     }
-}
-
-/// The concatenation of `parts` as a C string (`None` without memory or
-/// with a NUL inside).
-fn cstring(parts: &[&[u8]]) -> Option<kernel::str::CString> {
-    let len = parts.iter().map(|p| p.len()).sum::<usize>();
-    let mut v = KVec::with_capacity(len + 1, GFP_KERNEL).ok()?;
-    for p in parts {
-        v.extend_from_slice(p, GFP_KERNEL).ok()?;
-    }
-    v.push(0, GFP_KERNEL).ok()?;
-    let c = CStr::from_bytes_with_nul(&v).ok()?;
-    kernel::str::CString::try_from(c).ok()
 }

@@ -11,7 +11,6 @@
 
 use super::{
     empty_kprobe,
-    env::cstring,
     hit::{entry_handler, kprobe_handler, ret_handler},
     output::VecWriter,
     scratch, Arg, EntryArgs, Event, Events, PlainStores, Probe, KPROBE_HEADER, KRETPROBE_HEADER,
@@ -23,6 +22,7 @@ use crate::{
     kernel_ext::{
         module,
         race::{self, Window},
+        str::cstring,
     },
     pure::probe_events::{
         bytes::Fmt,

@@ -9,14 +9,10 @@
 //! Process context, may sleep; every entry point here takes
 //! `Events::inner` and holds it to the end.
 
-use super::{
-    env::{cstring, KernelEnv},
-    output::VecWriter,
-    Event, Events, Inner, LoggedError,
-};
+use super::{env::KernelEnv, output::VecWriter, Event, Events, Inner, LoggedError};
 use crate::{
     ffi::rkp_tev_name_in_use,
-    kernel_ext::{locked_down_kprobes, vec},
+    kernel_ext::{locked_down_kprobes, str::cstring, vec},
     pure::probe_events::{
         parse_command_in, write_error_log, Command, DeleteCmd, Errno, ParseError, ProbeDef,
         WriteLines, EXPANDED_ARGS_LEN,
@@ -108,14 +104,13 @@ impl Events {
     /// Runs the commands of one write. Process context, may sleep.
     pub(super) fn write(&self, input: &[u8]) -> Result<usize> {
         let mut inner = self.inner.lock();
-        let env = self.env();
         // The events of consecutive `-:` commands, taken out of the list
         // and destroyed together before the next `p`/`r` command and at the
         // end: a few grace periods for all of them, where one at a time
         // paid them per event.
         let mut pending = KVec::new();
         // Room for fetchargs that `$arg*`/`$argN` rewrite (with BTF).
-        let mut expanded = if env.btf.is_some() {
+        let mut expanded = if self.btf.is_some() {
             KVec::from_elem(0u8, EXPANDED_ARGS_LEN, GFP_KERNEL)?
         } else {
             KVec::new()
@@ -129,8 +124,8 @@ impl Events {
                     return Err(Error::from_errno(-e.errno.0));
                 }
             };
-            // An environment a command: it keeps the BTF of the module
-            // the command probes, if any.
+            // An environment for each command: it keeps the BTF of the
+            // module the command probes, if any.
             let env = self.env();
             let r = match parse_command_in(line, &env, &mut expanded) {
                 Ok(Command::Empty) => Ok(()),

@@ -16,7 +16,7 @@ use crate::{
         self,
         kallsyms::{Kallsyms, SymbolBuf},
     },
-    kernel_ext::{module::ModuleRef, sync::PreemptGuard},
+    kernel_ext::{module::ModuleRef, str::cstring, sync::PreemptGuard},
     kprobe::{client::Client, Core},
     pure::{
         btf::Btf,
@@ -27,7 +27,6 @@ use core::cell::OnceCell;
 use kernel::{
     ffi::{c_char, c_int, c_ulong, c_void},
     prelude::*,
-    str::CString,
 };
 
 /// The kernel state the parser asks about.
@@ -87,21 +86,6 @@ impl KernelEnv<'_> {
         let mut buf = SymbolBuf::new()?;
         Ok(self.ksyms.lookup(&mut buf, &cname))
     }
-}
-
-/// The concatenation of `parts` as a C string, byte for byte: names in
-/// commands are bytes (Latin-1 letters are letters to the kernel), not
-/// UTF-8, and the tracing core must get the very bytes the listing shows.
-/// `None` without memory or with a NUL inside.
-pub(super) fn cstring(parts: &[&[u8]]) -> Option<CString> {
-    let len = parts.iter().map(|p| p.len()).sum::<usize>();
-    let mut v = KVec::with_capacity(len + 1, GFP_KERNEL).ok()?;
-    for p in parts {
-        v.extend_from_slice(p, GFP_KERNEL).ok()?;
-    }
-    v.push(0, GFP_KERNEL).ok()?;
-    let c = kernel::str::CStr::from_bytes_with_nul(&v).ok()?;
-    CString::try_from(c).ok()
 }
 
 /// The offsets `%pd`/`%pD` dereference, from this kernel's own layout.

@@ -3,7 +3,7 @@
 //! Parsing user input as the kernel's own files do.
 
 use crate::ffi;
-use kernel::prelude::*;
+use kernel::{prelude::*, str::CString};
 
 /// `kstrtobool()` of `input`: `y`/`n`, `1`/`0`, `on`/`off` and their
 /// variants, with a trailing newline; `EINVAL` otherwise. At most the first
@@ -32,4 +32,19 @@ pub(crate) fn trim_ascii(input: &[u8]) -> &[u8] {
         .rposition(|b| !b.is_ascii_whitespace())
         .map_or(start, |i| i + 1);
     input.get(start..end).unwrap_or(&[])
+}
+
+/// The concatenation of `parts` as a C string, byte for byte: names in
+/// commands are bytes (Latin-1 letters are letters to the kernel), not
+/// UTF-8, and the tracing core must get the very bytes the listing shows.
+/// `None` without memory or with a NUL inside. Process context.
+pub(crate) fn cstring(parts: &[&[u8]]) -> Option<CString> {
+    let len = parts.iter().map(|p| p.len()).sum::<usize>();
+    let mut v = KVec::with_capacity(len + 1, GFP_KERNEL).ok()?;
+    for p in parts {
+        v.extend_from_slice(p, GFP_KERNEL).ok()?;
+    }
+    v.push(0, GFP_KERNEL).ok()?;
+    let c = kernel::str::CStr::from_bytes_with_nul(&v).ok()?;
+    CString::try_from(c).ok()
 }

@@ -273,7 +273,8 @@ fn cast(
     emit_cast(r, code, ctx)
 }
 
-/// Emits the dereferences of a resolved typecast.
+/// Emits the dereferences of a resolved typecast (its offsets are the
+/// text's, so the end is where later errors point).
 fn emit_cast(
     r: Result<btfarg::Resolved, btfarg::BtfArgError>,
     code: &mut Code,
@@ -286,13 +287,20 @@ fn emit_cast(
         };
         ctx.err(errno, e.code, e.offset)
     })?;
+    emit_chain(&r, code, ctx)?;
+    ctx.offset = r.end_offset;
+    Ok(())
+}
+
+/// Emits a resolved member chain's dereferences after the code at the
+/// cursor, and keeps the type it ends at.
+fn emit_chain(r: &btfarg::Resolved, code: &mut Code, ctx: &mut Ctx<'_>) -> Result<(), ParseError> {
     for &off in r.derefs() {
         if !code.advance_to_free() {
             return Err(ctx.einval(ErrorCode::TooManyOps));
         }
         code.set(FetchInsn::Deref(off));
     }
-    ctx.offset = r.end_offset;
     ctx.last = r.last;
     Ok(())
 }
@@ -555,16 +563,13 @@ fn parse_btf_arg(arg: &[u8], code: &mut Code, ctx: &mut Ctx<'_>) -> Result<(), P
     code.set(match r.base {
         btfarg::Base::Arg(i) => FetchInsn::Arg(i),
         btfarg::Base::EntryArg(i) => FetchInsn::EntryArg(i),
-        btfarg::Base::Retval | btfarg::Base::Operand => FetchInsn::Retval,
+        btfarg::Base::Retval => FetchInsn::Retval,
+        // `resolve_in` starts every chain at a parameter or `$retval`.
+        btfarg::Base::Operand => return Err(ctx.einval(ErrorCode::BadBtfTid)),
     });
-    for &off in r.derefs() {
-        if !code.advance_to_free() {
-            return Err(ctx.einval(ErrorCode::TooManyOps));
-        }
-        code.set(FetchInsn::Deref(off));
-    }
-    ctx.offset += r.end_offset;
-    ctx.last = r.last;
+    let at = ctx.offset;
+    emit_chain(&r, code, ctx)?;
+    ctx.offset = at + r.end_offset;
     Ok(())
 }
 

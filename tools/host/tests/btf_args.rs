@@ -8,7 +8,9 @@
 
 mod btf_support;
 
-use btf_support::{bpftool_dump, parse_dump, test_btf, test_btf_path, TextTypes, VecStore};
+use btf_support::{
+    bpftool_dump, parse_dump, struct_id, test_btf, test_btf_path, text_offset, TextTypes, VecStore,
+};
 use rkprobes_host::pure::btf::{Btf, Kind, Sections};
 use rkprobes_host::pure::probe_events::btfarg::{
     bitfield, default_type, resolve, string_from, Base, BtfArgError, Last, StringFrom,
@@ -24,31 +26,6 @@ fn fixture() -> Fixture {
     let data = test_btf();
     let text = parse_dump(&bpftool_dump(&test_btf_path()));
     Fixture { data, text }
-}
-
-/// The text's id of the structure `name`.
-fn struct_id(text: &TextTypes, name: &str) -> u32 {
-    let want = format!("] STRUCT '{name}' ");
-    *text
-        .heads
-        .iter()
-        .find(|(_, h)| h.contains(&want))
-        .unwrap_or_else(|| panic!("no struct {name}"))
-        .0
-}
-
-/// The byte offset of `a.b.c` in structure `s`, from the text.
-fn text_offset(text: &TextTypes, s: &str, path: &[&str]) -> u64 {
-    let mut id = struct_id(text, s);
-    let mut bits = 0;
-    for name in path {
-        let (off, ty) = text
-            .member_and_type(id, name)
-            .unwrap_or_else(|| panic!("{s}: no {name}"));
-        bits += off;
-        id = ty;
-    }
-    bits / 8
 }
 
 fn with_btf<R>(f: &Fixture, body: impl FnOnce(&Btf<'_>) -> R) -> R {

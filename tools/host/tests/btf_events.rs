@@ -11,29 +11,28 @@
 
 mod btf_support;
 
-use btf_support::{bpftool_dump, parse_dump, test_btf, test_btf_path, TextTypes, VecStore};
+use btf_support::{
+    bpftool_dump, parse_dump, test_btf, test_btf_path, text_offset, TextTypes, VecStore,
+};
 use rkprobes_host::pure::btf::{Btf, Sections};
 use rkprobes_host::pure::probe_events::{
     parse_command, parse_command_in, Command, Errno, ErrorCode, FetchInsn, FuncEntry, ParseError,
-    ProbeDef, ProbeEnv, SymbolCheck, EXPANDED_ARGS_LEN,
+    ProbeDef, ProbeEnv, SymbolCheck, SyntaxOnlyEnv, EXPANDED_ARGS_LEN,
 };
 
-/// Every symbol exists once; offset 0 is a function's entry.
+/// [`SyntaxOnlyEnv`] (every symbol exists once, offset 0 is a function's
+/// entry), with the test kernel's BTF.
 struct Env<'a> {
     btf: Option<Btf<'a>>,
 }
 
 impl ProbeEnv for Env<'_> {
-    fn check_symbol(&self, _module: Option<&[u8]>, _symbol: &[u8]) -> SymbolCheck {
-        SymbolCheck::Unique
+    fn check_symbol(&self, module: Option<&[u8]>, symbol: &[u8]) -> SymbolCheck {
+        SyntaxOnlyEnv.check_symbol(module, symbol)
     }
 
-    fn func_entry(&self, _symbol: &[u8], offset: u64) -> FuncEntry {
-        if offset == 0 {
-            FuncEntry::Entry
-        } else {
-            FuncEntry::NotEntry
-        }
+    fn func_entry(&self, symbol: &[u8], offset: u64) -> FuncEntry {
+        SyntaxOnlyEnv.func_entry(symbol, offset)
     }
 
     fn btf(&self, _func: &[u8]) -> Option<Btf<'_>> {
@@ -152,22 +151,7 @@ fn names_types_and_expansion() {
 #[test]
 fn member_chains_and_strings() {
     with_env(|env, text| {
-        let off = |s: &str, path: &[&str]| -> i32 {
-            let mut id = text
-                .heads
-                .iter()
-                .find(|(_, h)| h.contains(&format!("] STRUCT '{s}' ")))
-                .unwrap()
-                .0
-                .to_owned();
-            let mut bits = 0;
-            for name in path {
-                let (o, t) = text.member_and_type(id, name).unwrap();
-                bits += o;
-                id = t;
-            }
-            (bits / 8) as i32
-        };
+        let off = |s: &str, path: &[&str]| text_offset(text, s, path) as i32;
         // `char *` at the end: one more dereference, then the string.
         let mut buf = vec![0u8; EXPANDED_ARGS_LEN];
         let d = probe(
@@ -339,21 +323,7 @@ fn without_btf_names_are_refused() {
 #[test]
 fn typecasts_current_and_per_cpu() {
     with_env(|env, text| {
-        let off = |s: &str, path: &[&str]| -> i32 {
-            let mut id = *text
-                .heads
-                .iter()
-                .find(|(_, h)| h.contains(&format!("] STRUCT '{s}' ")))
-                .unwrap()
-                .0;
-            let mut bits = 0;
-            for name in path {
-                let (o, t) = text.member_and_type(id, name).unwrap();
-                bits += o;
-                id = t;
-            }
-            (bits / 8) as i32
-        };
+        let off = |s: &str, path: &[&str]| text_offset(text, s, path) as i32;
         let insns = |cmd: &str| {
             let mut buf = vec![0u8; EXPANDED_ARGS_LEN];
             let d = probe(env, cmd, &mut buf);

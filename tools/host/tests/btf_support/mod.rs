@@ -253,3 +253,28 @@ impl TextTypes {
         field(h, "size=")?.parse().ok()
     }
 }
+
+/// The text's id of the structure `name`.
+pub fn struct_id(text: &TextTypes, name: &str) -> u32 {
+    let want = format!("] STRUCT '{name}' ");
+    *text
+        .heads
+        .iter()
+        .find(|(_, h)| h.contains(&want))
+        .unwrap_or_else(|| panic!("no struct {name}"))
+        .0
+}
+
+/// The byte offset of `a.b.c` in structure `s`, from the text.
+pub fn text_offset(text: &TextTypes, s: &str, path: &[&str]) -> u64 {
+    let mut id = struct_id(text, s);
+    let mut bits = 0;
+    for name in path {
+        let (off, ty) = text
+            .member_and_type(id, name)
+            .unwrap_or_else(|| panic!("{s}: no {name}"));
+        bits += off;
+        id = ty;
+    }
+    bits / 8
+}
