@@ -485,6 +485,15 @@ impl<T: Linked<ID>, const ID: u64> List<T, ID> {
         unsafe { self.head.iter() }
     }
 
+    /// The elements, first to last, borrowed from the list: none can be
+    /// taken off (that takes `&mut self`) while the borrow lasts, and a
+    /// listed element is valid until it is taken off (`push_back`'s
+    /// contract).
+    pub fn elements(&self) -> impl Iterator<Item = &T> + '_ {
+        // SAFETY: as above: listed, so valid for the borrow.
+        self.iter().map(|e| unsafe { e.as_ref() })
+    }
+
     /// Takes every element off, first to last, each yielded after it is
     /// off (so the caller may free it or add it to another list).
     pub fn drain(&mut self) -> impl Iterator<Item = NonNull<T>> + '_ {

@@ -14,7 +14,11 @@
 //! [`Core::read_original`] and [`Core::is_ftrace_site`] also run under
 //! `text_mutex`, when a point is armed, and take no lock.
 
-use super::{client::Client, point::OptState, Core};
+use super::{
+    client::Client,
+    point::{OptState, Registry},
+    Core,
+};
 use crate::{
     arch,
     ffi::kallsyms::SymbolBuf,
@@ -174,9 +178,9 @@ impl Core {
 
     /// Reads the first `buf.len()` original bytes at `addr`, as they were
     /// before any int3 or jump of rkprobes replaced them (the kernel's
-    /// `recover_probed_instruction()`). Process context; the jumps are
-    /// stable while `Core::reg` is held.
-    pub(crate) fn read_original(&self, addr: usize, buf: &mut [u8]) -> Result {
+    /// `recover_probed_instruction()`). Process context; `reg`, the
+    /// registration mutex's guard, keeps the jumps as they are.
+    pub(crate) fn read_original(&self, reg: &Registry, addr: usize, buf: &mut [u8]) -> Result {
         text::read(addr, buf)?;
         let jumps = self.nr_optimized.load(Ordering::Relaxed) > 0;
         for (i, b) in buf.iter_mut().enumerate() {
@@ -201,7 +205,7 @@ impl Core {
                 if p.opt_state() != OptState::Optimized {
                     return None;
                 }
-                p.optinsn.replaced_byte(k)
+                p.opt_w(reg).replaced_byte(k)
             });
             if let Some(orig) = replaced {
                 *b = orig;

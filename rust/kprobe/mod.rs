@@ -156,7 +156,7 @@ mod register;
 mod sites;
 
 pub(crate) use debugfs::{EnabledFile, ListFile, OptimizationFile, OptimizerFile, TextSitesFile};
-pub(crate) use point::Point;
+pub(crate) use point::{Point, Registry};
 
 use crate::{
     ffi::{self, kallsyms::Kallsyms, runtime::Runtime},
@@ -168,7 +168,6 @@ use core::{
     sync::atomic::{AtomicPtr, AtomicUsize, Ordering},
 };
 use kernel::{prelude::*, sync::Mutex};
-use point::Registry;
 use register::Removal;
 use sites::TextSites;
 use slots::SlotCache;

@@ -127,8 +127,8 @@ impl Core {
     /// points after its first byte (the kernel's
     /// `arch_check_optimized_kprobe()`), and the kernel's kprobes anywhere
     /// in the function up to its end (see `native_kprobe_before`). Writer.
-    fn region_free(&self, p: &Point) -> bool {
-        let size = p.optinsn.size();
+    fn region_free(&self, reg: &Registry, p: &Point) -> bool {
+        let size = p.opt_w(reg).size();
         size > 0
             && (1..size).all(|k| self.table.lookup(p.addr + k).is_none())
             && !self.native_kprobe_before(p.func(), p.addr + size - 1)
@@ -187,7 +187,7 @@ impl Core {
         if !self.may_optimize(reg) || !self.wants_optimizing(reg, p) {
             return Queue::No;
         }
-        match arch::prepare_optimized(self, p) {
+        match arch::prepare_optimized(self, reg, p) {
             Ok(()) => {}
             Err(OptRefusal::Never) => {
                 p.w_mut(reg).opt_refused = true;
@@ -199,9 +199,9 @@ impl Core {
         // kernel's `register_kprobe()` refuses blacklisted addresses. A
         // registration that got past that check before is seen by
         // `region_free` now or under `text_mutex` before the jump goes in.
-        let (start, end) = p.optinsn.decode_shadow(p.addr);
+        let (start, end) = p.opt_w(reg).decode_shadow(p.addr);
         p.w_mut(reg).reservation = self.blacklist.reserve(start, end);
-        if !self.region_free(p) {
+        if !self.region_free(reg, p) {
             self.blacklist
                 .release(p.w_mut(reg).reservation.take().into_iter());
             // A kernel kprobe in the region, whose going rkprobes is not
@@ -265,7 +265,7 @@ impl Core {
         for p in batch.iter() {
             // Under `text_mutex`, which the kernel's kprobes hold to arm: no
             // kernel kprobe arrived, and nothing else patched the region.
-            if !self.region_free(p) || !arch::region_unchanged(p) {
+            if !self.region_free(&reg, p) || !arch::region_unchanged(p, p.opt_w(&reg)) {
                 p.set_opt_state(OptState::None);
                 set_optimized_flag(p, false);
                 dropped = true;
@@ -273,7 +273,7 @@ impl Core {
             }
             // SAFETY: armed, its detour in use by int3 hits since before the
             // Tasks RCU grace period above.
-            unsafe { arch::optimize(&guard, p) };
+            unsafe { arch::optimize(&guard, p, p.opt_w(&reg)) };
         }
         guard.poke_bp_finish();
         drop(guard);
@@ -314,7 +314,7 @@ impl Core {
             guard.sync();
             for p in todo(OptState::Optimized) {
                 // SAFETY: the int3 is in and every CPU synchronised.
-                unsafe { arch::unoptimize_finish(&guard, p) };
+                unsafe { arch::unoptimize_finish(&guard, p, p.opt_w(reg)) };
             }
             guard.sync();
             for p in todo(OptState::Optimized) {
@@ -354,7 +354,7 @@ impl Core {
             let Some(p) = addr.checked_sub(k).and_then(|a| self.table.lookup(a)) else {
                 continue;
             };
-            if p.opt_state() != OptState::None && k < p.optinsn.size() {
+            if p.opt_state() != OptState::None && k < p.opt_w(reg).size() {
                 self.unoptimize_one(reg, p);
             }
         }

@@ -136,6 +136,8 @@ pub(super) struct PointW {
     pub(super) reservation: Option<Reservation>,
     /// Which list of the registry holds the point.
     pub(super) listed: Listed,
+    /// The writer's half of the detour of an optimized probe.
+    pub(super) opt: arch::OptW,
 }
 
 // SAFETY: the reservation is an entry of the kernel's blacklist, which any
@@ -224,6 +226,7 @@ impl Point {
                     opt_refused: false,
                     reservation: None,
                     listed: Listed::No,
+                    opt: arch::OptW::new(),
                 },
             ),
             reg_links: Links::new(),
@@ -250,6 +253,18 @@ impl Point {
     /// guard.
     pub(super) fn w_mut<'a>(&'a self, reg: &'a mut Registry) -> &'a mut PointW {
         self.w.access_mut(reg)
+    }
+
+    /// The writer's half of the point's detour, to read. `reg` is the
+    /// registration mutex's guard.
+    pub(crate) fn opt_w<'a>(&'a self, reg: &'a Registry) -> &'a arch::OptW {
+        &self.w.access(reg).opt
+    }
+
+    /// The writer's half of the point's detour, to change. `reg` is the
+    /// registration mutex's guard.
+    pub(crate) fn opt_w_mut<'a>(&'a self, reg: &'a mut Registry) -> &'a mut arch::OptW {
+        &mut self.w.access_mut(reg).opt
     }
 
     /// The clients. Hit path or writer; the caller is in an RCU read-side
@@ -444,9 +459,7 @@ impl Batch {
 
     /// The points, most recently added first.
     pub(super) fn iter(&self) -> impl Iterator<Item = &Point> + '_ {
-        // SAFETY: batched points are live while the batch exists (the
-        // registration mutex is held, and they are freed only after `take`).
-        self.list.iter().map(|p| unsafe { p.as_ref() })
+        self.list.elements()
     }
 
     /// Ends the batch; returns its points, most recently added first, each
@@ -463,8 +476,10 @@ impl Drop for Batch {
     }
 }
 
-/// What the registration mutex protects.
-pub(super) struct Registry {
+/// What the registration mutex protects. Outside the probe core its guard
+/// is only a token: the proof, for the architecture's writer functions,
+/// that the caller holds the mutex.
+pub(crate) struct Registry {
     /// Every live point, for listing and teardown ([`Registry::live`]).
     points: List<Point, REG_LIST>,
     /// Points of unloaded code ([GONE]): unpublished and disarmed, freed
@@ -511,15 +526,13 @@ impl Registry {
     /// freed only after it was unlisted, which takes `&mut self`: the
     /// points live as long as this borrow.
     pub(super) fn live(&self) -> impl Iterator<Item = &Point> + '_ {
-        // SAFETY: as above: listed, so live for the borrow.
-        self.points.iter().map(|p| unsafe { p.as_ref() })
+        self.points.elements()
     }
 
     /// The live points, then those of unloaded code, as
     /// [`Registry::live`].
     pub(super) fn all(&self) -> impl Iterator<Item = &Point> + '_ {
-        // SAFETY: as in `live`.
-        Iterator::chain(self.live(), self.gone.iter().map(|p| unsafe { p.as_ref() }))
+        Iterator::chain(self.live(), self.gone.elements())
     }
 
     /// Every point, to unlink the clients of each while the registry

@@ -180,7 +180,7 @@ impl Core {
         // The point's memory first: once `prepare` has a slot, nothing may
         // fail before the point owns it.
         let room = KBox::<Point>::new_uninit(GFP_KERNEL)?;
-        let insn = arch::prepare(self, t.addr, t.func, t.ftrace)?;
+        let insn = arch::prepare(self, reg, t.addr, t.func, t.ftrace)?;
         let module = t
             .module
             .as_ref()
@@ -254,7 +254,7 @@ impl Core {
                 // and a jump of one on its way out is still in the text.
                 if on
                     && (self.native_kprobe_before(p.func(), p.addr)
-                        || !arch::text_unchanged(self, p.addr, &p.arch))
+                        || !arch::text_unchanged(self, reg, p.addr, &p.arch))
                 {
                     result = result.and(Err(EBUSY));
                     continue;
@@ -375,7 +375,7 @@ impl Core {
                 // (and a Tasks RCU one if it ever had its detour in use).
                 let p = unsafe { KBox::from_raw(point) };
                 arch::release(&self.slots, &p.arch);
-                arch::release_optimized(&self.slots, &p.optinsn);
+                arch::release_optimized(&self.slots, &p.optinsn, p.opt_w_mut(reg));
             }
         }
     }

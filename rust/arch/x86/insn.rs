@@ -28,7 +28,7 @@ use crate::{
     },
     kprobe::{
         slots::{Slot, SlotCache},
-        Core,
+        Core, Registry,
     },
     pure::insn::{
         adjust_probe_offset, copy_insn, is_boundary, ControlFlow, IndirectOperand, Insn,
@@ -53,7 +53,7 @@ const FTRACE_NOP: [u8; 5] = [0x0f, 0x1f, 0x44, 0x00, 0x00];
 /// Reads and decodes the instruction at `addr` as it is without rkprobes'
 /// int3s; an ftrace call site decodes as its resting NOP, whatever ftrace
 /// has written there.
-fn insn_at(core: &Core, addr: usize) -> Result<Insn> {
+fn insn_at(core: &Core, reg: &Registry, addr: usize) -> Result<Insn> {
     if core.is_ftrace_site(addr) {
         return Insn::decode(&FTRACE_NOP).map_err(|_| eilseq());
     }
@@ -61,7 +61,7 @@ fn insn_at(core: &Core, addr: usize) -> Result<Insn> {
     // The last instruction of a mapping may be followed by unmapped memory:
     // shorten the read until it succeeds.
     let mut n = buf.len();
-    while core.read_original(addr, &mut buf[..n]).is_err() {
+    while core.read_original(reg, addr, &mut buf[..n]).is_err() {
         n -= 1;
         if n == 0 {
             return Err(EFAULT);
@@ -105,15 +105,22 @@ pub(super) fn classify(insn: &Insn, addr: u64) -> Result<Op> {
 
 /// Analyses the instruction at `addr` in the function starting at `func` and,
 /// for a stepped one, copies it into a slot; an ftrace call site (`ftrace`)
-/// needs neither. Process context, may sleep.
-pub(crate) fn prepare(core: &Core, addr: usize, func: usize, ftrace: bool) -> Result<ArchInsn> {
+/// needs neither. Process context, may sleep; `reg` is the registration
+/// mutex's guard.
+pub(crate) fn prepare(
+    core: &Core,
+    reg: &Registry,
+    addr: usize,
+    func: usize,
+    ftrace: bool,
+) -> Result<ArchInsn> {
     // Is `addr` an instruction boundary? Decode from the function's start.
     if !is_boundary(func as u64, addr as u64, |a| {
-        insn_at(core, a as usize).map(|i| i.length())
+        insn_at(core, reg, a as usize).map(|i| i.length())
     })? {
         return Err(eilseq());
     }
-    let insn = insn_at(core, addr)?;
+    let insn = insn_at(core, reg, addr)?;
     let op = if ftrace {
         Op::Ftrace
     } else {
@@ -146,7 +153,7 @@ pub(crate) fn prepare(core: &Core, addr: usize, func: usize, ftrace: bool) -> Re
     let window_start = (addr - func).min(JMP32_SIZE - 1);
     if !ftrace {
         let w = window.get_mut(..window_start + len).ok_or(EINVAL)?;
-        read_resting(core, addr - window_start, w)?;
+        read_resting(core, reg, addr - window_start, w)?;
     }
     // INVARIANT: a slot exactly for stepped instructions.
     Ok(ArchInsn {
@@ -219,7 +226,7 @@ fn slot_image(insn: &Insn, addr: usize, at: usize, boost: bool) -> Result<[u8; S
 /// longer in the kernel's table but the jump is still in the text. Called
 /// with `text_mutex` held, which the kernel's optimizer takes to patch.
 /// Process context.
-pub(crate) fn text_unchanged(core: &Core, addr: usize, insn: &ArchInsn) -> bool {
+pub(crate) fn text_unchanged(core: &Core, reg: &Registry, addr: usize, insn: &ArchInsn) -> bool {
     if insn.is_ftrace() {
         return true;
     }
@@ -227,7 +234,7 @@ pub(crate) fn text_unchanged(core: &Core, addr: usize, insn: &ArchInsn) -> bool 
     let mut now = [0u8; WINDOW];
     match (now.get_mut(..n), insn.window.get(..n)) {
         (Some(now), Some(then)) => {
-            read_resting(core, addr - insn.window_start as usize, now).is_ok() && now == then
+            read_resting(core, reg, addr - insn.window_start as usize, now).is_ok() && now == then
         }
         _ => false,
     }
@@ -236,9 +243,9 @@ pub(crate) fn text_unchanged(core: &Core, addr: usize, insn: &ArchInsn) -> bool 
 /// Reads text at `start` as it is at rest: rkprobes' own int3s as the bytes
 /// they replaced, and any byte of an ftrace call site (which changes
 /// whenever tracing of its function does) as the 5-byte NOP's. Process
-/// context.
-pub(super) fn read_resting(core: &Core, start: usize, buf: &mut [u8]) -> Result {
-    core.read_original(start, buf)?;
+/// context; `reg` is the registration mutex's guard.
+pub(super) fn read_resting(core: &Core, reg: &Registry, start: usize, buf: &mut [u8]) -> Result {
+    core.read_original(reg, start, buf)?;
     // A site that overlaps `buf` starts at most `FTRACE_NOP.len() - 1` bytes
     // before it.
     let first = start.saturating_sub(FTRACE_NOP.len() - 1);

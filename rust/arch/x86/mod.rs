@@ -30,7 +30,7 @@ pub(crate) use opt::{
     can_optimize_here, optimize, prepare_optimized, region_unchanged, release_optimized,
     unoptimize_finish, unoptimize_start, OptRefusal,
 };
-pub(crate) use opt_insn::{OptInsn, MAX_REGION};
+pub(crate) use opt_insn::{OptInsn, OptW, MAX_REGION};
 pub(crate) use regs::{argument_register_offset, regs_get_kernel_argument, NR_REG_ARGUMENTS};
 pub(crate) use rethook::{
     rethook_fixup_return, rethook_hijack, rethook_prepare, rethook_stub, RETHOOK_STUB_SIZE,

@@ -34,13 +34,13 @@
 
 use super::{
     insn::read_resting,
-    opt_insn::{OptInsn, MAX_REGION},
+    opt_insn::{OptInsn, OptW, MAX_REGION},
     slot::{INT3, SLOT_SIZE},
 };
 use crate::{
     ffi::{self, kallsyms::SymbolBuf},
     kernel_ext::{sync::PreemptNotraceGuard, text::TextGuard},
-    kprobe::{slots::SlotCache, Core, Point},
+    kprobe::{slots::SlotCache, Core, Point, Registry},
     pure::insn::{analyze::JMP32_INSN_SIZE, FuncCode, IndirectJumpCheck, OptimizeRefusal},
 };
 use core::sync::atomic::Ordering;
@@ -96,11 +96,14 @@ const INDIRECT: IndirectJumpCheck =
 /// Analyses the code around `point` as the kernel's `can_optimize()` and
 /// `copy_optimized_instructions()` do, and writes its detour buffer
 /// (the kernel's `arch_prepare_optimized_kprobe()`). Done once per point:
-/// the detour stays with the point until it is freed. Process context,
-/// `Core::reg` held.
-pub(crate) fn prepare_optimized(core: &Core, point: &Point) -> Result<(), OptRefusal> {
-    let opt = &point.optinsn;
-    if opt.is_prepared() {
+/// the detour stays with the point until it is freed. Process context;
+/// `reg` is the registration mutex's guard.
+pub(crate) fn prepare_optimized(
+    core: &Core,
+    reg: &mut Registry,
+    point: &Point,
+) -> Result<(), OptRefusal> {
+    if point.opt_w(reg).is_prepared() {
         return Ok(());
     }
     let addr = point.addr;
@@ -121,7 +124,7 @@ pub(crate) fn prepare_optimized(core: &Core, point: &Point) -> Result<(), OptRef
         return Err(OptRefusal::Never);
     }
     let mut code = KVec::from_elem(0u8, fsize, GFP_KERNEL).map_err(|_| OptRefusal::NotNow)?;
-    read_resting(core, func, &mut code).map_err(|_| OptRefusal::Never)?;
+    read_resting(core, reg, func, &mut code).map_err(|_| OptRefusal::Never)?;
     let f = FuncCode::new(&code, func as u64);
     f.can_optimize(addr as u64, INDIRECT, in_extable, |_| false)
         .map_err(|_| OptRefusal::Never)?;
@@ -153,12 +156,17 @@ pub(crate) fn prepare_optimized(core: &Core, point: &Point) -> Result<(), OptRef
     ) {
         o.copy_from_slice(c);
     }
-    opt.orig.set(orig);
-    opt.size.set(size as u8);
-    opt.func_end.set(func + fsize);
-    opt.slot.set(Some(slot));
+    *point.opt_w_mut(reg) = OptW {
+        slot: Some(slot),
+        size: size as u8,
+        orig,
+        func_end: func + fsize,
+    };
     // INVARIANT: the slot holds the detour for this region.
-    opt.copy.store(slot.addr() + COPY, Ordering::Relaxed);
+    point
+        .optinsn
+        .copy
+        .store(slot.addr() + COPY, Ordering::Relaxed);
     Ok(())
 }
 
@@ -231,9 +239,9 @@ fn detour_image(
 /// The point is armed (its int3 is in the text), its detour is prepared and
 /// in use by int3 hits, and no task can be inside the region's bytes after
 /// the first (a Tasks RCU grace period has passed since the detour came into
-/// use).
-pub(crate) unsafe fn optimize(guard: &TextGuard<'_>, point: &Point) {
-    let Some(slot) = point.optinsn.slot.get() else {
+/// use). `w` is the point's.
+pub(crate) unsafe fn optimize(guard: &TextGuard<'_>, point: &Point, w: &OptW) {
+    let Some(slot) = w.slot else {
         return;
     };
     let Some(rel) = rel32(point.addr, slot.addr() + ENTRY) else {
@@ -247,10 +255,11 @@ pub(crate) unsafe fn optimize(guard: &TextGuard<'_>, point: &Point) {
 
 /// Whether the region's text is still what the detour copied, with the
 /// point's int3 at its start: nothing else patched it since. Called under
-/// `text_mutex` before the jump is written. Process context.
-pub(crate) fn region_unchanged(point: &Point) -> bool {
-    let size = point.optinsn.size();
-    let orig = point.optinsn.orig.get();
+/// `text_mutex` before the jump is written. Process context; `w` is the
+/// point's.
+pub(crate) fn region_unchanged(point: &Point, w: &OptW) -> bool {
+    let size = w.size();
+    let orig = w.orig;
     let mut now = [0u8; MAX_REGION];
     match (now.get_mut(..size), orig.get(1..size)) {
         (Some(now), Some(then)) => {
@@ -279,9 +288,9 @@ pub(crate) unsafe fn unoptimize_start(guard: &TextGuard<'_>, point: &Point) {
 ///
 /// # Safety
 ///
-/// [`unoptimize_start`] was done and synchronised.
-pub(crate) unsafe fn unoptimize_finish(guard: &TextGuard<'_>, point: &Point) {
-    let orig = point.optinsn.orig.get();
+/// [`unoptimize_start`] was done and synchronised; `w` is the point's.
+pub(crate) unsafe fn unoptimize_finish(guard: &TextGuard<'_>, point: &Point, w: &OptW) {
+    let orig = w.orig;
     if let Some(tail) = orig.get(1..JMP32_INSN_SIZE) {
         // SAFETY: no CPU executes these bytes: they follow the int3 (the
         // caller's contract).
@@ -292,8 +301,8 @@ pub(crate) unsafe fn unoptimize_finish(guard: &TextGuard<'_>, point: &Point) {
 /// Frees the detour. The caller guarantees that no task can be in it any
 /// more (a Tasks RCU grace period passed since it was last in use). Process
 /// context.
-pub(crate) fn release_optimized(slots: &SlotCache, opt: &OptInsn) {
-    if let Some(slot) = opt.slot.take() {
+pub(crate) fn release_optimized(slots: &SlotCache, opt: &OptInsn, w: &mut OptW) {
+    if let Some(slot) = w.slot.take() {
         opt.copy.store(0, Ordering::Relaxed);
         slots.free(slot);
     }

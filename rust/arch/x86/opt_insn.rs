@@ -6,32 +6,23 @@
 //! removing the jump is `opt.rs`'s.
 
 use crate::{kprobe::slots::Slot, pure::insn::analyze::JMP32_INSN_SIZE};
-use core::{
-    cell::Cell,
-    sync::atomic::{AtomicUsize, Ordering},
-};
+use core::sync::atomic::{AtomicUsize, Ordering};
 
 /// The most bytes a jump can make the copy cover: instructions are copied
 /// until 5 bytes are, so the last starts at most 4 bytes in and is at most
 /// 15 long.
 pub(crate) const MAX_REGION: usize = JMP32_INSN_SIZE - 1 + 15;
 
-/// An optimized probe's detour buffer (the kernel's `arch_optimized_insn`).
+/// What the hit path reads of an optimized probe's detour (the kernel's
+/// `arch_optimized_insn`, whose other half is [`OptW`]).
 ///
 /// # Invariants
 ///
 /// `copy` is 0 until the detour is written, then the address of the
-/// relocated copy in `slot`, which holds the image described in the module
-/// documentation for a region of `size` bytes whose original bytes are
-/// `orig`; it stays so until the point is freed. The `Cell`s are the
-/// writer's (`Core::reg`).
+/// relocated copy in the point's [`OptW::slot`]; it stays so until the
+/// point is freed.
 pub(crate) struct OptInsn {
     pub(super) copy: AtomicUsize,
-    pub(super) slot: Cell<Option<Slot>>,
-    pub(super) size: Cell<u8>,
-    pub(super) orig: Cell<[u8; MAX_REGION]>,
-    /// The end of the probed function.
-    pub(super) func_end: Cell<usize>,
 }
 
 impl OptInsn {
@@ -39,24 +30,6 @@ impl OptInsn {
     pub(crate) const fn new() -> Self {
         Self {
             copy: AtomicUsize::new(0),
-            slot: Cell::new(None),
-            size: Cell::new(0),
-            orig: Cell::new([0; MAX_REGION]),
-            func_end: Cell::new(0),
-        }
-    }
-
-    /// The text where the jump at `addr` changes what a decoder walking
-    /// the function from its start sees: the region itself when the jump
-    /// covers it exactly; to the end of the function when the region is
-    /// longer than the jump, whose end then falls inside an instruction
-    /// (the kernel's kprobes, which decode the jump, would misread what
-    /// follows). Writer.
-    pub(crate) fn decode_shadow(&self, addr: usize) -> (usize, usize) {
-        if self.size() == JMP32_INSN_SIZE {
-            (addr, addr + JMP32_INSN_SIZE)
-        } else {
-            (addr, self.func_end.get().max(addr + self.size()))
         }
     }
 
@@ -69,23 +42,64 @@ impl OptInsn {
             a => Some(a),
         }
     }
+}
 
-    /// Whether the detour is written. Writer.
+/// What only the writer knows of an optimized probe's detour: part of the
+/// point's writer state, which the registration mutex owns.
+///
+/// # Invariants
+///
+/// `slot` is `None` until the detour is written, then holds the image
+/// described in the module documentation for a region of `size` bytes
+/// whose original bytes are `orig`.
+pub(crate) struct OptW {
+    pub(super) slot: Option<Slot>,
+    pub(super) size: u8,
+    pub(super) orig: [u8; MAX_REGION],
+    /// The end of the probed function.
+    pub(super) func_end: usize,
+}
+
+impl OptW {
+    /// No detour yet.
+    pub(crate) const fn new() -> Self {
+        Self {
+            slot: None,
+            size: 0,
+            orig: [0; MAX_REGION],
+            func_end: 0,
+        }
+    }
+
+    /// The text where the jump at `addr` changes what a decoder walking
+    /// the function from its start sees: the region itself when the jump
+    /// covers it exactly; to the end of the function when the region is
+    /// longer than the jump, whose end then falls inside an instruction
+    /// (the kernel's kprobes, which decode the jump, would misread what
+    /// follows).
+    pub(crate) fn decode_shadow(&self, addr: usize) -> (usize, usize) {
+        if self.size() == JMP32_INSN_SIZE {
+            (addr, addr + JMP32_INSN_SIZE)
+        } else {
+            (addr, self.func_end.max(addr + self.size()))
+        }
+    }
+
+    /// Whether the detour is written.
     pub(crate) fn is_prepared(&self) -> bool {
-        self.slot.get().is_some()
+        self.slot.is_some()
     }
 
     /// How many bytes the jump's region covers (0 before preparation).
-    /// Writer.
     pub(crate) fn size(&self) -> usize {
-        usize::from(self.size.get())
+        usize::from(self.size)
     }
 
     /// The original byte `offset` bytes into the region, when the jump has
-    /// replaced it (bytes 1 to 4); `None` elsewhere. Writer.
+    /// replaced it (bytes 1 to 4); `None` elsewhere.
     pub(crate) fn replaced_byte(&self, offset: usize) -> Option<u8> {
         if (1..JMP32_INSN_SIZE).contains(&offset) {
-            self.orig.get().get(offset).copied()
+            self.orig.get(offset).copied()
         } else {
             None
         }
