@@ -206,7 +206,7 @@ pub(crate) unsafe extern "C" fn pre_handler(kp: *mut RkpKprobe, regs: *mut ffi::
     // SAFETY: the registers of a hit at the entry, where the stack pointer
     // points to the return address.
     let (fp, ret) = unsafe { arch::rethook_prepare(&*regs) };
-    ri.set_frame(rp.as_ptr(), ret, fp);
+    ri.set_frame(rp, ret, fp);
     if rp.run_entry_handler(ri.as_ptr(), regs) != 0 {
         pool.push(ri);
         return 0;

@@ -35,6 +35,7 @@ use crate::{
         task,
         work::reclaim,
     },
+    kprobe::client::RetClient,
 };
 use core::marker::PhantomData;
 use core::ptr::addr_of_mut;
@@ -108,7 +109,7 @@ impl Pool {
     /// A pool of `max` instances of `data_size` bytes of data, all free,
     /// with its stubs. Process context, may sleep.
     pub(super) fn new(
-        rp: *mut RkpKretprobe,
+        rp: RetClient,
         max: usize,
         data_size: usize,
         rt: Runtime,
@@ -121,7 +122,7 @@ impl Pool {
         let npages = max.div_ceil(STUBS_PER_PAGE);
         let mut pool = KBox::new(
             Pool {
-                rp: AtomicPtr::new(rp),
+                rp: AtomicPtr::new(rp.as_ptr()),
                 links: Links::new(),
                 retiring: AtomicBool::new(false),
                 refs: AtomicUsize::new(1),
@@ -449,12 +450,12 @@ impl<'a> Taken<'a> {
     /// Records the frame: the kretprobe `rp`, the real return address `ret`
     /// and the stack word `fp` that holds it.
     #[inline(always)]
-    pub(super) fn set_frame(&mut self, rp: *mut RkpKretprobe, ret: usize, fp: usize) {
+    pub(super) fn set_frame(&mut self, rp: RetClient, ret: usize, fp: usize) {
         let ri = self.0.as_ptr();
         // SAFETY: fields of a live instance (`as_ptr`) that no one else uses
         // (the type invariant).
         unsafe {
-            (*ri).rp = rp;
+            (*ri).rp = rp.as_ptr();
             (*ri).ret_addr = ret as _;
             (*ri).fp = fp as _;
         }

@@ -257,7 +257,7 @@ impl Kretprobes {
         if max > KRETPROBE_MAXACTIVE_MAX {
             return Err(E2BIG);
         }
-        let pool = Pool::new(rp.as_ptr(), max, r.data_size, *core.runtime())?;
+        let pool = Pool::new(rp, max, r.data_size, *core.runtime())?;
         r.maxactive = max as c_int;
         r.nmissed = 0;
         r.kp.pre_handler = Some(pre_handler);

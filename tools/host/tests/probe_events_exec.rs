@@ -198,6 +198,8 @@ fn programs(
         .collect()
 }
 
+/// Where the test puts the arguments in its record: any offset works (the
+/// module puts them after the 16-byte head of a kprobe event).
 const HDR: usize = 16;
 
 /// The argument layouts of `programs`' output, as the module keeps them.
