@@ -79,7 +79,7 @@ impl Events {
                 } else if p.is_return() {
                     self.core()
                         .kretprobes()
-                        .register(self.core(), &[p.ret_client()])
+                        .register(self.core(), &[p.ret_client()], p.growth())
                 } else {
                     self.core().register_many(&[kp])
                 };
@@ -253,7 +253,7 @@ impl Events {
         } else if def.is_return {
             self.core()
                 .kretprobes()
-                .register(self.core(), &[probe.ret_client()])
+                .register(self.core(), &[probe.ret_client()], probe.growth())
         } else {
             self.core().register_many(&[kp])
         };

@@ -61,6 +61,7 @@ use crate::{
     },
     kprobe::{
         client::{Client, RetClient},
+        kretprobe::Growth,
         Core,
     },
     pure::probe_events::{
@@ -302,6 +303,12 @@ impl Probe {
     /// The kretprobe structure.
     fn rp_ptr(&self) -> *mut RkpKretprobe {
         self.rp.get()
+    }
+
+    /// How the instances of this probe's kretprobe (a return probe's)
+    /// grow: as the kernel's kretprobe events, `maxactive` at most.
+    fn growth(&self) -> Growth {
+        Growth::Fixed
     }
 
     /// The probe core's handle of this probe's kretprobe (for a return

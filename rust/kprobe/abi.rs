@@ -10,6 +10,7 @@
 
 use super::{
     client::{Client, RetClient},
+    kretprobe::Growth,
     Core,
 };
 use kernel::{
@@ -171,7 +172,8 @@ pub(crate) unsafe extern "C" fn rkp_register_kretprobe_abi(
     let rp = unsafe { RetClient::from_raw(rp) };
     to_c(check_abi(abi).and_then(|()| {
         let c = Core::get()?;
-        c.kretprobes().register(c, &[rp.ok_or(EINVAL)?])
+        c.kretprobes()
+            .register(c, &[rp.ok_or(EINVAL)?], Growth::Fixed)
     }))
 }
 
@@ -208,7 +210,7 @@ pub(crate) unsafe extern "C" fn rkp_register_kretprobes_abi(
         // SAFETY: the caller's contract.
         unsafe { c_array::<_, RetClient>(rps, num) }.and_then(|rs| {
             let c = Core::get()?;
-            c.kretprobes().register(c, &all(rs)?)
+            c.kretprobes().register(c, &all(rs)?, Growth::Fixed)
         })
     }))
 }

@@ -66,6 +66,7 @@ use kernel::{
     prelude::*,
     sync::Mutex,
 };
+pub(crate) use pool::Growth;
 use pool::Pool;
 
 /// The writer's side of the pools' list (`Kretprobes::head`): every pool,
@@ -197,7 +198,7 @@ pub(crate) unsafe extern "C" fn pre_handler(kp: *mut RkpKprobe, regs: *mut ffi::
     // SAFETY: a registered kretprobe's pool lives until after
     // unregistration, which waits for this handler.
     let pool = unsafe { &*rp.private().cast::<Pool>() };
-    let Some(mut ri) = pool.pop() else {
+    let Some(mut ri) = pool.take() else {
         rp.inc_nmissed();
         // Perhaps instances are held by exited tasks.
         reclaim::kick();
@@ -208,7 +209,7 @@ pub(crate) unsafe extern "C" fn pre_handler(kp: *mut RkpKprobe, regs: *mut ffi::
     let (fp, ret) = unsafe { arch::rethook_prepare(&*regs) };
     ri.set_frame(rp, ret, fp);
     if rp.run_entry_handler(ri.as_ptr(), regs) != 0 {
-        pool.push(ri);
+        ri.give_back();
         return 0;
     }
     let stub = ri.put_out();
@@ -280,7 +281,7 @@ pub(crate) unsafe fn trampoline_handler(
 #[no_mangle]
 pub(crate) extern "C" fn rkp_kretprobe_gc() {
     if let Ok(core) = Core::get() {
-        core.kretprobes().gc();
+        core.kretprobes().gc(core.runtime());
     }
 }
 

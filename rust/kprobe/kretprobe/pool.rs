@@ -8,6 +8,14 @@
 //! ([`Pool::returning`]). Free instances form a lock-free stack of indices
 //! with a generation tag against ABA.
 //!
+//! A pool that grows ([`Growth::Grow`]) is the head of a chain: when its
+//! last pool is half taken, the entry handler asks the reclaim work for one
+//! more, as large as the chain so far, which the work links at the chain's
+//! end ([`Pool::next`]); the entry handler takes from the first pool of the
+//! chain that has a free instance. Memory is allocated only in process
+//! context, and an instance is never moved, so the lock-free paths stay as
+//! they are.
+//!
 //! An instance is reached only through a handle whose type says what its
 //! holder may do with it, so that the instance's unsafe accesses are argued
 //! here, once: an [`Instance`] is an index checked against the pool's size,
@@ -63,6 +71,21 @@ struct StubHeader {
 
 static_assert!(core::mem::size_of::<StubHeader>() <= STUB_HEADER);
 
+/// Whether a kretprobe's instances may grow past the number it registered
+/// with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Growth {
+    /// `maxactive` instances, as the kernel's kretprobes: an entry that
+    /// finds none free is missed.
+    Fixed,
+    /// More instances are added in process context whenever half of the
+    /// last ones are out (see the module documentation).
+    Grow,
+}
+
+/// The most instances a growing kretprobe's chain reaches.
+pub(super) const GROW_MAX: usize = 1 << 20;
+
 /// The instances of one kretprobe and their return stubs.
 ///
 /// # Invariants
@@ -90,6 +113,16 @@ pub(super) struct Pool {
     /// high 32 bits a generation tag.
     free: AtomicU64,
     pub(super) max: usize,
+    /// Bytes of data per instance, for the pools a chain grows by.
+    pub(super) data_size: usize,
+    /// Whether the chain this pool heads may grow.
+    pub(super) growth: Growth,
+    /// The next pool of the chain, set once by the reclaim work.
+    next: AtomicPtr<Pool>,
+    /// The entry handler asked the reclaim work for another pool.
+    pub(super) wants_more: AtomicBool,
+    /// A pool a chain grew by, not its head.
+    pub(super) extra: bool,
     stride: usize,
     base: *mut u8,
     _mem: KVVec<u64>,
@@ -112,6 +145,7 @@ impl Pool {
         rp: RetClient,
         max: usize,
         data_size: usize,
+        growth: Growth,
         rt: Runtime,
     ) -> Result<KBox<Self>> {
         let data = data_size.checked_next_multiple_of(8).ok_or(E2BIG)?;
@@ -128,6 +162,11 @@ impl Pool {
                 refs: AtomicUsize::new(1),
                 free: AtomicU64::new(0),
                 max,
+                data_size,
+                growth,
+                next: AtomicPtr::new(core::ptr::null_mut()),
+                wants_more: AtomicBool::new(false),
+                extra: false,
                 stride,
                 base,
                 _mem: mem,
@@ -181,6 +220,53 @@ impl Pool {
             }
         }
         Ok(())
+    }
+
+    /// The next pool of this pool's chain. Any context, while the chain's
+    /// kretprobe is registered or the caller holds the pools' mutex.
+    pub(super) fn next(&self) -> Option<&Pool> {
+        let next = self.next.load(Ordering::Acquire);
+        // SAFETY: a pool of a chain is freed only after its kretprobe's
+        // unregistration retired the whole chain, which no entry handler
+        // outlives (the caller's context), and with the pools' mutex held.
+        unsafe { next.as_ref() }
+    }
+
+    /// Links `pool` after this one, the last of its chain. Writer, with the
+    /// pools' mutex held.
+    ///
+    /// # Safety
+    ///
+    /// `pool` lives until the chain's kretprobe is unregistered and retired.
+    pub(super) unsafe fn set_next(&self, pool: &Pool) {
+        self.next
+            .store(core::ptr::from_ref(pool).cast_mut(), Ordering::Release);
+    }
+
+    /// The chain that starts here, this pool first.
+    pub(super) fn chain(&self) -> impl Iterator<Item = &Pool> {
+        core::iter::successors(Some(self), |p| p.next())
+    }
+
+    /// Takes a free instance from the first pool of this pool's chain that
+    /// has one, and asks for more instances when a growing chain's last
+    /// pool is half taken. Any context, NMI included (lock-free).
+    #[inline(always)]
+    pub(super) fn take(&self) -> Option<Taken<'_>> {
+        let mut pool = self;
+        loop {
+            if let Some(t) = pool.pop() {
+                if self.growth == Growth::Grow
+                    && pool.next.load(Ordering::Relaxed).is_null()
+                    && pool.refs.load(Ordering::Relaxed) > pool.max / 2
+                    && !self.wants_more.swap(true, Ordering::Relaxed)
+                {
+                    reclaim::kick();
+                }
+                return Some(t);
+            }
+            pool = pool.next()?;
+        }
     }
 
     /// The address of the first stub page.
@@ -445,6 +531,13 @@ impl<'a> Taken<'a> {
     #[inline(always)]
     pub(super) fn as_ptr(&self) -> *mut RkpKretprobeInstance {
         self.0.as_ptr()
+    }
+
+    /// Gives the instance back to its pool without putting it out.
+    #[inline(always)]
+    pub(super) fn give_back(self) {
+        let pool = self.0.pool;
+        pool.push(self);
     }
 
     /// Records the frame: the kretprobe `rp`, the real return address `ret`

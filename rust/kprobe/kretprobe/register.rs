@@ -16,7 +16,11 @@
 //! `rust/kprobe/mod.rs`), except `drain`'s waiting: the reclaim work that it
 //! flushes takes `pools` itself.
 
-use super::{is_kretprobe, pool::Pool, pre_handler, Kretprobes, Pools};
+use super::{
+    is_kretprobe,
+    pool::{Growth, Pool, GROW_MAX},
+    pre_handler, Kretprobes, Pools,
+};
 use crate::{
     abi::{KRETPROBE_MAXACTIVE_MAX, KRETPROBE_MAX_DATA_SIZE},
     ffi::runtime::Runtime,
@@ -106,15 +110,16 @@ impl Kretprobes {
         listed.map(PoolRef)
     }
 
-    /// Registers `rps`, all or nothing. Process context, may sleep.
-    pub(crate) fn register(&self, core: &Core, rps: &[RetClient]) -> Result {
+    /// Registers `rps`, all or nothing, their instances growing as
+    /// `growth` says. Process context, may sleep.
+    pub(crate) fn register(&self, core: &Core, rps: &[RetClient], growth: Growth) -> Result {
         let mut pools = self.pools.lock();
         let mut made: KVec<KBox<Pool>> = KVec::with_capacity(rps.len(), GFP_KERNEL)?;
         let mut listed: KVec<PoolRef> = KVec::with_capacity(rps.len(), GFP_KERNEL)?;
         let mut kps: KVec<Client> = KVec::with_capacity(rps.len(), GFP_KERNEL)?;
         let mut result = Ok(());
         for &rp in rps {
-            match self.prepare(core, rp) {
+            match self.prepare(core, rp, growth) {
                 Ok(pool) => {
                     // Cannot fail: capacity reserved.
                     let _ = made.push(pool, GFP_KERNEL);
@@ -207,35 +212,75 @@ impl Kretprobes {
         }
     }
 
-    /// Detaches `pools` from their kretprobes, whose entry probes are no
-    /// longer registered, and drops their registration references: from now
-    /// on no handler sees the client's structure, and each pool is freed
-    /// once its last frame has returned. Writer, with the pools' mutex held.
+    /// Detaches `retired`, the pools of kretprobes whose entry probes are
+    /// no longer registered, and the pools their chains grew by, from their
+    /// kretprobes, and drops their registration references: from now on no
+    /// handler sees the client's structure, and each pool is freed once its
+    /// last frame has returned (the chain's others by the reclaim work).
+    /// Writer, with the pools' mutex held.
     fn retire(&self, pools: &Pools, retired: &[PoolRef]) {
         if retired.is_empty() {
             // Nothing to wait for.
             return;
         }
-        for &pool in retired {
-            pool.get(pools)
-                .rp
-                .store(core::ptr::null_mut(), Ordering::Release);
+        let chains = || retired.iter().flat_map(|p| p.get(pools).chain());
+        for pool in chains() {
+            pool.rp.store(core::ptr::null_mut(), Ordering::Release);
         }
         // No CPU is in a return handler that saw the client's structure after
         // this: return handlers run with preemption off, which the grace
         // period waits for.
         synchronize_rcu();
-        for &pool in retired {
+        for pool in chains() {
             // Frames still out hold rkprobes loaded; the last one returns
-            // this reference (`Pool::put_ref`).
+            // this reference (`Pool::put_ref`). The pool stays until the
+            // mutex, held here, is dropped.
             module::get_self();
-            pool.get(pools).put_ref();
+            pool.put_ref();
+        }
+        if retired.iter().any(|p| p.get(pools).next().is_some()) {
+            // The pools a chain grew by, when drained.
+            reclaim::kick_later();
+        }
+    }
+
+    /// Adds a pool to the chain that `head` starts, as large as the chain
+    /// so far, up to [`GROW_MAX`] instances in all. Writer, with the pools'
+    /// mutex held; may sleep.
+    fn grow(&self, pools: &mut Pools, head: PoolRef, rt: &Runtime) {
+        let h = head.get(pools);
+        let rp = h.rp.load(Ordering::Acquire);
+        // SAFETY: `rp` is cleared, under the mutex held here, before its
+        // kretprobe's unregistration returns: a non-null one is registered.
+        let Some(rp) = (unsafe { RetClient::from_raw(rp) }) else {
+            return;
+        };
+        let total: usize = h.chain().map(|p| p.max).sum();
+        let n = total.min(GROW_MAX.saturating_sub(total));
+        if n == 0 {
+            return;
+        }
+        let Ok(mut pool) = Pool::new(rp, n, h.data_size, Growth::Fixed, *rt) else {
+            // Asked for again by the next entry that finds the chain's last
+            // pool half taken.
+            return;
+        };
+        pool.extra = true;
+        let pool = PoolRef::new(pool);
+        // Listed first, so that the lookups know its stubs before a frame
+        // can return into one.
+        self.link(pools, pool);
+        let h = head.get(pools);
+        if let Some(last) = h.chain().last() {
+            // SAFETY: listed, the pool is freed only after it is retired
+            // with its chain (`retire`, `free_drained`).
+            unsafe { last.set_next(pool.get(pools)) };
         }
     }
 
     /// Checks `rp` as the kernel's `register_kretprobe()` does and gives it
     /// a pool. Process context, with the pools' mutex held.
-    fn prepare(&self, core: &Core, rp: RetClient) -> Result<KBox<Pool>> {
+    fn prepare(&self, core: &Core, rp: RetClient, growth: Growth) -> Result<KBox<Pool>> {
         if !rp.private().is_null() || !rp.entry().private().is_null() {
             return Err(EINVAL);
         }
@@ -257,7 +302,7 @@ impl Kretprobes {
         if max > KRETPROBE_MAXACTIVE_MAX {
             return Err(E2BIG);
         }
-        let pool = Pool::new(rp, max, r.data_size, *core.runtime())?;
+        let pool = Pool::new(rp, max, r.data_size, growth, *core.runtime())?;
         r.maxactive = max as c_int;
         r.nmissed = 0;
         r.kp.pre_handler = Some(pre_handler);
@@ -352,8 +397,22 @@ impl Kretprobes {
     /// The reclaim work: gives back the instances of dead tasks and frees
     /// drained zombie pools; returns how many zombies are left. It walks
     /// every pool, off the registration paths. Process context, may sleep.
-    pub(crate) fn gc(&self) -> usize {
+    pub(crate) fn gc(&self, rt: &Runtime) -> usize {
         let mut pools = self.pools.lock();
+        let mut wanting: KVec<PoolRef> = KVec::new();
+        for p in self.listed(&pools) {
+            if p.get(&pools).wants_more.load(Ordering::Relaxed)
+                && wanting.push(p, GFP_KERNEL).is_err()
+            {
+                break;
+            }
+        }
+        for p in wanting {
+            self.grow(&mut pools, p, rt);
+            // Cleared after the pool is linked: an entry that finds the
+            // new last pool half taken asks again.
+            p.get(&pools).wants_more.store(false, Ordering::Relaxed);
+        }
         for p in self.listed(&pools) {
             p.get(&pools).reclaim_dead();
         }
@@ -384,7 +443,9 @@ impl Kretprobes {
             let pools = self.pools.lock();
             let mut left: KVec<PoolRef> = KVec::new();
             for p in self.listed(&pools) {
-                if !p.get(&pools).rp.load(Ordering::Acquire).is_null()
+                let pool = p.get(&pools);
+                if !pool.rp.load(Ordering::Acquire).is_null()
+                    && !pool.extra
                     && left.push(p, GFP_KERNEL).is_err()
                 {
                     // Retire what fits now.
@@ -397,7 +458,7 @@ impl Kretprobes {
             }
         }
         let mut waited = 0u32;
-        while self.gc() > 0 {
+        while self.gc(rt) > 0 {
             if waited % 100 == 0 {
                 pr_info!("waiting for kretprobe frames to return\n");
             }
