@@ -140,6 +140,22 @@ pub fn resolve_in(
     arg: &[u8],
     max_derefs: usize,
 ) -> Result<Resolved, BtfArgError> {
+    resolve_params(btf, proto, 0, ret, arg, max_derefs)
+}
+
+/// [`resolve_in`] where the first `hidden` parameters of the prototype
+/// have no names for fetchargs: a tracepoint's stub function, whose first
+/// argument is the tracepoint's data (6.12's `query_btf_context()` skips
+/// it for `TPARG_FL_TPOINT`). A parameter's [`Base::Arg`] is its index in
+/// the whole prototype, the argument the function is called with.
+pub fn resolve_params(
+    btf: &Btf<'_>,
+    proto: Option<Type<'_>>,
+    hidden: usize,
+    ret: bool,
+    arg: &[u8],
+    max_derefs: usize,
+) -> Result<Resolved, BtfArgError> {
     let (var, field) = split_field(arg).map_err(|at| err(ErrorCode::BadHyphen, at))?;
     if let Some(Field {
         arrow: false, at, ..
@@ -168,11 +184,12 @@ pub fn resolve_in(
         }
     } else {
         let proto = proto
-            .filter(|p| p.vlen() > 0)
+            .filter(|p| p.vlen() > hidden)
             .ok_or(err(ErrorCode::NoBtfEntry, 0))?;
         let (i, p) = proto
             .params()
             .enumerate()
+            .skip(hidden)
             .find(|(_, p)| btf.str_at(p.name_off) == var)
             .ok_or(err(ErrorCode::NoBtfarg, 0))?;
         out.base = if ret {

@@ -188,6 +188,10 @@ pub struct ParseError {
     /// Whether the arguments ending in `:%pd`/`:%pD` had been expanded when
     /// the error was found: error_log then shows their expanded text.
     pub expanded: bool,
+    /// An entry the kernel logs before `log`, at the same place: 6.12's
+    /// fprobe parser logs `BAD_VAR` for a register, then goes on and logs
+    /// `BAD_FETCH_ARG` too ([`ParseError::entries`] gives both).
+    pub preceding: Option<ErrorCode>,
 }
 
 impl ParseError {
@@ -197,6 +201,7 @@ impl ParseError {
             errno,
             log: None,
             expanded: false,
+            preceding: None,
         }
     }
 
@@ -210,11 +215,38 @@ impl ParseError {
                 offset: u16::try_from(offset).unwrap_or(u16::MAX),
             }),
             expanded: false,
+            preceding: None,
         }
     }
 
+    /// The error_log entries of this error, each as an error of its own,
+    /// in the order the kernel appends them: the preceding one, if any,
+    /// then `log`. Each is to be written with
+    /// [`write_error_log`](super::write_error_log).
+    pub fn entries(&self) -> impl Iterator<Item = ParseError> {
+        let last = ParseError {
+            preceding: None,
+            ..*self
+        };
+        let first = match (self.preceding, self.log) {
+            (Some(code), Some(log)) => Some(ParseError {
+                log: Some(ErrorLog { code, ..log }),
+                ..last
+            }),
+            _ => None,
+        };
+        first.into_iter().chain(last.log.map(|_| last))
+    }
+
+    /// This error, after the kernel logged `code` at the same place.
+    pub(crate) fn preceded_by(mut self, code: ErrorCode) -> ParseError {
+        self.preceding = Some(code);
+        self
+    }
+
     /// The error the kernel reports when registering the parsed probe
-    /// fails with `errno` (the tail of `__trace_kprobe_create()`).
+    /// fails with `errno` (the tail of `__trace_kprobe_create()`, and of
+    /// `__trace_fprobe_create()`, which is the same).
     ///
     /// `-EILSEQ` and `-ENOENT` get their own messages, `-ENOMEM` and
     /// `-EEXIST` are not logged here (their callers log), anything else is

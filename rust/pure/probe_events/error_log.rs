@@ -12,6 +12,10 @@ use super::error::{ErrorLog, ParseError};
 /// The error_log "location" the kernel uses for kprobe events.
 pub const KPROBE_ERROR_SUBSYSTEM: &str = "trace_kprobe";
 
+/// The error_log "location" the kernel uses for fprobe and tracepoint
+/// probe events.
+pub const FPROBE_ERROR_SUBSYSTEM: &str = "trace_fprobe";
+
 /// The prefix of error_log's command line.
 pub const CMD_PREFIX: &str = "  Command: ";
 

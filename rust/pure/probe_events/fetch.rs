@@ -73,10 +73,19 @@ impl Code {
 /// `$retval` and what BTF-style names report.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub struct ArgContext {
-    /// A kretprobe on a symbol (`TPARG_FL_RETURN`).
+    /// A kretprobe on a symbol, or an fprobe on a function's exit
+    /// (`TPARG_FL_RETURN`).
     pub on_return: bool,
-    /// A kprobe at a function's entry (`TPARG_FL_FENTRY`).
+    /// A kprobe at a function's entry, or an fprobe or tracepoint probe
+    /// (`TPARG_FL_FENTRY`).
     pub on_entry: bool,
+    /// An fprobe or tracepoint probe (`TPARG_FL_FPROBE`): a register is
+    /// no fetcharg there.
+    pub fprobe: bool,
+    /// A tracepoint probe (`TPARG_FL_TPOINT`): the probed function is the
+    /// tracepoint's stub, whose first argument, the tracepoint's data, is
+    /// hidden: `$arg1` and the first parameter name are its second.
+    pub tracepoint: bool,
 }
 
 /// Where a probe's typed (BTF) arguments are looked up: the kernel's
@@ -89,13 +98,18 @@ pub(crate) struct Typed<'a> {
     /// The function's prototype's type id, `None` when BTF has no such
     /// function (an id rather than the type: a command is kept small).
     pub(crate) proto: Option<u32>,
+    /// Leading parameters that fetchargs do not see: 1 for a tracepoint's
+    /// stub (its data pointer), else 0.
+    pub(crate) hidden: usize,
 }
 
 // Two definitions are the same probe when they name the same function in
 // a BTF of the same extent: identity, not contents.
 impl PartialEq for Typed<'_> {
     fn eq(&self, other: &Self) -> bool {
-        self.btf.end_id() == other.btf.end_id() && self.proto == other.proto
+        self.btf.end_id() == other.btf.end_id()
+            && self.proto == other.proto
+            && self.hidden == other.hidden
     }
 }
 
@@ -105,12 +119,16 @@ impl core::hash::Hash for Typed<'_> {
     fn hash<H: core::hash::Hasher>(&self, h: &mut H) {
         self.btf.end_id().hash(h);
         self.proto.hash(h);
+        self.hidden.hash(h);
     }
 }
 
 impl core::fmt::Debug for Typed<'_> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Typed").field("proto", &self.proto).finish()
+        f.debug_struct("Typed")
+            .field("proto", &self.proto)
+            .field("hidden", &self.hidden)
+            .finish()
     }
 }
 
@@ -456,6 +474,13 @@ fn parse_base(
     let arg = text.get(s..e).unwrap_or(&[]);
     match at(arg, 0) {
         b'$' => parse_probe_vars(arg, code, ctx)?,
+        // 6.12 logs "Invalid $-variable" and carries on to the end, where
+        // nothing was parsed: "Invalid fetch argument" is logged too.
+        b'%' if ctx.flags.fprobe => {
+            return Err(ctx
+                .einval(ErrorCode::BadFetchArg)
+                .preceded_by(ErrorCode::BadVar));
+        }
         b'%' => match Register::from_name(tail(arg, 1)) {
             Some(r) => code.set(FetchInsn::Reg(r)),
             None => return Err(ctx.einval(ErrorCode::BadRegName)),
@@ -540,7 +565,14 @@ fn parse_btf_arg(arg: &[u8], code: &mut Code, ctx: &mut Ctx<'_>) -> Result<(), P
     ctx.queried = typed.proto.is_some();
     let max = END_SLOT.saturating_sub(code.cur + 1);
     let proto = typed.proto.and_then(|id| typed.btf.get(id));
-    let r = match btfarg::resolve_in(&typed.btf, proto, ctx.flags.on_return, arg, max) {
+    let r = match btfarg::resolve_params(
+        &typed.btf,
+        proto,
+        typed.hidden,
+        ctx.flags.on_return,
+        arg,
+        max,
+    ) {
         Ok(r) => r,
         Err(e) => {
             let code = match e.code {
@@ -648,7 +680,8 @@ fn parse_probe_vars(orig: &[u8], code: &mut Code, ctx: &mut Ctx<'_>) -> Result<(
         }
         let n = (n - 1) as u32;
         if ctx.flags.on_entry {
-            code.set(FetchInsn::Arg(n));
+            // A tracepoint's stub: its first argument is the data.
+            code.set(FetchInsn::Arg(n + u32::from(ctx.flags.tracepoint)));
         } else if ctx.flags.on_return {
             code.set(FetchInsn::EntryArg(n));
         } else {
@@ -1012,6 +1045,7 @@ mod tests {
             flags: ArgContext {
                 on_return,
                 on_entry,
+                ..ArgContext::default()
             },
             offsets: DentryOffsets::DEFAULT,
             typed: None,

@@ -69,6 +69,11 @@ pub fn is_digit(c: u8) -> bool {
     c.is_ascii_digit()
 }
 
+/// The kernel's `isalnum()`: also true for Latin-1 letters.
+pub fn is_alnum(c: u8) -> bool {
+    is_alpha(c) || is_digit(c)
+}
+
 /// The kernel's `isxdigit()`.
 pub fn is_xdigit(c: u8) -> bool {
     class(c) & (D | X) != 0

@@ -23,7 +23,7 @@ use super::bytes::{ByteWrite, SliceWriter};
 use super::error::{Errno, ParseError};
 use super::parse::{write_location, Argv, DeleteCmd, ProbeDef, ProbeLocation};
 use super::types::ArgType;
-use super::{ProbeEnv, MAX_ARGSTR_LEN};
+use super::{ProbeEnv, ProbeKind, MAX_ARGSTR_LEN};
 
 pub use crate::pure::store::{NoMemory, Store};
 
@@ -147,6 +147,7 @@ impl<'a> FieldRef<'a> {
 /// An event's record layout, owned.
 #[derive(Debug)]
 pub struct EventLayout<F, T> {
+    kind: ProbeKind,
     is_return: bool,
     size: u32,
     fields: F,
@@ -180,6 +181,7 @@ impl<F: Store<Field>, T: Store<u8>> EventLayout<F, T> {
             })?;
         }
         Ok(EventLayout {
+            kind: def.kind,
             is_return: def.is_return,
             size: def.size,
             fields,
@@ -187,9 +189,14 @@ impl<F: Store<Field>, T: Store<u8>> EventLayout<F, T> {
         })
     }
 
-    /// A kretprobe event.
+    /// A kretprobe event, or an fprobe on a function's exit.
     pub fn is_return(&self) -> bool {
         self.is_return
+    }
+
+    /// The kind of probe the event's probes are.
+    pub fn kind(&self) -> ProbeKind {
+        self.kind
     }
 
     /// Bytes of the fixed fields after the record's head.
@@ -200,6 +207,7 @@ impl<F: Store<Field>, T: Store<u8>> EventLayout<F, T> {
     /// The layout, to read.
     pub fn get(&self) -> Layout<'_> {
         Layout {
+            kind: self.kind,
             is_return: self.is_return,
             size: self.size,
             fields: self.fields.items(),
@@ -209,9 +217,18 @@ impl<F: Store<Field>, T: Store<u8>> EventLayout<F, T> {
 }
 
 /// An event's record layout: a view of an [`EventLayout`].
+///
+/// An fprobe or tracepoint probe event's record is a kprobe event's: the
+/// same head (`__probe_ip`; `__probe_func` and `__probe_ret_ip` on a
+/// function's exit, as a kretprobe's), the same fields after it and the
+/// same `print fmt` (6.12's `fentry_event_define_fields()`,
+/// `fexit_event_define_fields()` and `traceprobe_set_print_fmt()`).
 #[derive(Clone, Copy, Debug)]
 pub struct Layout<'a> {
-    /// A kretprobe event (its header has the function and return site).
+    /// The kind of probe the event's probes are.
+    pub kind: ProbeKind,
+    /// A kretprobe event, or an fprobe exit event (its header has the
+    /// function and return site).
     pub is_return: bool,
     /// Bytes of the fixed fields after the header.
     pub size: u32,
@@ -239,6 +256,28 @@ impl<'a> Layout<'a> {
     /// Whether the event has no fields.
     pub fn is_empty(&self) -> bool {
         self.fields.is_empty()
+    }
+
+    /// The checks before `def`'s probe joins this event, in the kernel's
+    /// order, except the last one ([`Spec::same_probe`] on each of the
+    /// event's probes): `EVENT_EXIST` when the event is of the other
+    /// dynamic event type (a kprobe event for an `f` or `t` command, an
+    /// fprobe or tracepoint event for a `p` or `r` one; the kernel finds
+    /// no event of its type to join, and the name is taken),
+    /// `DIFF_PROBE_TYPE` when it is of another kind or direction (entry
+    /// and exit, fprobe and tracepoint), `DIFF_ARG_TYPE` when its
+    /// fetchargs differ ([`Layout::compare_arg_types`]).
+    pub fn check_append(&self, def: &ProbeDef<'_>) -> Result<(), ParseError> {
+        if !self.kind.same_event_type(def.kind) {
+            return Err(ParseError::event_exists());
+        }
+        if self.kind != def.kind || self.is_return != def.is_return {
+            return Err(ParseError::diff_probe_type());
+        }
+        match self.compare_arg_types(def) {
+            Some(n) => Err(ParseError::diff_arg_type(n)),
+            None => Ok(()),
+        }
     }
 
     /// `trace_probe_compare_arg_type()`: `None` when `def` has the same
@@ -339,9 +378,9 @@ impl<'a> Spec<'a> {
         self.comms.iter().map(move |c| c.get(text))
     }
 
-    /// `trace_kprobe_has_same_kprobe()` for one probe: same symbol (address
-    /// probes all count as symbol "unknown"), offset and argument texts as
-    /// `def`.
+    /// `trace_kprobe_has_same_kprobe()` (`trace_fprobe_has_same_fprobe()`)
+    /// for one probe: same symbol (address probes all count as symbol
+    /// "unknown"), offset and argument texts as `def`.
     pub fn same_probe(&self, def: &ProbeDef<'_>) -> bool {
         fn key<'k>(l: &ProbeLocation<'k>) -> (Option<&'k [u8]>, u32) {
             match *l {
@@ -360,7 +399,8 @@ impl<'a> Spec<'a> {
 }
 
 impl DeleteCmd<'_> {
-    /// `trace_kprobe_match()`: whether this command deletes the probe
+    /// `trace_kprobe_match()` (`trace_fprobe_match()`, which is the same
+    /// for a probe at offset 0): whether this command deletes the probe
     /// `spec` of the event `GROUP/EVENT` of `layout`. The module deletes
     /// every matching probe and returns `-ENOENT` if none matched.
     pub fn matches<E: ProbeEnv + ?Sized>(

@@ -12,6 +12,11 @@
 //! symbols and registering the probe stay in the module; the parser asks the
 //! module what it needs through [`ProbeEnv`].
 //!
+//! [`parse_dyn_command`] takes what 6.12's `dynamic_events` takes of probes
+//! on the kernel: `p`/`r` as above, and fprobe (`f`) and tracepoint probe
+//! (`t`) events (`kernel/trace/trace_fprobe.c`), whose definitions say
+//! which they are in [`ProbeDef::kind`].
+//!
 //! Nothing here allocates: a parsed command borrows the command's text and
 //! re-parses one fetcharg at a time ([`ProbeDef::args`]). A successful
 //! [`parse_command`] has parsed every fetcharg once, so that iterating them
@@ -24,17 +29,21 @@
 //! kernel's string helpers), `error` (errno and error_log codes), `bytes`
 //! (byte output), `types` (fetch types), `regs` (registers), `program`
 //! (fetch programs), `argtext` (fetcharg names and listed text), `fetch` (a
-//! fetcharg compiled into a program), `parse` (commands), `layout` (what an event keeps), `print`
-//! (the listing and trace output), `error_log` (error_log's text); `exec`
-//! and `stage` run programs at a hit.
+//! fetcharg compiled into a program), `parse` (commands), `fprobe` (`f`
+//! and `t` commands), `dynevent` (the commands of every probe type),
+//! `layout` (what an event keeps), `print` (the listing and trace output),
+//! `error_log` (error_log's text); `exec` and `stage` run programs at a
+//! hit.
 
 pub mod argtext;
 pub mod btfarg;
 pub mod bytes;
+pub mod dynevent;
 pub mod error;
 pub mod error_log;
 pub mod exec;
 pub mod fetch;
+pub mod fprobe;
 pub mod kstr;
 pub mod layout;
 pub mod parse;
@@ -48,9 +57,11 @@ use crate::pure::btf::Btf;
 
 pub use argtext::{ArgName, ArgText};
 pub use bytes::ByteWrite;
+pub use dynevent::{parse_dyn_command, parse_dyn_command_in};
 pub use error::{Errno, ErrorCode, ErrorLog, ParseError};
 pub use error_log::write_error_log;
 pub use fetch::{ArgContext, FetchArg};
+pub use fprobe::FunctionFilter;
 pub use layout::{EventLayout, Layout, ProbeSpec, Spec, Store};
 pub use parse::{
     parse_command, parse_command_in, Command, DeleteCmd, EventName, FetchArgs, ProbeDef,
@@ -91,6 +102,73 @@ pub const MAX_BTF_ARGS_LEN: usize = 128;
 pub const PARAM_MAX_STACK: u64 = 2048;
 /// The group of events created without `GRP/` (the kernel uses `kprobes`).
 pub const DEFAULT_GROUP: &str = "rkprobes";
+/// The group of fprobe events created without `GRP/`, the kernel's
+/// (`FPROBE_EVENT_SYSTEM`).
+pub const FPROBE_GROUP: &str = "fprobes";
+/// The group of tracepoint probe events created without `GRP/`, the
+/// kernel's (`TRACEPOINT_EVENT_SYSTEM`).
+pub const TPROBE_GROUP: &str = "tracepoints";
+
+/// Which of the kernel's dynamic event types a probe is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ProbeKind {
+    /// `p` or `r`: a kprobe or kretprobe event (`trace_kprobe.c`).
+    Kprobe,
+    /// `f`: an fprobe event, on a function's entry or exit
+    /// (`trace_fprobe.c`).
+    Fprobe,
+    /// `t`: a tracepoint probe event, an fprobe on the entry of the
+    /// tracepoint's stub function `__probestub_TP` (`trace_fprobe.c`).
+    Tprobe,
+}
+
+impl ProbeKind {
+    /// The kind of probe the command `line` creates, told apart as the
+    /// kernel's dynamic event types tell theirs: by the first byte of its
+    /// first word. `None` for a deletion, an empty line or anything else.
+    pub fn of_command(line: &[u8]) -> Option<ProbeKind> {
+        if kstr::at(line, 0) == b'-' {
+            return None;
+        }
+        match kstr::at(parse::Argv::new(line).next()?, 0) {
+            b'p' | b'r' => Some(ProbeKind::Kprobe),
+            b'f' => Some(ProbeKind::Fprobe),
+            b't' => Some(ProbeKind::Tprobe),
+            _ => None,
+        }
+    }
+
+    /// The error_log location of this kind's errors (what
+    /// `trace_probe_log_init()` is given).
+    pub fn subsystem(self) -> &'static str {
+        match self {
+            ProbeKind::Kprobe => error_log::KPROBE_ERROR_SUBSYSTEM,
+            ProbeKind::Fprobe | ProbeKind::Tprobe => error_log::FPROBE_ERROR_SUBSYSTEM,
+        }
+    }
+
+    /// Whether an event of this kind and one of `other` are of the same
+    /// dynamic event type in the kernel (`trace_kprobe` or `trace_fprobe`):
+    /// only then can a probe of one join an event of the other (else the
+    /// name is taken, `EVENT_EXIST`).
+    pub fn same_event_type(self, other: ProbeKind) -> bool {
+        (self == ProbeKind::Kprobe) == (other == ProbeKind::Kprobe)
+    }
+}
+
+/// What `find_tracepoint()` finds for the tracepoint of a `t` command.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TracepointCheck {
+    /// In the kernel or a loaded module: the fetchargs are typed from its
+    /// stub function, `__probestub_TP`.
+    Loaded,
+    /// Nowhere, on a kernel with modules: accepted, as the tracepoint of a
+    /// module that may come later. As in 6.12, the fetchargs are typed from
+    /// the function named as the tracepoint, if BTF has one.
+    NotLoaded,
+    /// Nowhere, on a kernel without modules: "Tracepoint is not found".
+    NotFound,
+}
 
 /// Offsets `%pd`/`%pD` expand to, which depend on the kernel's build.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -170,6 +248,23 @@ pub trait ProbeEnv {
         DEFAULT_GROUP.as_bytes()
     }
 
+    /// The group of events of `kind` given without `GRP/`: kprobes'
+    /// [`ProbeEnv::default_group`], else the kernel's.
+    fn default_group_of(&self, kind: ProbeKind) -> &'static [u8] {
+        match kind {
+            ProbeKind::Kprobe => self.default_group(),
+            ProbeKind::Fprobe => FPROBE_GROUP.as_bytes(),
+            ProbeKind::Tprobe => TPROBE_GROUP.as_bytes(),
+        }
+    }
+
+    /// `find_tracepoint()` for the tracepoint `name` of a `t` command, in
+    /// the kernel and its loaded modules. The default knows none, as a
+    /// kernel with modules where none has it.
+    fn tracepoint(&self, _name: &[u8]) -> TracepointCheck {
+        TracepointCheck::NotLoaded
+    }
+
     /// The struct offsets `%pd`/`%pD` use.
     fn dentry_offsets(&self) -> DentryOffsets {
         DentryOffsets::DEFAULT
@@ -186,7 +281,8 @@ pub trait ProbeEnv {
 }
 
 /// A [`ProbeEnv`] that accepts every symbol as unique and at function entry
-/// when the offset is 0: for checking syntax alone.
+/// when the offset is 0, and knows every tracepoint: for checking syntax
+/// alone.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SyntaxOnlyEnv;
 
@@ -201,5 +297,9 @@ impl ProbeEnv for SyntaxOnlyEnv {
         } else {
             FuncEntry::NotEntry
         }
+    }
+
+    fn tracepoint(&self, _name: &[u8]) -> TracepointCheck {
+        TracepointCheck::Loaded
     }
 }

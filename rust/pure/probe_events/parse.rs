@@ -18,8 +18,8 @@ use super::kstr::{
     tail,
 };
 use super::{
-    DentryOffsets, FuncEntry, ProbeEnv, SymbolCheck, KRETPROBE_MAXACTIVE_MAX, MAX_BTF_ARGS_LEN,
-    MAX_DENTRY_ARGS_LEN, MAX_EVENT_NAME_LEN, MAX_TRACE_ARGS, WRITE_BUFSIZE,
+    DentryOffsets, FuncEntry, ProbeEnv, ProbeKind, SymbolCheck, KRETPROBE_MAXACTIVE_MAX,
+    MAX_BTF_ARGS_LEN, MAX_DENTRY_ARGS_LEN, MAX_EVENT_NAME_LEN, MAX_TRACE_ARGS, WRITE_BUFSIZE,
 };
 
 /// Splits a command into arguments at the kernel's white space
@@ -155,7 +155,8 @@ impl<'a> Iterator for WriteLines<'a> {
 pub enum EventName<'a> {
     /// `EVENT` as written.
     Given(&'a [u8]),
-    /// `p_SYM_OFFS`, `r_SYM_OFFS` or `p_0xADDR`, sanitised.
+    /// `p_SYM_OFFS`, `r_SYM_OFFS` or `p_0xADDR`, sanitised; `FUNC__entry`
+    /// or `FUNC__exit` for an fprobe, `TRACEPOINT` for a tracepoint probe.
     Auto(AutoEventName),
 }
 
@@ -180,6 +181,9 @@ impl EventName<'_> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ProbeLocation<'a> {
     /// `[MOD:]SYM[+OFFS]`: `symbol` keeps `MOD:`, loses `+OFFS`/`%return`.
+    /// An fprobe's is its symbol as written, offset 0: 6.12 gives it to
+    /// ftrace as a filter ([`FunctionFilter`](super::FunctionFilter)). A
+    /// tracepoint probe's is the tracepoint's name, offset 0.
     Symbol {
         /// `[MOD:]SYM`.
         symbol: &'a [u8],
@@ -211,12 +215,15 @@ impl<'a> ProbeLocation<'a> {
     }
 }
 
-/// A parsed `p`/`r` command: a probe to register.
+/// A parsed `p`/`r` (or `f`/`t`) command: a probe to register.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ProbeDef<'a> {
-    /// A kretprobe (`r`, or `p` with `%return`).
+    /// Which kind of probe: `p`/`r`, `f` or `t`.
+    pub kind: ProbeKind,
+    /// A kretprobe (`r`, or `p` with `%return`), or an fprobe on a
+    /// function's exit (`%return`, or a `$retval` fetcharg).
     pub is_return: bool,
-    /// Kretprobe instances, 0 for the default.
+    /// Kretprobe instances (an fprobe exit's, `f16:`), 0 for the default.
     pub maxactive: u32,
     /// The event's group.
     pub group: &'a [u8],
@@ -416,7 +423,7 @@ fn parse_delete(line: &[u8]) -> Result<DeleteCmd<'_>, ParseError> {
     })
 }
 
-fn log_err(code: ErrorCode, index: usize, offset: usize) -> ParseError {
+pub(super) fn log_err(code: ErrorCode, index: usize, offset: usize) -> ParseError {
     ParseError::logged(Errno::EINVAL, code, index, offset)
 }
 
@@ -528,6 +535,7 @@ fn parse_probe<'a, E: ProbeEnv + ?Sized>(
         } else {
             btf.func_proto(name).map(|p| p.id)
         },
+        hidden: 0,
     });
     // `MOD:SYM` of a module not loaded yet, whose BTF (from its file) has
     // the function: offset 0 is its entry, where its parameters are typed
@@ -538,7 +546,53 @@ fn parse_probe<'a, E: ProbeEnv + ?Sized>(
     let context = ArgContext {
         on_return,
         on_entry,
+        ..ArgContext::default()
     };
+    let head = ProbeHead {
+        kind: ProbeKind::Kprobe,
+        is_return,
+        maxactive,
+        group,
+        event,
+        location,
+        context,
+        typed,
+    };
+    finish_probe(head, args_text, env, buf)
+}
+
+/// What the parsers of each probe type make of a command before its
+/// fetchargs.
+pub(super) struct ProbeHead<'a> {
+    pub(super) kind: ProbeKind,
+    pub(super) is_return: bool,
+    pub(super) maxactive: u32,
+    pub(super) group: &'a [u8],
+    pub(super) event: EventName<'a>,
+    pub(super) location: ProbeLocation<'a>,
+    pub(super) context: ArgContext,
+    pub(super) typed: Option<Typed<'a>>,
+}
+
+/// The fetchargs' part of `__trace_kprobe_create()`, which
+/// `__trace_fprobe_create()` shares: `$arg*`/`$argN` made parameter
+/// names, the count and `%pd` room checked, each fetcharg parsed.
+pub(super) fn finish_probe<'a, E: ProbeEnv + ?Sized>(
+    head: ProbeHead<'a>,
+    args_text: &'a [u8],
+    env: &'a E,
+    buf: &'a mut [u8],
+) -> Result<ProbeDef<'a>, ParseError> {
+    let ProbeHead {
+        kind,
+        is_return,
+        maxactive,
+        group,
+        event,
+        location,
+        context,
+        typed,
+    } = head;
     let star = check_meta_args(args_text, &context, typed.is_some())?;
     let (args_text, names_expanded, empty_at) = match (typed, star) {
         (Some(t), Some(star)) => match expand_meta_args(args_text, &t, star, buf)? {
@@ -563,6 +617,7 @@ fn parse_probe<'a, E: ProbeEnv + ?Sized>(
     }
 
     let mut def = ProbeDef {
+        kind,
         is_return,
         maxactive,
         group,
@@ -606,11 +661,14 @@ pub fn split_symbol_offset(symbol: &[u8]) -> Result<(&[u8], i64), Errno> {
 }
 
 /// `(group, event)` as given after `p:`.
-type EventNameParts<'a> = (Option<&'a [u8]>, Option<&'a [u8]>);
+pub(super) type EventNameParts<'a> = (Option<&'a [u8]>, Option<&'a [u8]>);
 
 /// `traceprobe_parse_event_name()` on the text after `p:`, which starts at
 /// byte `offset` of argv\[0\]: `(group, event)`, `event` `None` for `GRP/`.
-fn parse_event_name(text: &[u8], offset: usize) -> Result<EventNameParts<'_>, ParseError> {
+pub(super) fn parse_event_name(
+    text: &[u8],
+    offset: usize,
+) -> Result<EventNameParts<'_>, ParseError> {
     let slash = find(text, b'/').or_else(|| find(text, b'.'));
     let mut group = None;
     let mut event = text;
@@ -645,36 +703,49 @@ fn parse_event_name(text: &[u8], offset: usize) -> Result<EventNameParts<'_>, Pa
     Ok((group, Some(event)))
 }
 
-/// The kernel's generated event name: `snprintf()` into a 64-byte buffer,
-/// then `sanitize_event_name()`.
+/// The kernel's generated event name for a kprobe: `snprintf()` into a
+/// 64-byte buffer, then `sanitize_event_name()`.
 fn auto_event_name<E: ProbeEnv + ?Sized>(
     is_return: bool,
     location: &ProbeLocation<'_>,
     env: &E,
 ) -> AutoEventName {
-    let mut w = SliceWriter::new([0u8; MAX_EVENT_NAME_LEN - 1]);
     let kind = if is_return { "r" } else { "p" };
-    let _ = match *location {
-        ProbeLocation::Symbol { symbol, offset } => (|| {
+    AutoEventName::new(|w| match *location {
+        ProbeLocation::Symbol { symbol, offset } => {
             w.write_bytes(kind.as_bytes())?;
             w.write_bytes(b"_")?;
             w.write_bytes(symbol)?;
-            fmt::Write::write_fmt(&mut Fmt(&mut w), format_args!("_{offset}"))
-        })(),
+            fmt::Write::write_fmt(&mut Fmt(w), format_args!("_{offset}"))
+        }
         ProbeLocation::Address(addr) => fmt::Write::write_fmt(
-            &mut Fmt(&mut w),
+            &mut Fmt(w),
             format_args!("{kind}_0x{:016x}", env.pointer_id(addr)),
         ),
-    };
-    let (mut buf, len) = w.into_parts();
-    for c in buf.iter_mut().take(len).skip(1) {
-        if matches!(*c, b':' | b'.' | b'*') {
-            *c = b'_';
+    })
+}
+
+impl AutoEventName {
+    /// The name `write` writes, cut at `MAX_EVENT_NAME_LEN - 1` bytes as
+    /// `snprintf()` into the kernel's buffer cuts it, then with `:`, `.`
+    /// and `*` after its first byte made `_` (`sanitize_event_name()`).
+    pub(super) fn new<F>(write: F) -> AutoEventName
+    where
+        F: FnOnce(&mut SliceWriter<[u8; MAX_EVENT_NAME_LEN - 1]>) -> fmt::Result,
+    {
+        let mut w = SliceWriter::new([0u8; MAX_EVENT_NAME_LEN - 1]);
+        // A name too long is cut, not refused.
+        let _ = write(&mut w);
+        let (mut buf, len) = w.into_parts();
+        for c in buf.iter_mut().take(len).skip(1) {
+            if matches!(*c, b':' | b'.' | b'*') {
+                *c = b'_';
+            }
         }
-    }
-    AutoEventName {
-        buf,
-        len: len as u8,
+        AutoEventName {
+            buf,
+            len: len as u8,
+        }
     }
 }
 
@@ -747,10 +818,11 @@ fn expand_meta_args<'a>(
     meta: MetaArgs,
     buf: &'a mut [u8],
 ) -> Result<Option<Expanded<'a>>, ParseError> {
+    let hidden = typed.hidden;
     let params = typed
         .proto
         .and_then(|id| typed.btf.get(id))
-        .filter(|p| p.vlen() > 0);
+        .filter(|p| p.vlen() > hidden);
     let Some(proto) = params else {
         if meta.star.is_some() {
             return Err(ParseError::logged(
@@ -763,8 +835,11 @@ fn expand_meta_args<'a>(
         return Ok(None);
     };
     let btf = typed.btf;
-    let name_of = |n: usize| proto.params().nth(n).map(|p| btf.str_at(p.name_off));
-    let nr = proto.vlen();
+    let name_of = |n: usize| {
+        let n = n.checked_add(hidden)?;
+        proto.params().nth(n).map(|p| btf.str_at(p.name_off))
+    };
+    let nr = proto.vlen().saturating_sub(hidden);
     let mut w = SliceWriter::new(&mut buf[..]);
     let nomem = |_| ParseError::silent(Errno::ENOMEM);
     // The kernel writes the names into a buffer of MAX_BTF_ARGS_LEN.

@@ -16,14 +16,19 @@ use super::bytes::{ByteWrite, Fmt};
 use super::layout::{FieldRef, Layout, Spec};
 use super::parse::write_location;
 use super::types::FetchType;
-use super::ProbeEnv;
+use super::{ProbeEnv, ProbeKind};
 
 /// Writes one line of `cat kprobe_events` for the probe `spec` of the
 /// event `GROUP/EVENT` of `layout`, newline included:
-/// `p:GRP/EVENT SYM+OFFS NAME=ARG...`, `r16:...` with a maxactive.
+/// `p:GRP/EVENT SYM+OFFS NAME=ARG...`, `r16:...` with a maxactive. An
+/// fprobe's is `f:GRP/EVENT FUNC NAME=ARG...`, `f16:GRP/EVENT
+/// FUNC%return ...` on a function's exit (`%return` whether the command
+/// said it or a `$retval` made it an exit probe), a tracepoint probe's
+/// `t:GRP/EVENT TRACEPOINT ...` (`trace_fprobe_show()`).
 ///
 /// `maxactive` is the kretprobe's: the command's, or once registered the
-/// default it got (as the kernel's listing shows `r10:` for `r:`).
+/// default it got (as the kernel's listing shows `r10:` for `r:`). An
+/// fprobe's is the command's: 6.12 lists none for `f:`.
 pub fn write_listing<W: ByteWrite + ?Sized, E: ProbeEnv + ?Sized>(
     w: &mut W,
     (group, event): (&[u8], &[u8]),
@@ -33,7 +38,12 @@ pub fn write_listing<W: ByteWrite + ?Sized, E: ProbeEnv + ?Sized>(
     env: &E,
 ) -> fmt::Result {
     use fmt::Write as _;
-    w.write_bytes(if layout.is_return { b"r" } else { b"p" })?;
+    w.write_bytes(match (layout.kind, layout.is_return) {
+        (ProbeKind::Kprobe, false) => b"p",
+        (ProbeKind::Kprobe, true) => b"r",
+        (ProbeKind::Fprobe, _) => b"f",
+        (ProbeKind::Tprobe, _) => b"t",
+    })?;
     if layout.is_return && maxactive != 0 {
         write!(Fmt(w), "{maxactive}")?;
     }
@@ -43,6 +53,9 @@ pub fn write_listing<W: ByteWrite + ?Sized, E: ProbeEnv + ?Sized>(
     w.write_bytes(event)?;
     w.write_bytes(b" ")?;
     write_location(w, &spec.location(), env)?;
+    if layout.kind == ProbeKind::Fprobe && layout.is_return {
+        w.write_bytes(b"%return")?;
+    }
     for (field, comm) in layout.fields().zip(spec.comms()) {
         w.write_bytes(b" ")?;
         w.write_bytes(field.name)?;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Fuzzes the kprobe_events parser: no write may panic, every accepted
+//! Fuzzes the kprobe_events parser, as `dynamic_events` takes commands
+//! (`p`, `r`, `f`, `t`): no write may panic, every accepted
 //! command's fetchargs parse again, its listing parses back to a probe that
 //! lists the same, every error renders an error_log entry, and trace output
 //! of any bytes taken as a record of an accepted command (a stale record of
@@ -19,9 +20,10 @@ use libfuzzer_sys::fuzz_target;
 use pure::probe_events::{
     error_log::write_error_log,
     layout::{NoMemory, Store},
-    parse_command,
+    parse_dyn_command,
     print::{record_extent, write_print_fmt, write_record_args, NoSymbols},
-    write_listing, ByteWrite, Command, EventLayout, ProbeDef, ProbeSpec, SyntaxOnlyEnv, WriteLines,
+    write_listing, ByteWrite, Command, EventLayout, ProbeDef, ProbeKind, ProbeSpec, SyntaxOnlyEnv,
+    WriteLines,
 };
 
 struct Buf(Vec<u8>);
@@ -67,10 +69,13 @@ impl ByteWrite for Buf {
 
 fn check(line: &[u8], data: &[u8]) {
     let env = SyntaxOnlyEnv;
-    match parse_command(line, &env) {
+    match parse_dyn_command(line, &env) {
         Err(e) => {
-            let mut b = Buf(Vec::new());
-            write_error_log(&mut b, "trace_kprobe", line, &e, &env).unwrap();
+            let kind = ProbeKind::of_command(line).unwrap_or(ProbeKind::Kprobe);
+            for entry in e.entries() {
+                let mut b = Buf(Vec::new());
+                write_error_log(&mut b, kind.subsystem(), line, &entry, &env).unwrap();
+            }
         }
         Ok(Command::Probe(def)) => {
             for a in def.args() {
@@ -90,7 +95,7 @@ fn check(line: &[u8], data: &[u8]) {
             }
             // Generated names of odd symbols may not be valid names, as in
             // the kernel; anything that parses back must list the same.
-            if let Ok(Command::Probe(again)) = parse_command(&listed, &env) {
+            if let Ok(Command::Probe(again)) = parse_dyn_command(&listed, &env) {
                 assert_eq!(listing(&again), listed);
             }
         }

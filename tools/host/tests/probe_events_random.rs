@@ -3,7 +3,9 @@
 //! Seeded random tests of the kprobe_events parser: accepted commands list
 //! in a form that parses back to the same probe, and no input panics, nor
 //! do the fetch programs of accepted commands on arbitrary memory, nor the
-//! trace output of arbitrary records of any length.
+//! trace output of arbitrary records of any length. The same for the `f`
+//! and `t` commands of `dynamic_events`, whose parser takes `p` and `r`
+//! commands as kprobe_events' does.
 //!
 //! `RKPROBES_PE_ITERS` sets the number of random inputs of `no_input_panics`
 //! (default 100000 in release builds; the long run, `make
@@ -13,16 +15,18 @@ mod probe_events_support;
 
 use probe_events_support::*;
 use rkprobes_host::pure::probe_events::{
+    argtext::is_good_name,
     error::Errno,
     error_log::write_error_log,
     exec::{data_size, store_args, ArgLayout, FetchEnv},
-    parse_command,
+    kstr::c_str,
+    parse_command, parse_dyn_command,
     print::{
         record_extent, write_arg_value, write_print_fmt, write_record_args, Element, NoSymbols,
     },
     program::FetchInsn,
     regs::Register,
-    Command, FetchArg, ProbeDef, WriteLines, WRITE_BUFSIZE,
+    Command, FetchArg, ParseError, ProbeDef, ProbeKind, WriteLines, WRITE_BUFSIZE,
 };
 
 const NAMES: &[&str] = &["a", "b_1", "_x", "foo", "Bar9", "arg1", "arg3", "ptr", "é"];
@@ -44,13 +48,23 @@ fn gen_number(rng: &mut Rng, max: u64) -> String {
     }
 }
 
-fn gen_base(rng: &mut Rng, is_return: bool) -> String {
+/// A fetcharg's innermost part; `regs` false for fprobes, which take no
+/// registers (`$stackN` instead, drawing the same numbers).
+fn gen_base(rng: &mut Rng, is_return: bool, regs: bool) -> String {
     const REGS: &[&str] = &[
         "ax", "bx", "cx", "dx", "si", "di", "bp", "sp", "ip", "flags", "r8", "r15", "cs", "ss",
         "orig_ax",
     ];
+    let reg = |rng: &mut Rng| {
+        let r = rng.pick(REGS);
+        if regs {
+            format!("%{r}")
+        } else {
+            format!("$stack{}", r.len())
+        }
+    };
     match rng.below(12) {
-        0 => format!("%{}", rng.pick(REGS)),
+        0 => reg(rng),
         1 => format!("$stack{}", rng.below(3000)),
         2 => "$stack".into(),
         3 => "$comm".into(),
@@ -68,12 +82,12 @@ fn gen_base(rng: &mut Rng, is_return: bool) -> String {
         7 => format!("\\\"{}\"", rng.pick(&["", "hi", "a_b", "x\"y"])),
         8 => format!("$arg{}", rng.below(10)),
         9 if is_return => "$retval".into(),
-        _ => format!("%{}", rng.pick(REGS)),
+        _ => reg(rng),
     }
 }
 
-fn gen_fetch(rng: &mut Rng, is_return: bool) -> String {
-    let mut f = gen_base(rng, is_return);
+fn gen_fetch(rng: &mut Rng, is_return: bool, regs: bool) -> String {
+    let mut f = gen_base(rng, is_return, regs);
     for _ in 0..rng.below(4) {
         let sign = if rng.chance(70) { "+" } else { "-" };
         let user = if rng.chance(20) { "u" } else { "" };
@@ -101,7 +115,7 @@ fn gen_type(rng: &mut Rng) -> String {
     t
 }
 
-fn gen_arg(rng: &mut Rng, is_return: bool, used: &mut Vec<String>) -> String {
+fn gen_arg(rng: &mut Rng, is_return: bool, regs: bool, used: &mut Vec<String>) -> String {
     let mut a = String::new();
     if rng.chance(50) {
         let n = gen_name(rng);
@@ -110,7 +124,7 @@ fn gen_arg(rng: &mut Rng, is_return: bool, used: &mut Vec<String>) -> String {
             used.push(n);
         }
     }
-    a.push_str(&gen_fetch(rng, is_return));
+    a.push_str(&gen_fetch(rng, is_return, regs));
     if rng.chance(10) {
         a.push_str(rng.pick::<&str>(&[":%pd", ":%pD"]));
     } else if rng.chance(60) {
@@ -156,7 +170,54 @@ fn gen_command(rng: &mut Rng) -> String {
     let mut used = Vec::new();
     for _ in 0..rng.below(7) {
         cmd.push(' ');
-        cmd.push_str(&gen_arg(rng, is_return, &mut used));
+        cmd.push_str(&gen_arg(rng, is_return, true, &mut used));
+    }
+    cmd
+}
+
+/// An `f` or `t` command from the grammar of `dynamic_events`, valid more
+/// often than not.
+fn gen_dyn_command(rng: &mut Rng) -> String {
+    let tracepoint = rng.chance(40);
+    let mut is_return = !tracepoint && rng.chance(40);
+    let mut cmd = String::from(if tracepoint { "t" } else { "f" });
+    if is_return && rng.chance(30) {
+        cmd.push_str(&(1 + rng.below(4096)).to_string());
+    }
+    if rng.chance(60) {
+        cmd.push(':');
+        if rng.chance(50) {
+            cmd.push_str(rng.pick::<&str>(&["grp", "my-grp", "fprobes", "_g2"]));
+            cmd.push('/');
+        }
+        if rng.chance(90) {
+            cmd.push_str(&gen_name(rng));
+        }
+    }
+    cmd.push(' ');
+    if tracepoint {
+        cmd.push_str(rng.pick::<&str>(TRACEPOINTS));
+        if rng.chance(10) {
+            cmd.push_str("_mod9");
+        }
+    } else {
+        match rng.below(10) {
+            0 => cmd.push_str("ext4:ext4_sync_fs"),
+            1 => cmd.push_str(rng.pick::<&str>(&["vfs_*", "*_read", "k?ree", "12"])),
+            _ => cmd.push_str(rng.pick::<&str>(VMLINUX)),
+        }
+        if is_return {
+            cmd.push_str("%return");
+        }
+    }
+    let mut used = Vec::new();
+    for _ in 0..rng.below(7) {
+        cmd.push(' ');
+        // Now and then a `$retval` that makes an fprobe an exit probe,
+        // and a register, which fprobes refuse.
+        is_return |= !tracepoint && rng.chance(10);
+        let regs = rng.chance(3);
+        cmd.push_str(&gen_arg(rng, is_return, regs, &mut used));
     }
     cmd
 }
@@ -168,6 +229,7 @@ fn arg_text(a: &FetchArg<'_>) -> Vec<u8> {
 }
 
 fn assert_same_probe(a: &ProbeDef<'_>, b: &ProbeDef<'_>, what: &str) {
+    assert_eq!(a.kind, b.kind, "{what}");
     assert_eq!(a.is_return, b.is_return, "{what}");
     assert_eq!(a.maxactive, b.maxactive, "{what}");
     assert_eq!(a.group, b.group, "{what}");
@@ -213,6 +275,41 @@ fn listing_parses_back_to_the_same_probe() {
         }
     }
     // The generator must exercise the accepting paths, not just errors.
+    assert!(accepted > total / 4, "only {accepted} of {total} accepted");
+}
+
+#[test]
+fn dyn_listing_parses_back_to_the_same_probe() {
+    let mut rng = Rng::new(0x6670_726f_6265);
+    let mut accepted = 0;
+    let total = 20_000;
+    for _ in 0..total {
+        let cmd = gen_dyn_command(&mut rng);
+        let Ok(Command::Probe(def)) = parse_dyn(&cmd) else {
+            continue;
+        };
+        // Generated names are not checked: `f 12` is event `12__entry`,
+        // which no command can name.
+        if !is_good_name(def.event.as_bytes(), false) {
+            continue;
+        }
+        accepted += 1;
+        let listed = listing(&def);
+        let again = match parse_dyn(&listed) {
+            Ok(Command::Probe(d)) => d,
+            other => panic!("{cmd:?} lists as {listed:?}, which gives {other:?}"),
+        };
+        assert_same_probe(&def, &again, &format!("{cmd:?} -> {listed:?}"));
+        run_and_print(&def, rng.next_u64());
+        assert_eq!(listing(&again), listed, "{cmd:?}");
+        // The listing deletes it, by name and by its definition without
+        // `%return` (as `trace_fprobe_match()` compares it).
+        let del = format!("-:{}", &listed[listed.find(':').unwrap() + 1..]).replace("%return", "");
+        match parse_dyn(&del) {
+            Ok(Command::Delete(d)) => assert!(Kept::new(&def).deleted_by(&d), "{del:?}"),
+            other => panic!("{del:?}: {other:?}"),
+        }
+    }
     assert!(accepted > total / 4, "only {accepted} of {total} accepted");
 }
 
@@ -360,16 +457,43 @@ fn run_and_print(def: &ProbeDef<'_>, seed: u64) {
     write_record_args(&mut b, &layout, &junk, HDR, &NoSymbols).unwrap();
 }
 
-/// Parses `input` and checks everything that follows from the answer;
-/// returns whether it was a probe command.
-fn exercise(input: &[u8]) -> bool {
-    match parse_command(input, &MockEnv) {
+/// Parses `input` as kprobe_events and as dynamic_events do and checks
+/// everything that follows from the answers; returns how many were
+/// probe commands.
+fn exercise(input: &[u8]) -> usize {
+    let line = c_str(input);
+    let dynamic = parse_dyn_command(input, &MockEnv);
+    let theirs = line.first() == Some(&b'!')
+        || matches!(
+            ProbeKind::of_command(line),
+            Some(ProbeKind::Fprobe | ProbeKind::Tprobe)
+        );
+    if !theirs {
+        // The same command, the same answer.
+        assert_eq!(dynamic, parse_command(input, &MockEnv));
+    }
+    let mut n = usize::from(check_answer(input, parse_command(input, &MockEnv)));
+    if theirs {
+        n += usize::from(check_answer(input, dynamic));
+    }
+    n
+}
+
+/// Checks everything that follows from the answer to `input`; returns
+/// whether it was a probe command.
+fn check_answer(input: &[u8], answer: Result<Command<'_>, ParseError>) -> bool {
+    match answer {
         Err(e) => {
-            let mut b = Buf::default();
-            write_error_log(&mut b, "trace_kprobe", input, &e, &MockEnv).unwrap();
-            if e.log.is_some() {
+            let kind = ProbeKind::of_command(c_str(input)).unwrap_or(ProbeKind::Kprobe);
+            for entry in e.entries() {
+                let mut b = Buf::default();
+                write_error_log(&mut b, kind.subsystem(), input, &entry, &MockEnv).unwrap();
                 assert_eq!(b.0.iter().filter(|&&c| c == b'\n').count(), 3);
             }
+            assert_eq!(
+                e.entries().count(),
+                usize::from(e.log.is_some()) + usize::from(e.preceding.is_some())
+            );
         }
         Ok(Command::Probe(def)) => {
             let kept = Kept::new(&def);
@@ -405,6 +529,13 @@ fn exercise(input: &[u8]) -> bool {
         Ok(Command::Delete(d)) => {
             let cmd = "p:e vfs_read+8 a=%ax";
             let _ = Kept::new(&probe(cmd)).deleted_by(&d);
+            let cmd = "f:e vfs_read%return a=$retval";
+            match parse_dyn(cmd) {
+                Ok(Command::Probe(def)) => {
+                    let _ = Kept::new(&def).deleted_by(&d);
+                }
+                other => panic!("{other:?}"),
+            }
         }
         Ok(Command::Empty) => {}
     }
@@ -412,6 +543,9 @@ fn exercise(input: &[u8]) -> bool {
 }
 
 const ALPHABET: &[u8] = b"pr-:/.+%$@\\\"()[]=_0123456789abcdefxu ,\t\n#*&\xa0\xe9\x00";
+
+/// The bytes of `f`, `t` and `!` commands, for their own random inputs.
+const DYN_ALPHABET: &[u8] = b"ft!-:/.+%$@\\\"()[]=_0123456789abcdefxu ,\t\n#*?&\xa0\xe9\x00";
 
 fn mutate(rng: &mut Rng, mut v: Vec<u8>) -> Vec<u8> {
     for _ in 0..1 + rng.below(4) {
@@ -469,10 +603,10 @@ fn no_input_panics() {
                 mutate(&mut rng, cmd)
             }
         };
-        probes += usize::from(exercise(&input));
+        probes += exercise(&input);
         for line in WriteLines::new(&input) {
             match line {
-                Ok(l) => probes += usize::from(exercise(l)),
+                Ok(l) => probes += exercise(l),
                 Err(_) => break,
             }
         }
@@ -484,6 +618,41 @@ fn no_input_panics() {
     // The mutated commands must reach the fetch interpreter and the
     // printer, not only the parser's errors.
     assert!(probes > iterations / 40, "only {probes} probes");
+}
+
+#[test]
+fn no_dyn_input_panics() {
+    let mut rng = Rng::new(43);
+    let iterations = std::env::var("RKPROBES_PE_ITERS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .unwrap_or(if cfg!(debug_assertions) {
+            5_000
+        } else {
+            30_000
+        });
+    let mut probes = 0usize;
+    for i in 0..iterations {
+        let input: Vec<u8> = match i % 3 {
+            0 => {
+                let len = rng.below(120);
+                let mut v: Vec<u8> = (0..len).map(|_| *rng.pick(DYN_ALPHABET)).collect();
+                v.insert(0, *rng.pick(b"ft!"));
+                v
+            }
+            _ => {
+                let cmd = gen_dyn_command(&mut rng).into_bytes();
+                mutate(&mut rng, cmd)
+            }
+        };
+        for line in WriteLines::new(&input) {
+            match line {
+                Ok(l) => probes += exercise(l),
+                Err(_) => break,
+            }
+        }
+    }
+    assert!(probes > iterations / 20, "only {probes} probes");
 }
 
 #[test]
@@ -500,4 +669,7 @@ fn long_and_deep_inputs() {
     exercise(format!("p vfs_read{names}").as_bytes());
     exercise(&[b'p', b' ', 0xff, 0xfe]);
     exercise(&vec![b'x'; 70_000]);
+    exercise(format!("t {}", "k".repeat(4000)).as_bytes());
+    exercise(format!("f {}%return $retval", "*a".repeat(2000)).as_bytes());
+    exercise(format!("f vfs_read{}", " +0(%ax)".repeat(200)).as_bytes());
 }

@@ -10,10 +10,10 @@ use std::fmt;
 use rkprobes_host::pure::probe_events::{
     error_log::write_error_log,
     layout::{Field, NoMemory, TextRef},
-    parse_command,
+    parse_command, parse_dyn_command,
     print::write_listing,
     ByteWrite, Command, DeleteCmd, EventLayout, FuncEntry, Layout, ParseError, ProbeDef, ProbeEnv,
-    ProbeSpec, Spec, Store, SymbolCheck,
+    ProbeSpec, Spec, Store, SymbolCheck, TracepointCheck,
 };
 
 /// Symbols of the pretend vmlinux.
@@ -36,8 +36,18 @@ pub const VMLINUX: &[&str] = &[
 /// Symbols of the pretend loaded module `ext4`.
 pub const EXT4: &[&str] = &["ext4_sync_fs", "ext4_file_open"];
 
+/// Tracepoints of the pretend kernel.
+pub const TRACEPOINTS: &[&str] = &[
+    "kfree",
+    "kmem_cache_alloc",
+    "kmem_cache_free",
+    "sched_switch",
+    "sys_enter",
+];
+
 /// Kernel state for the tests: `dup_sym` exists twice; modules other
-/// than `ext4` are not loaded.
+/// than `ext4` are not loaded; tracepoints not in [`TRACEPOINTS`] may be
+/// a module's.
 pub struct MockEnv;
 
 fn known(module: Option<&[u8]>, name: &[u8]) -> bool {
@@ -71,6 +81,19 @@ impl ProbeEnv for MockEnv {
             FuncEntry::NotEntry
         }
     }
+
+    fn tracepoint(&self, name: &[u8]) -> TracepointCheck {
+        tracepoint(name)
+    }
+}
+
+/// [`MockEnv`]'s tracepoints.
+pub fn tracepoint(name: &[u8]) -> TracepointCheck {
+    if TRACEPOINTS.iter().any(|t| t.as_bytes() == name) {
+        TracepointCheck::Loaded
+    } else {
+        TracepointCheck::NotLoaded
+    }
 }
 
 /// A growable byte sink.
@@ -93,6 +116,11 @@ impl Buf {
 /// Parses with [`MockEnv`].
 pub fn parse(cmd: &str) -> Result<Command<'_>, ParseError> {
     parse_command(cmd.as_bytes(), &MockEnv)
+}
+
+/// Parses with [`MockEnv`] as `dynamic_events` does (`f` and `t` too).
+pub fn parse_dyn(cmd: &str) -> Result<Command<'_>, ParseError> {
+    parse_dyn_command(cmd.as_bytes(), &MockEnv)
 }
 
 /// Parses a command that must create a probe.
