@@ -77,6 +77,10 @@ impl kernel::Module for RkProbes {
             dir.create_file::<kprobe::OptimizerFile>(c_str!("optimizer"), &core)?;
             dir.create_rw_file::<kprobe::TextSitesFile>(c_str!("text_sites"), &core)?;
             dir.create_control_file::<events::KprobeEventsFile>(c_str!("kprobe_events"), &events)?;
+            dir.create_control_file::<events::DynamicEventsFile>(
+                c_str!("dynamic_events"),
+                &events,
+            )?;
             dir.create_control_file::<events::ErrorLogFile>(c_str!("error_log"), &events)?;
             dir.create_file::<events::ProfileFile>(c_str!("kprobe_profile"), &events)?;
         }

@@ -11,9 +11,10 @@
 
 use super::{
     empty_kprobe,
-    hit::{entry_handler, kprobe_handler, ret_handler},
+    hit::{entry_handler, kprobe_handler, ret_handler, site_kprobe_handler, site_ret_handler},
     output::VecWriter,
-    scratch, Arg, EntryArgs, Event, Events, PlainStores, Probe, KPROBE_HEADER, KRETPROBE_HEADER,
+    scratch, Arg, EntryArgs, Event, Events, PlainStores, Probe, Site, KPROBE_HEADER,
+    KRETPROBE_HEADER,
 };
 use crate::{
     abi::RkpKretprobe,
@@ -30,7 +31,7 @@ use crate::{
         parse::split_symbol_offset,
         print::write_print_fmt,
         program::FetchInsn,
-        ByteWrite, Errno, EventLayout, ParseError, ProbeDef, ProbeLocation, ProbeSpec,
+        ByteWrite, Errno, EventLayout, ParseError, ProbeDef, ProbeKind, ProbeLocation, ProbeSpec,
         FETCH_INSN_MAX,
     },
 };
@@ -134,10 +135,13 @@ fn plain_stores(
 }
 
 impl Events {
-    /// Builds a probe from a parsed command: its programs resolved.
+    /// Builds a probe from a parsed command: its programs resolved; an `f`
+    /// or `t` probe at the ftrace call sites `sites` (found by
+    /// `fprobe_sites`), one structure for the probe core each.
     pub(super) fn new_probe(
         &self,
         def: &ProbeDef<'_>,
+        sites: &[usize],
     ) -> core::result::Result<Pin<KBox<Probe>>, ParseError> {
         let nomem = ParseError::silent(Errno::ENOMEM);
         let spec = ProbeSpec::new(def, KVec::new(), KVec::new()).map_err(|e| e.to_parse_error())?;
@@ -185,19 +189,54 @@ impl Events {
             )
             .map_err(|_| nomem)?;
         }
+        let fprobe = def.kind != ProbeKind::Kprobe;
         let (mut kp, symbol) = (
             empty_kprobe(),
             match def.location {
-                ProbeLocation::Symbol { symbol, .. } => Some(cstring(&[symbol]).ok_or(nomem)?),
-                ProbeLocation::Address(_) => None,
+                ProbeLocation::Symbol { symbol, .. } if !fprobe => {
+                    Some(cstring(&[symbol]).ok_or(nomem)?)
+                }
+                _ => None,
             },
         );
         match def.location {
+            _ if fprobe => {
+                let &first = sites
+                    .first()
+                    .ok_or(ParseError::registration(Errno::EINVAL))?;
+                kp.addr = first as *mut c_void;
+            }
             ProbeLocation::Symbol { offset, .. } => kp.offset = offset,
             ProbeLocation::Address(a) => kp.addr = a as usize as *mut c_void,
         }
         if let Some(s) = &symbol {
             kp.symbol_name = s.as_char_ptr();
+        }
+        let mut more =
+            KVec::with_capacity(sites.len().saturating_sub(1), GFP_KERNEL).map_err(|_| nomem)?;
+        for &site in sites.iter().skip(1) {
+            let mut kp = empty_kprobe();
+            kp.addr = site as *mut c_void;
+            let rp = if def.is_return {
+                RkpKretprobe::new(
+                    kp,
+                    Some(site_ret_handler),
+                    Some(entry_handler),
+                    def.maxactive as c_int,
+                    core::mem::size_of::<EntryArgs>(),
+                )
+            } else {
+                kp.pre_handler = Some(site_kprobe_handler);
+                RkpKretprobe::new(kp, None, None, 0, 0)
+            };
+            // Cannot fail: capacity reserved.
+            let _ = more.push(
+                Site {
+                    rp: Opaque::new(rp),
+                    probe: core::ptr::null(),
+                },
+                GFP_KERNEL,
+            );
         }
         let rp = if def.is_return {
             RkpKretprobe::new(
@@ -247,10 +286,25 @@ impl Events {
                 data,
                 event: core::ptr::null(),
                 nhit: AtomicU64::new(0),
+                kind: def.kind,
+                sites: more,
             },
             GFP_KERNEL,
         )
         .map_err(|_| nomem)
+        .map(|mut probe| {
+            let this = core::ptr::from_ref::<Probe>(&probe);
+            // SAFETY: `sites` is not structurally pinned, and its buffer is
+            // never reallocated: the sites stay where they are. INVARIANT:
+            // each site names its probe before it is registered.
+            for s in unsafe { probe.as_mut().get_unchecked_mut() }
+                .sites
+                .iter_mut()
+            {
+                s.probe = this;
+            }
+            probe
+        })
     }
 
     /// A new, unregistered event for `def`.

@@ -14,8 +14,8 @@ use crate::{
     ffi::rkp_tev_name_in_use,
     kernel_ext::{locked_down_kprobes, str::cstring, vec},
     pure::probe_events::{
-        parse_command_in, write_error_log, Command, DeleteCmd, Errno, ParseError, ProbeDef,
-        WriteLines, EXPANDED_ARGS_LEN,
+        parse_command_in, parse_dyn_command_in, write_error_log, Command, DeleteCmd, Errno,
+        ParseError, ProbeDef, ProbeKind, ProbeLocation, WriteLines, EXPANDED_ARGS_LEN,
     },
 };
 use kernel::{prelude::*, time::Ktime};
@@ -24,22 +24,24 @@ use kernel::{prelude::*, time::Ktime};
 const ERROR_LOG_MAX: usize = 8;
 
 impl Events {
-    /// Logs a rejected command, keeping the last `ERROR_LOG_MAX`.
+    /// Logs a rejected command, keeping the last `ERROR_LOG_MAX` entries:
+    /// one, or two for the `f`/`t` errors the kernel logs twice.
     fn log_error(&self, inner: &mut Inner, line: &[u8], err: &ParseError) {
-        if err.log.is_none() {
-            return;
-        }
-        let mut text = KVec::new();
+        let subsystem =
+            ProbeKind::of_command(line).map_or(ProbeKind::Kprobe.subsystem(), |k| k.subsystem());
         let env = self.env();
-        let mut w = VecWriter(&mut text);
-        if write_error_log(&mut w, "trace_kprobe", line, err, &env).is_err() {
-            return;
+        for e in err.entries() {
+            let mut text = KVec::new();
+            let mut w = VecWriter(&mut text);
+            if write_error_log(&mut w, subsystem, line, &e, &env).is_err() {
+                return;
+            }
+            if inner.errors.len() >= ERROR_LOG_MAX && !inner.errors.is_empty() {
+                let _ = vec::take(&mut inner.errors, 0);
+            }
+            let ts_ns = Ktime::ktime_get().to_ns() as u64;
+            let _ = inner.errors.push(LoggedError { ts_ns, text }, GFP_KERNEL);
         }
-        if inner.errors.len() >= ERROR_LOG_MAX && !inner.errors.is_empty() {
-            let _ = vec::take(&mut inner.errors, 0);
-        }
-        let ts_ns = Ktime::ktime_get().to_ns() as u64;
-        let _ = inner.errors.push(LoggedError { ts_ns, text }, GFP_KERNEL);
     }
 
     /// A module comes: registers the probes waiting for it, and registers
@@ -101,8 +103,10 @@ impl Events {
         }
     }
 
-    /// Runs the commands of one write. Process context, may sleep.
-    pub(super) fn write(&self, input: &[u8]) -> Result<usize> {
+    /// Runs the commands of one write to `kprobe_events` (`p`, `r`, `-:`
+    /// of kprobe events), or with `dynamic` to `dynamic_events` (`f` and
+    /// `t` too, and `-:`/`!` of any event). Process context, may sleep.
+    pub(super) fn write(&self, input: &[u8], dynamic: bool) -> Result<usize> {
         let mut inner = self.inner.lock();
         // The events of consecutive `-:` commands, taken out of the list
         // and destroyed together before the next `p`/`r` command and at the
@@ -127,13 +131,18 @@ impl Events {
             // An environment for each command: it keeps the BTF of the
             // module the command probes, if any.
             let env = self.env();
-            let r = match parse_command_in(line, &env, &mut expanded) {
+            let parsed = if dynamic {
+                parse_dyn_command_in(line, &env, &mut expanded)
+            } else {
+                parse_command_in(line, &env, &mut expanded)
+            };
+            let r = match parsed {
                 Ok(Command::Empty) => Ok(()),
                 Ok(Command::Probe(def)) => {
                     self.flush_deleted(&mut inner, &mut pending)?;
                     self.create(&mut inner, &env, &def)
                 }
-                Ok(Command::Delete(d)) => self.delete(&mut inner, &env, &d, &mut pending),
+                Ok(Command::Delete(d)) => self.delete(&mut inner, &env, &d, &mut pending, dynamic),
                 Err(e) => Err(e),
             };
             if let Err(e) = r {
@@ -162,18 +171,36 @@ impl Events {
         }
     }
 
-    /// Removes every event (a truncating open); `EBUSY`, and nothing
-    /// removed, when one is enabled. An event whose tracefs file is open
-    /// also fails with `EBUSY`, after the events before it went (as with
-    /// the kernel's).
-    pub(super) fn clear(&self) -> Result {
+    /// Removes every kprobe event (a truncating open of `kprobe_events`),
+    /// or with `dynamic` every event (of `dynamic_events`); `EBUSY`, and
+    /// nothing removed, when one is enabled. An event whose tracefs file is
+    /// open also fails with `EBUSY`, after the events before it went (as
+    /// with the kernel's).
+    pub(super) fn clear(&self, dynamic: bool) -> Result {
         let mut inner = self.inner.lock();
-        if inner.events.iter().any(|e| e.is_enabled()) {
+        let mine = |e: &Pin<KBox<Event>>| dynamic || e.layout.get().kind == ProbeKind::Kprobe;
+        if inner.events.iter().any(|e| mine(e) && e.is_enabled()) {
             return Err(EBUSY);
         }
-        let all = core::mem::replace(&mut inner.events, KVec::new());
+        let n = inner.events.len();
+        let (mut all, mut kept) = (
+            KVec::with_capacity(n, GFP_KERNEL)?,
+            KVec::with_capacity(n, GFP_KERNEL)?,
+        );
+        for ev in core::mem::replace(&mut inner.events, KVec::new()) {
+            // Cannot fail: capacity reserved.
+            let _ = if mine(&ev) {
+                all.push(ev, GFP_KERNEL)
+            } else {
+                kept.push(ev, GFP_KERNEL)
+            };
+        }
         let (busy, err) = self.destroy_many(all, true);
-        inner.events = busy;
+        for ev in busy {
+            // Cannot fail: capacity reserved.
+            let _ = kept.push(ev, GFP_KERNEL);
+        }
+        inner.events = kept;
         match err {
             Some(e) => Err(e),
             None => Ok(()),
@@ -193,12 +220,7 @@ impl Events {
         });
         if let Some(i) = existing {
             let ev = inner.events.get(i).ok_or(nomem)?;
-            if ev.is_return() != def.is_return {
-                return Err(ParseError::diff_probe_type());
-            }
-            if let Some(n) = ev.layout.get().compare_arg_types(def) {
-                return Err(ParseError::diff_arg_type(n));
-            }
+            ev.layout.get().check_append(def)?;
             if ev.probes.iter().any(|p| p.spec.get().same_probe(def)) {
                 return Err(ParseError::same_probe());
             }
@@ -213,6 +235,17 @@ impl Events {
             }
             return Err(ParseError::registration(Errno(-e.to_errno())));
         }
+        // An `f` probe's functions: its symbol is an ftrace filter.
+        let sites = match (def.kind, def.location) {
+            (ProbeKind::Kprobe, _) => KVec::new(),
+            (ProbeKind::Fprobe, ProbeLocation::Symbol { symbol, .. }) => {
+                self.fprobe_sites(symbol).map_err(|e| match e {
+                    e if e == ENOMEM => nomem,
+                    e => ParseError::registration(Errno(-e.to_errno())),
+                })?
+            }
+            _ => return Err(ParseError::registration(Errno::ENOENT)),
+        };
         // Room first: nothing registered may be lost to a failed push.
         inner.events.reserve(1, GFP_KERNEL).map_err(|_| nomem)?;
         if let Some(i) = existing {
@@ -225,7 +258,7 @@ impl Events {
                 .reserve(1, GFP_KERNEL)
                 .map_err(|_| nomem)?;
         }
-        let mut probe = self.new_probe(def)?;
+        let mut probe = self.new_probe(def, &sites)?;
         // The event a new probe joins, or a new one.
         let (ev_ptr, new_event) = match existing {
             Some(i) => {
@@ -240,22 +273,17 @@ impl Events {
         // SAFETY: the probe is pinned in its box; only this field changes.
         unsafe { probe.as_mut().get_unchecked_mut() }.event = ev_ptr;
         // Registered disabled; enabling the event arms it.
-        let kp = probe.client();
         let waiting = match def.location.module() {
-            Some(m) => !env
+            Some(m) if def.kind == ProbeKind::Kprobe => !env
                 .module_loaded(m)
                 .map_err(|_| ParseError::silent(Errno::ENOMEM))?,
-            None => false,
+            _ => false,
         };
         let reg = if waiting {
             // Registered when the module comes (`module_coming`).
             Ok(())
-        } else if def.is_return {
-            self.core()
-                .kretprobes()
-                .register(self.core(), &[probe.ret_client()], probe.growth())
         } else {
-            self.core().register_many(&[kp])
+            self.register_probe(&probe)
         };
         if let Err(e) = reg {
             return Err(ParseError::registration(Errno(-e.to_errno())));
@@ -281,7 +309,7 @@ impl Events {
                 // the mutex the tracing core enables and disables under.
                 let _em = self.event_mutex.lock();
                 if ev.is_enabled() && !waiting {
-                    let _ = self.core().set_enabled(kp, true);
+                    let _ = probe.set_enabled(self.core(), true);
                 }
                 // SAFETY: `probes` is not structurally pinned.
                 let evm = unsafe { ev.as_mut().get_unchecked_mut() };
@@ -317,14 +345,16 @@ impl Events {
         env: &KernelEnv<'_>,
         d: &DeleteCmd<'_>,
         gone: &mut KVec<Pin<KBox<Event>>>,
+        dynamic: bool,
     ) -> core::result::Result<(), ParseError> {
         let deletes = |e: &Event, p: &super::Probe| {
-            d.matches(
-                (e.group.as_bytes(), e.name.as_bytes()),
-                &e.layout.get(),
-                &p.spec.get(),
-                env,
-            )
+            (dynamic || e.layout.get().kind == ProbeKind::Kprobe)
+                && d.matches(
+                    (e.group.as_bytes(), e.name.as_bytes()),
+                    &e.layout.get(),
+                    &p.spec.get(),
+                    env,
+                )
         };
         let matching = |e: &Pin<KBox<Event>>| e.probes.iter().any(|p| deletes(e, p));
         // Some probes of a multiprobe event go at once, not in the batch:

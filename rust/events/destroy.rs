@@ -20,14 +20,42 @@ use core::sync::atomic::Ordering;
 use kernel::prelude::*;
 
 impl Events {
-    /// Unregisters one probe.
+    /// Registers one probe, every site of it in one batch. Process
+    /// context.
+    pub(super) fn register_probe(&self, p: &Probe) -> Result {
+        let core = self.core();
+        if p.nr_sites() == 1 {
+            return if p.is_return() {
+                core.kretprobes()
+                    .register(core, &[p.ret_client()], p.growth())
+            } else {
+                core.register_many(&[p.client()])
+            };
+        }
+        if p.is_return() {
+            let mut rps = KVec::with_capacity(p.nr_sites(), GFP_KERNEL)?;
+            for r in p.ret_clients() {
+                rps.push(r, GFP_KERNEL)?;
+            }
+            core.kretprobes().register(core, &rps, p.growth())
+        } else {
+            let mut kps = KVec::with_capacity(p.nr_sites(), GFP_KERNEL)?;
+            for c in p.clients() {
+                kps.push(c, GFP_KERNEL)?;
+            }
+            core.register_many(&kps)
+        }
+    }
+
+    /// Unregisters one probe, every site of it (in one batch, allocating
+    /// nothing).
     pub(super) fn unregister_probe(&self, p: &Probe) {
         if p.is_return() {
             self.core()
                 .kretprobes()
-                .unregister(self.core(), &[p.ret_client()]);
+                .unregister_each(self.core(), p.ret_clients());
         } else {
-            self.core().unregister_many(&[p.client()]);
+            self.core().unregister_each(p.clients());
         }
     }
 
@@ -138,9 +166,9 @@ impl Events {
             let evm = unsafe { ev.as_mut().get_unchecked_mut() };
             for p in evm.probes.iter() {
                 let pushed = if p.is_return() {
-                    rps.push(p.ret_client(), GFP_KERNEL).is_ok()
+                    p.ret_clients().all(|r| rps.push(r, GFP_KERNEL).is_ok())
                 } else {
-                    kps.push(p.client(), GFP_KERNEL).is_ok()
+                    p.clients().all(|c| kps.push(c, GFP_KERNEL).is_ok())
                 };
                 if !pushed {
                     batched = false;

@@ -11,7 +11,7 @@
 //! `Events::inner`, which the control file holds when it takes
 //! `event_mutex`.
 
-use super::Event;
+use super::{Event, Probe};
 use crate::kprobe::Core;
 use core::sync::atomic::Ordering;
 use kernel::{
@@ -46,7 +46,7 @@ pub(crate) unsafe extern "C" fn rkp_event_set_enabled(owner: *mut c_void, on: c_
         if !p.registered() || kp.flags() & crate::abi::flags::GONE != 0 {
             continue;
         }
-        let r = core.set_enabled(kp, on);
+        let r = p.set_enabled(core, on);
         if r.is_err() && on {
             ret = r;
         }
@@ -59,10 +59,26 @@ pub(crate) unsafe extern "C" fn rkp_event_set_enabled(owner: *mut c_void, on: c_
         Err(e) => {
             // All or nothing.
             for p in ev.probes.iter() {
-                let _ = core.set_enabled(p.client(), false);
+                let _ = p.set_enabled(core, false);
             }
             ev.enabled.store(false, Ordering::Release);
             e.to_errno()
         }
+    }
+}
+
+impl Probe {
+    /// Arms (`on`) or disarms every site of the probe in the probe core,
+    /// all or none: a probe on many functions as one batch (one text
+    /// synchronisation, one ftrace filter change). Process context.
+    pub(super) fn set_enabled(&self, core: &Core, on: bool) -> Result {
+        if self.nr_sites() == 1 {
+            return core.set_enabled(self.client(), on);
+        }
+        let mut kps = KVec::with_capacity(self.nr_sites(), GFP_KERNEL)?;
+        for c in self.clients() {
+            kps.push(c, GFP_KERNEL)?;
+        }
+        core.set_enabled_many(&kps, on)
     }
 }

@@ -20,7 +20,9 @@ use crate::{
     kprobe::{client::Client, Core},
     pure::{
         btf::Btf,
-        probe_events::{DentryOffsets, FuncEntry, ProbeEnv, SymbolCheck},
+        probe_events::{
+            DentryOffsets, FuncEntry, ProbeEnv, ProbeKind, SymbolCheck, FPROBE_GROUP, TPROBE_GROUP,
+        },
     },
 };
 use core::cell::OnceCell;
@@ -77,7 +79,11 @@ impl KernelEnv<'_> {
     }
 
     /// Looks `MOD:SYM` up, or `SYM` without a module.
-    fn lookup_parts(&self, module: Option<&[u8]>, symbol: &[u8]) -> Result<Option<usize>> {
+    pub(super) fn lookup_parts(
+        &self,
+        module: Option<&[u8]>,
+        symbol: &[u8],
+    ) -> Result<Option<usize>> {
         let cname = match module {
             Some(m) => cstring(&[m, b":", symbol]),
             None => cstring(&[symbol]),
@@ -101,6 +107,21 @@ fn kernel_dentry_offsets() -> DentryOffsets {
 impl ProbeEnv for KernelEnv<'_> {
     fn default_group(&self) -> &'static [u8] {
         super::default_group()
+    }
+
+    /// `f` and `t` events' groups: the kernel's (`fprobes`, `tracepoints`)
+    /// when rkprobes stands in for the kernel's kprobes
+    /// (`default_group=kprobes`), else the same with rkprobes' prefix, so
+    /// that they do not meet the kernel's own events of those groups.
+    fn default_group_of(&self, kind: ProbeKind) -> &'static [u8] {
+        let drop_in = super::default_group() == b"kprobes";
+        match kind {
+            ProbeKind::Kprobe => super::default_group(),
+            ProbeKind::Fprobe if drop_in => FPROBE_GROUP.as_bytes(),
+            ProbeKind::Fprobe => b"rkfprobes",
+            ProbeKind::Tprobe if drop_in => TPROBE_GROUP.as_bytes(),
+            ProbeKind::Tprobe => b"rktracepoints",
+        }
     }
 
     fn dentry_offsets(&self) -> DentryOffsets {

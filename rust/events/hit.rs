@@ -13,7 +13,7 @@
 //! so probing this code cannot recurse.
 
 use super::scratch::Scratch;
-use super::{Arg, EntryArgs, Event, Probe, KPROBE_HEADER, KRETPROBE_HEADER};
+use super::{Arg, EntryArgs, Event, Probe, Site, KPROBE_HEADER, KRETPROBE_HEADER};
 use crate::{
     abi::{RkpKprobe, RkpKretprobe, RkpKretprobeInstance},
     arch,
@@ -542,6 +542,57 @@ pub(super) unsafe extern "C" fn ret_handler(
     };
     // SAFETY: as above.
     let probe = unsafe { &*kernel::container_of!(rp, Probe, rp) };
+    record(probe, regs, Some(data), || {
+        // SAFETY: a registered probe's address is set.
+        (unsafe { (*rp).kp.addr } as usize, ret)
+    });
+    0
+}
+
+/// The kprobe handler of a probe's other site ([`Site`]): as
+/// [`kprobe_handler`], the probe found through the site.
+///
+/// # Safety
+///
+/// As for [`kprobe_handler`], with `kp` the entry probe of a registered
+/// `Site`'s `rp`.
+pub(super) unsafe extern "C" fn site_kprobe_handler(
+    kp: *mut RkpKprobe,
+    regs: *mut ffi::pt_regs,
+) -> c_int {
+    // SAFETY: the caller's contract: `rp` is the site's first field, and
+    // the site names its probe, which outlives the site's registration.
+    let probe =
+        unsafe { &*(*kernel::container_of!(kp.cast::<Opaque<RkpKretprobe>>(), Site, rp)).probe };
+    record(probe, regs, None, || {
+        // SAFETY: a registered probe's address is set.
+        (unsafe { (*kp).addr } as usize, 0)
+    });
+    0
+}
+
+/// The return handler of a probe's other site ([`Site`]): as
+/// [`ret_handler`], the probe found through the site.
+///
+/// # Safety
+///
+/// As for [`ret_handler`], with a registered `Site`'s kretprobe.
+pub(super) unsafe extern "C" fn site_ret_handler(
+    ri: *mut RkpKretprobeInstance,
+    regs: *mut ffi::pt_regs,
+) -> c_int {
+    // SAFETY: the instance's kretprobe is the `rp` field of a registered
+    // `Site`, which names its probe.
+    let (rp, ret, data) = unsafe {
+        (
+            (*ri).rp,
+            (*ri).ret_addr,
+            &*core::ptr::addr_of!((*ri).data).cast::<EntryArgs>(),
+        )
+    };
+    // SAFETY: as above.
+    let probe =
+        unsafe { &*(*kernel::container_of!(rp.cast::<Opaque<RkpKretprobe>>(), Site, rp)).probe };
     record(probe, regs, Some(data), || {
         // SAFETY: a registered probe's address is set.
         (unsafe { (*rp).kp.addr } as usize, ret)

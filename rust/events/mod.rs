@@ -40,11 +40,12 @@ mod destroy;
 mod enable;
 mod env;
 mod files;
+mod fprobe;
 mod hit;
 mod output;
 mod scratch;
 
-pub(crate) use files::{ErrorLogFile, KprobeEventsFile, ProfileFile};
+pub(crate) use files::{DynamicEventsFile, ErrorLogFile, KprobeEventsFile, ProfileFile};
 
 use crate::{
     abi::{RkpKprobe, RkpKretprobe},
@@ -68,7 +69,7 @@ use crate::{
         exec::Fast,
         layout::{Field, NoMemory, TextRef},
         program::FetchInsn,
-        EventLayout, ProbeSpec, Store, FETCH_INSN_MAX,
+        EventLayout, ProbeKind, ProbeSpec, Store, FETCH_INSN_MAX,
     },
 };
 use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU64};
@@ -199,6 +200,28 @@ struct Probe {
     data: KVec<KVec<u8>>,
     event: *const Event,
     nhit: AtomicU64,
+    /// The kind of command that made the probe.
+    kind: ProbeKind,
+    /// The probe's other sites: an `f` event's filter may match many
+    /// functions; `rp` is the first. Made with the probe and never moved
+    /// after (the buffer is not reallocated).
+    sites: KVec<Site>,
+}
+
+/// One more site of a probe that has several (an `f` event on many
+/// functions): its own kretprobe structure, registered with the probe's,
+/// whose handlers find the probe through `probe`.
+///
+/// # Invariants
+///
+/// `probe` is the pinned probe whose `sites` holds this site, set before
+/// the site is registered.
+#[repr(C)]
+struct Site {
+    /// First, so that the handlers find the site from the structure the
+    /// probe core passes them.
+    rp: Opaque<RkpKretprobe>,
+    probe: *const Probe,
 }
 
 /// The arguments of a probe that the plain record (`rkp_tev_trace_regs`,
@@ -305,10 +328,43 @@ impl Probe {
         self.rp.get()
     }
 
-    /// How the instances of this probe's kretprobe (a return probe's)
-    /// grow: as the kernel's kretprobe events, `maxactive` at most.
+    /// How the instances of this probe's kretprobes (a return probe's)
+    /// grow: as the kernel's kretprobe events, `maxactive` at most; an `f`
+    /// exit probe's grow, so that no return is missed for want of one.
     fn growth(&self) -> Growth {
-        Growth::Fixed
+        match self.kind {
+            ProbeKind::Kprobe => Growth::Fixed,
+            ProbeKind::Fprobe | ProbeKind::Tprobe => Growth::Grow,
+        }
+    }
+
+    /// The kretprobe structures of every site, the first (`rp`) first.
+    fn rp_ptrs(&self) -> impl Iterator<Item = *mut RkpKretprobe> + Clone + '_ {
+        Iterator::chain(
+            core::iter::once(self.rp_ptr()),
+            self.sites.iter().map(|s| s.rp.get()),
+        )
+    }
+
+    /// The probe core's handles of every site's kretprobe (a return
+    /// probe's).
+    fn ret_clients(&self) -> impl Iterator<Item = RetClient> + Clone + '_ {
+        // SAFETY: as in `ret_client`: each site's `rp` lives in the probe's
+        // fixed `sites` buffer as long as the probe.
+        self.rp_ptrs()
+            .map(|rp| unsafe { RetClient::from_raw(rp).unwrap_unchecked() })
+    }
+
+    /// The probe core's handles of every site's kprobe (for a return probe,
+    /// the entry probes).
+    fn clients(&self) -> impl Iterator<Item = Client> + Clone + '_ {
+        // SAFETY: as in `client`.
+        self.rp_ptrs().map(|rp| unsafe { Client::entry_of(rp) })
+    }
+
+    /// How many sites the probe has.
+    fn nr_sites(&self) -> usize {
+        1 + self.sites.len()
     }
 
     /// The probe core's handle of this probe's kretprobe (for a return
@@ -345,11 +401,12 @@ impl Probe {
         }
     }
 
-    /// Hits lost: for a return probe, entries without a free instance too.
+    /// Hits lost, at every site: for a return probe, entries without a
+    /// free instance too.
     fn nmissed(&self) -> u64 {
-        let entry = self.client().nmissed();
+        let entry: u64 = self.clients().map(|c| c.nmissed()).sum();
         if self.is_return() {
-            entry + self.ret_client().nmissed()
+            entry + self.ret_clients().map(|r| r.nmissed()).sum::<u64>()
         } else {
             entry
         }

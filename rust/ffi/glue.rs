@@ -163,6 +163,15 @@ extern "C" {
     /// filter first. Process context.
     pub(crate) fn rkp_ftrace_filter_ip(ip: c_ulong, remove: c_int, reset: c_int) -> c_int;
 
+    /// `ftrace_set_filter_ips()` on rkprobes' ftrace_ops: the `cnt` sites at
+    /// `ips` in one change of the filter and the text. Process context.
+    pub(crate) fn rkp_ftrace_filter_ips(
+        ips: *mut c_ulong,
+        cnt: c_uint,
+        remove: c_int,
+        reset: c_int,
+    ) -> c_int;
+
     /// `register_ftrace_function()` of rkprobes' ftrace_ops, whose callback
     /// gets `core` (the ops' `private`). Process context.
     pub(crate) fn rkp_ftrace_register(core: *const c_void) -> c_int;

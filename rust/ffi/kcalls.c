@@ -69,6 +69,8 @@ typedef int (*rkp_kc_mod_fn)(void *data, const char *name, unsigned long addr);
 	X(module_kallsyms_on_each_symbol, int,				\
 	  (const char *modname, rkp_kc_mod_fn fn, void *data),		\
 	  (modname, fn, data))						\
+	X(kallsyms_on_each_symbol, int,					\
+	  (rkp_kc_mod_fn fn, void *data), (fn, data))			\
 	X(find_module, struct module *, (const char *name), (name))	\
 	X(stack_trace_save_regs, unsigned int,				\
 	  (struct pt_regs *regs, unsigned long *store, unsigned int size, \

@@ -21,7 +21,8 @@ use kernel::{
 
 /// `kallsyms_on_each_match_symbol()`'s callback.
 pub(crate) type MatchFn = Option<unsafe extern "C" fn(*mut c_void, c_ulong) -> c_int>;
-/// `module_kallsyms_on_each_symbol()`'s callback.
+/// `module_kallsyms_on_each_symbol()`'s and `kallsyms_on_each_symbol()`'s
+/// callback.
 pub(crate) type ModSymFn =
     Option<unsafe extern "C" fn(*mut c_void, *const c_char, c_ulong) -> c_int>;
 
@@ -76,6 +77,8 @@ kcalls! {
         fn(f: MatchFn, name: *const c_char, data: *mut c_void) -> c_int;
     rkp_kc_module_kallsyms_on_each_symbol / rkp_kc_bind_module_kallsyms_on_each_symbol:
         fn(modname: *const c_char, f: ModSymFn, data: *mut c_void) -> c_int;
+    rkp_kc_kallsyms_on_each_symbol / rkp_kc_bind_kallsyms_on_each_symbol:
+        fn(f: ModSymFn, data: *mut c_void) -> c_int;
     rkp_kc_find_module / rkp_kc_bind_find_module: fn(name: *const c_char) -> *mut bindings::module;
     rkp_kc_stack_trace_save_regs / rkp_kc_bind_stack_trace_save_regs:
         fn(regs: *mut bindings::pt_regs, store: *mut c_ulong, size: c_uint, skipnr: c_uint) -> c_uint;

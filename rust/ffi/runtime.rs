@@ -79,6 +79,8 @@ pub(crate) struct Runtime {
     kallsyms_on_each_match_symbol: bool,
     /// `module_kallsyms_on_each_symbol()`.
     module_kallsyms_on_each_symbol: bool,
+    /// `kallsyms_on_each_symbol()`.
+    kallsyms_on_each_symbol: bool,
     /// `find_module()`.
     find_module: bool,
     /// `stack_trace_save_regs()`, when the kernel has `CONFIG_STACKTRACE`.
@@ -223,6 +225,12 @@ impl Runtime {
                 b,
                 "kallsyms_on_each_match_symbol",
                 rkp_kc_bind_kallsyms_on_each_match_symbol
+            ),
+            kallsyms_on_each_symbol: bind!(
+                ksyms,
+                b,
+                "kallsyms_on_each_symbol",
+                rkp_kc_bind_kallsyms_on_each_symbol
             ),
             module_kallsyms_on_each_symbol: bind!(
                 ksyms,
@@ -498,6 +506,23 @@ impl Runtime {
         self.kallsyms_on_each_match_symbol.then(|| {
             // SAFETY: the caller's contract.
             unsafe { kc::rkp_kc_kallsyms_on_each_match_symbol(f, name, data) }
+        })
+    }
+
+    /// `kallsyms_on_each_symbol()`: every symbol of vmlinux; `None`
+    /// without it.
+    ///
+    /// # Safety
+    ///
+    /// `f` may be called with `data` during the call. Process context.
+    pub(crate) unsafe fn kallsyms_on_each_symbol(
+        &self,
+        f: kc::ModSymFn,
+        data: *mut c_void,
+    ) -> Option<c_int> {
+        self.kallsyms_on_each_symbol.then(|| {
+            // SAFETY: the caller's contract.
+            unsafe { kc::rkp_kc_kallsyms_on_each_symbol(f, data) }
         })
     }
 

@@ -33,7 +33,7 @@ use crate::{
     },
 };
 use core::sync::atomic::Ordering;
-use kernel::prelude::*;
+use kernel::{ffi::c_ulong, prelude::*};
 
 /// What one unregistration takes away: the points whose clients it
 /// unlinked, chained through themselves.
@@ -215,6 +215,59 @@ impl Core {
         r
     }
 
+    /// Arms the ftrace sites of `points` (disarmed, wanted) in one filter
+    /// change; leaves those it did not arm to the caller's one-at-a-time
+    /// loop, which also reports why. Writer.
+    fn ftrace_arm_batch<'a>(
+        &self,
+        reg: &mut Registry,
+        points: impl Iterator<Item = &'a Point>,
+    ) -> Result {
+        let mut sel: KVec<&Point> = KVec::new();
+        let mut addrs: KVec<c_ulong> = KVec::new();
+        for p in points {
+            // The same rule as for one site (see the loop in `set_armed`).
+            if self.native_kprobe_before(p.func(), p.addr) {
+                continue;
+            }
+            if sel.push(p, GFP_KERNEL).is_err()
+                || addrs.push(p.addr as c_ulong, GFP_KERNEL).is_err()
+            {
+                return Ok(());
+            }
+        }
+        if addrs.is_empty()
+            || arch::ftrace_arm_many(self, &mut addrs, reg.ftrace_armed == 0).is_err()
+        {
+            return Ok(());
+        }
+        for p in sel.iter() {
+            p.set_armed_state(true);
+        }
+        reg.ftrace_armed += sel.len();
+        Ok(())
+    }
+
+    /// Disarms the ftrace sites of `points` (armed, not wanted) in one
+    /// filter change; without memory for the list, leaves them to the
+    /// caller's one-at-a-time loop. Never fails. Writer.
+    fn ftrace_disarm_batch<'a>(&self, reg: &mut Registry, points: impl Iterator<Item = &'a Point>) {
+        let mut sel: KVec<&Point> = KVec::new();
+        let mut addrs: KVec<c_ulong> = KVec::new();
+        for p in points {
+            if sel.push(p, GFP_KERNEL).is_err()
+                || addrs.push(p.addr as c_ulong, GFP_KERNEL).is_err()
+            {
+                return;
+            }
+        }
+        arch::ftrace_disarm_many(&mut addrs, reg.ftrace_armed == sel.len());
+        for p in sel.iter() {
+            p.set_armed_state(false);
+        }
+        reg.ftrace_armed -= sel.len();
+    }
+
     /// Arms (`on`) or disarms the points of `batch` that `want` it and are
     /// in the other state: int3 sites with one text synchronisation for the
     /// batch, ftrace sites through ftrace (which patches text itself, so not
@@ -271,6 +324,16 @@ impl Core {
                 p.set_armed_state(on);
             }
             guard.sync();
+        }
+        // Many ftrace sites change in one filter update (`ftrace_set_filter_ips`:
+        // ftrace patches the text once for all of them); one at a time when
+        // there is no memory for the list, or the batch is refused.
+        if todo(true).nth(1).is_some() {
+            if on {
+                result = result.and(self.ftrace_arm_batch(reg, todo(true)));
+            } else {
+                self.ftrace_disarm_batch(reg, todo(true));
+            }
         }
         for p in todo(true) {
             if !on {
@@ -407,6 +470,44 @@ impl Core {
             let mut one = Batch::new();
             one.add(p);
             self.set_armed(&mut reg, &one, false, |p| !p.any_enabled())
+        }
+    }
+
+    /// [`Core::set_enabled`] of every probe of `kps`, all or none: their
+    /// points armed or disarmed as one batch (one text synchronisation, one
+    /// ftrace filter change). Process context.
+    pub(crate) fn set_enabled_many(&self, kps: &[Client], enable: bool) -> Result {
+        let mut reg = self.reg.lock();
+        let mut batch = Batch::new();
+        for &kp in kps {
+            let Some(p) = self.point_of(&reg, kp) else {
+                return Err(EINVAL);
+            };
+            if kp.flags() & flags::GONE != 0 {
+                return Err(EINVAL);
+            }
+            batch.add(p);
+        }
+        let (set, clear) = if enable {
+            (0, flags::DISABLED)
+        } else {
+            (flags::DISABLED, 0)
+        };
+        for &kp in kps {
+            kp.update_flags(set, clear);
+        }
+        if enable {
+            if let Err(e) = self.arm_points(&mut reg, kps) {
+                for &kp in kps {
+                    kp.update_flags(flags::DISABLED, 0);
+                }
+                // Never fails.
+                let _ = self.set_armed(&mut reg, &batch, false, |p| !p.any_enabled());
+                return Err(e);
+            }
+            Ok(())
+        } else {
+            self.set_armed(&mut reg, &batch, false, |p| !p.any_enabled())
         }
     }
 

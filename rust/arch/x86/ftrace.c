@@ -64,6 +64,16 @@ int rkp_ftrace_filter_ip(unsigned long ip, int remove, int reset)
 }
 
 /*
+ * Many sites in one filter change: ftrace updates the call sites once for
+ * all of them. Process context.
+ */
+int rkp_ftrace_filter_ips(unsigned long *ips, unsigned int cnt, int remove,
+			  int reset)
+{
+	return ftrace_set_filter_ips(&rkp_ftrace_ops, ips, cnt, remove, reset);
+}
+
+/*
  * Registered at most once: registering again would fail with EBUSY. The
  * callback is handed @core (ops->private), set before ftrace can call it.
  * Process context.

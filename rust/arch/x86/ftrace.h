@@ -9,6 +9,8 @@
 #define RKPROBES_ARCH_X86_FTRACE_H
 
 int rkp_ftrace_filter_ip(unsigned long ip, int remove, int reset);
+int rkp_ftrace_filter_ips(unsigned long *ips, unsigned int cnt, int remove,
+			  int reset);
 int rkp_ftrace_register(void *core);
 extern const unsigned int rkp_ftrace_ops_private_off;
 void rkp_ftrace_unregister(void);

@@ -16,11 +16,13 @@ use kernel::prelude::*;
 #[cfg(CONFIG_DYNAMIC_FTRACE_WITH_REGS)]
 use super::ctl::{Ctl, Status};
 #[cfg(CONFIG_DYNAMIC_FTRACE_WITH_REGS)]
-use crate::ffi::{self, rkp_ftrace_filter_ip, rkp_ftrace_register, rkp_ftrace_unregister};
+use crate::ffi::{
+    self, rkp_ftrace_filter_ip, rkp_ftrace_filter_ips, rkp_ftrace_register, rkp_ftrace_unregister,
+};
 #[cfg(CONFIG_DYNAMIC_FTRACE_WITH_REGS)]
 use crate::kprobe::Core;
 #[cfg(CONFIG_DYNAMIC_FTRACE_WITH_REGS)]
-use kernel::ffi::{c_int, c_ulong};
+use kernel::ffi::{c_int, c_uint, c_ulong};
 
 /// Whether this kernel lets rkprobes probe ftrace call sites.
 pub(crate) const FTRACE_PROBES: bool = cfg!(CONFIG_DYNAMIC_FTRACE_WITH_REGS);
@@ -74,6 +76,65 @@ pub(crate) fn ftrace_disarm(addr: usize, last: bool) {
     // SAFETY: process context. A failure is harmless (above).
     let _ = unsafe { rkp_ftrace_filter_ip(addr as c_ulong, 1, 0) };
 }
+
+/// Arms the ftrace sites `addrs` in one change of ftrace's filter and of
+/// the text, as [`ftrace_arm`] arms one (`first` as there). All or none.
+/// Process context, without `text_mutex`.
+#[cfg(CONFIG_DYNAMIC_FTRACE_WITH_REGS)]
+pub(crate) fn ftrace_arm_many(core: &Core, addrs: &mut [c_ulong], first: bool) -> Result {
+    let n = c_uint::try_from(addrs.len()).map_err(|_| E2BIG)?;
+    // SAFETY: process context; the ops is static in ftrace.c; `addrs` is
+    // valid for `n` sites during the call.
+    kernel::error::to_result(unsafe {
+        rkp_ftrace_filter_ips(addrs.as_mut_ptr(), n, 0, c_int::from(first))
+    })?;
+    if first {
+        // SAFETY: as in `ftrace_arm`.
+        let r = kernel::error::to_result(unsafe {
+            rkp_ftrace_register(::core::ptr::from_ref(core).cast())
+        });
+        if r.is_err() {
+            // SAFETY: as above; a failure leaves sites that the next
+            // first arm resets (see `ftrace_arm`).
+            let _ = unsafe { rkp_ftrace_filter_ips(addrs.as_mut_ptr(), n, 1, 0) };
+        }
+        return r;
+    }
+    Ok(())
+}
+
+/// Disarms the ftrace sites `addrs` in one change, as [`ftrace_disarm`]
+/// does one (`last` as there). Never fails; a failure to change the filter
+/// is harmless for the reason given there. Process context.
+#[cfg(CONFIG_DYNAMIC_FTRACE_WITH_REGS)]
+pub(crate) fn ftrace_disarm_many(addrs: &mut [c_ulong], last: bool) {
+    if last {
+        // SAFETY: process context; idempotent (ftrace.c).
+        unsafe { rkp_ftrace_unregister() };
+    }
+    let Ok(n) = c_uint::try_from(addrs.len()) else {
+        for &a in addrs.iter() {
+            ftrace_disarm(a as usize, false);
+        }
+        return;
+    };
+    // SAFETY: process context; `addrs` is valid for `n` sites.
+    let _ = unsafe { rkp_ftrace_filter_ips(addrs.as_mut_ptr(), n, 1, 0) };
+}
+
+/// Without dynamic ftrace with registers there are no such probes.
+#[cfg(not(CONFIG_DYNAMIC_FTRACE_WITH_REGS))]
+pub(crate) fn ftrace_arm_many(
+    _core: &crate::kprobe::Core,
+    _addrs: &mut [kernel::ffi::c_ulong],
+    _first: bool,
+) -> Result {
+    Err(EINVAL)
+}
+
+/// Without dynamic ftrace with registers there are no such probes.
+#[cfg(not(CONFIG_DYNAMIC_FTRACE_WITH_REGS))]
+pub(crate) fn ftrace_disarm_many(_addrs: &mut [kernel::ffi::c_ulong], _last: bool) {}
 
 /// Without dynamic ftrace with registers there are no such probes.
 #[cfg(not(CONFIG_DYNAMIC_FTRACE_WITH_REGS))]

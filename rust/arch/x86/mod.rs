@@ -23,7 +23,9 @@ mod trap_path;
 pub(crate) use arch_insn::ArchInsn;
 pub(crate) use ctl::{init_ctl, run_busy};
 #[cfg(CONFIG_DYNAMIC_FTRACE_WITH_REGS)]
-pub(crate) use ftrace::{check_ftrace_ops, ftrace_arm, ftrace_disarm, FTRACE_PROBES};
+pub(crate) use ftrace::{
+    check_ftrace_ops, ftrace_arm, ftrace_arm_many, ftrace_disarm, ftrace_disarm_many, FTRACE_PROBES,
+};
 pub(crate) use insn::{adjust_addr, arm, disarm, prepare, release, text_unchanged};
 pub(crate) use kprobes::{die_notify, page_fault, DIE_NOTIFIER_PRIORITY};
 pub(crate) use opt::{
