@@ -287,6 +287,7 @@ impl Events {
                 event: core::ptr::null(),
                 nhit: AtomicU64::new(0),
                 kind: def.kind,
+                tracepoint: None,
                 sites: more,
             },
             GFP_KERNEL,

@@ -235,7 +235,9 @@ impl Events {
             }
             return Err(ParseError::registration(Errno(-e.to_errno())));
         }
-        // An `f` probe's functions: its symbol is an ftrace filter.
+        // An `f` probe's functions: its symbol is an ftrace filter; a `t`
+        // probe's, its tracepoint's stub.
+        let mut tracepoint = None;
         let sites = match (def.kind, def.location) {
             (ProbeKind::Kprobe, _) => KVec::new(),
             (ProbeKind::Fprobe, ProbeLocation::Symbol { symbol, .. }) => {
@@ -243,6 +245,16 @@ impl Events {
                     e if e == ENOMEM => nomem,
                     e => ParseError::registration(Errno(-e.to_errno())),
                 })?
+            }
+            (ProbeKind::Tprobe, ProbeLocation::Symbol { symbol, .. }) => {
+                let (site, tp) = self.tprobe_site(symbol).map_err(|e| match e {
+                    e if e == ENOMEM => nomem,
+                    e => ParseError::registration(Errno(-e.to_errno())),
+                })?;
+                tracepoint = Some(tp);
+                let mut v = KVec::new();
+                v.push(site, GFP_KERNEL).map_err(|_| nomem)?;
+                v
             }
             _ => return Err(ParseError::registration(Errno::ENOENT)),
         };
@@ -287,6 +299,16 @@ impl Events {
         };
         if let Err(e) = reg {
             return Err(ParseError::registration(Errno(-e.to_errno())));
+        }
+        if let Some(tp) = tracepoint {
+            match tp.attach() {
+                // SAFETY: `tracepoint` is not structurally pinned.
+                Ok(a) => unsafe { probe.as_mut().get_unchecked_mut() }.tracepoint = Some(a),
+                Err(e) => {
+                    self.unregister_probe(&probe);
+                    return Err(ParseError::registration(Errno(-e.to_errno())));
+                }
+            }
         }
         match new_event {
             Some(mut ev) => {

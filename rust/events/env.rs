@@ -21,7 +21,8 @@ use crate::{
     pure::{
         btf::Btf,
         probe_events::{
-            DentryOffsets, FuncEntry, ProbeEnv, ProbeKind, SymbolCheck, FPROBE_GROUP, TPROBE_GROUP,
+            DentryOffsets, FuncEntry, ProbeEnv, ProbeKind, SymbolCheck, TracepointCheck,
+            FPROBE_GROUP, TPROBE_GROUP,
         },
     },
 };
@@ -121,6 +122,14 @@ impl ProbeEnv for KernelEnv<'_> {
             ProbeKind::Fprobe => b"rkfprobes",
             ProbeKind::Tprobe if drop_in => TPROBE_GROUP.as_bytes(),
             ProbeKind::Tprobe => b"rktracepoints",
+        }
+    }
+
+    fn tracepoint(&self, name: &[u8]) -> TracepointCheck {
+        match super::tprobe::Tracepoint::find(name) {
+            Ok(Some(_)) => TracepointCheck::Loaded,
+            // Perhaps a module's, as 6.12 takes it.
+            Ok(None) | Err(_) => TracepointCheck::NotLoaded,
         }
     }
 

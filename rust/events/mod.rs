@@ -44,6 +44,7 @@ mod fprobe;
 mod hit;
 mod output;
 mod scratch;
+mod tprobe;
 
 pub(crate) use files::{DynamicEventsFile, ErrorLogFile, KprobeEventsFile, ProfileFile};
 
@@ -202,6 +203,9 @@ struct Probe {
     nhit: AtomicU64,
     /// The kind of command that made the probe.
     kind: ProbeKind,
+    /// A `t` probe's attachment to its tracepoint, given back when the
+    /// probe is dropped (after its unregistration).
+    tracepoint: Option<tprobe::Attached>,
     /// The probe's other sites: an `f` event's filter may match many
     /// functions; `rp` is the first. Made with the probe and never moved
     /// after (the buffer is not reallocated).

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The trace events' C (`../events/trace_event.c`) as Rust sees it: the
-//! structures and prototypes of `../events/trace_event.h`.
+//! The trace events' C (`../events/trace_event.c`, `../events/tprobe.c`)
+//! as Rust sees it: the structures and prototypes of their headers.
 
 use kernel::{
     bindings,
@@ -248,4 +248,18 @@ extern "C" {
     /// `free_percpu()` of what `rkp_tev_scratch_alloc` gave. Process
     /// context.
     pub(crate) fn rkp_tev_scratch_free(p: *mut c_void);
+
+    /// The tracepoint `name` of vmlinux (`../events/tprobe.c`), or null.
+    /// Process context.
+    pub(crate) fn rkp_tp_find(name: *const c_char) -> *mut c_void;
+
+    /// The address of the tracepoint's stub function.
+    pub(crate) fn rkp_tp_stub(tp: *mut c_void) -> c_ulong;
+
+    /// One more t probe on the tracepoint: the first registers its stub
+    /// as one of its probes. Process context.
+    pub(crate) fn rkp_tp_attach(tp: *mut c_void) -> c_int;
+
+    /// One t probe fewer: the last removes the stub. Process context.
+    pub(crate) fn rkp_tp_detach(tp: *mut c_void);
 }
