@@ -11,7 +11,7 @@
 
 use super::{
     empty_kprobe,
-    hit::{entry_handler, kprobe_handler, ret_handler, site_kprobe_handler, site_ret_handler},
+    handlers::{entry_handler, kprobe_handler, ret_handler, site_kprobe_handler, site_ret_handler},
     output::VecWriter,
     scratch, Arg, EntryArgs, Event, Events, PlainStores, Probe, Site, KPROBE_HEADER,
     KRETPROBE_HEADER,

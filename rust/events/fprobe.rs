@@ -51,7 +51,7 @@ unsafe extern "C" fn match_symbol(data: *mut c_void, name: *const c_char, addr: 
             kernel::str::CStr::from_char_ptr(name),
         )
     };
-    if walk.filter.matches(name.as_bytes()) && walk.found.push(addr as usize, GFP_KERNEL).is_err() {
+    if walk.filter.matches(name.as_bytes()) && walk.found.push(addr, GFP_KERNEL).is_err() {
         walk.nomem = true;
         // Stops the walk.
         return 1;
@@ -106,7 +106,6 @@ impl Events {
             let Some(site) = (unsafe { rt.ftrace_location(addr as c_ulong) }) else {
                 return Err(eopnotsupp());
             };
-            let site = site as usize;
             if site < addr || site >= addr + SITE_WINDOW {
                 continue;
             }

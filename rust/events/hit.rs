@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The hit path: what runs when a probe of an event hits. The probe core
-//! calls the handlers here (a kprobe's pre-handler, a kretprobe's entry and
-//! return handlers); they fetch the arguments from the registers, the stack
-//! and memory ([`HitEnv`], the fetch programs' environment) and record them
-//! into the ring buffer of every trace instance that enabled the event.
+//! The hit path: what runs when a probe of an event hits. The handlers the
+//! probe core calls (`handlers.rs`) hand the hit to [`record`], which
+//! fetches the arguments from the registers, the stack and memory
+//! ([`HitEnv`], the fetch programs' environment) and records them into the
+//! ring buffer of every trace instance that enabled the event.
 //!
 //! Probe-hit context (int3 with interrupts off; an ftrace site, a detour or
 //! the kretprobe trampoline with preemption off): nothing here may sleep,
@@ -13,9 +13,8 @@
 //! so probing this code cannot recurse.
 
 use super::scratch::Scratch;
-use super::{Arg, EntryArgs, Event, Probe, Site, KPROBE_HEADER, KRETPROBE_HEADER};
+use super::{Arg, EntryArgs, Event, Probe, KPROBE_HEADER, KRETPROBE_HEADER};
 use crate::{
-    abi::{RkpKprobe, RkpKretprobe, RkpKretprobeInstance},
     arch,
     ffi::{
         self, rkp_current_comm, rkp_tev_commit, rkp_tev_perf, rkp_tev_reserve, rkp_tev_symstr,
@@ -34,10 +33,7 @@ use crate::{
     },
 };
 use core::{cell::Cell, mem::MaybeUninit, sync::atomic::Ordering};
-use kernel::{
-    ffi::{c_int, c_long, c_uint, c_ulong, c_void},
-    types::Opaque,
-};
+use kernel::ffi::{c_int, c_long, c_uint, c_ulong, c_void};
 
 /// The offset of `r`'s word in the kernel's `struct pt_regs` (bindgen):
 /// the independent side of the check below. The `match` is exhaustive, so
@@ -267,7 +263,7 @@ struct FillCtx<'a> {
 /// test and that call, with the rest out of line ([`record_others`]). The
 /// test of who listens is inlined into the handlers, which are all it is.
 #[inline(always)]
-fn record(
+pub(super) fn record(
     probe: &Probe,
     regs: *mut ffi::pt_regs,
     entry: Option<&EntryArgs>,
@@ -474,128 +470,4 @@ pub(crate) unsafe extern "C" fn rkp_event_fill(ctx: *mut c_void, ent: *mut c_voi
     // SAFETY: the caller's contract: a reserved record, ours to write.
     let rec = unsafe { core::slice::from_raw_parts_mut(ent.cast::<u8>(), size as usize) };
     fill(ctx.probe, ctx.env, rec, ctx.hdr, ctx.fixed, ctx.dsize);
-}
-
-/// The pre-handler of a kprobe event's probe. int3 context.
-///
-/// # Safety
-///
-/// Called by the probe core with the `kp` of a registered `Probe`.
-pub(super) unsafe extern "C" fn kprobe_handler(
-    kp: *mut RkpKprobe,
-    regs: *mut ffi::pt_regs,
-) -> c_int {
-    // SAFETY: `kp` is the entry probe of a registered `Probe`'s `rp`, its
-    // first field.
-    let probe = unsafe { &*kernel::container_of!(kp.cast::<Opaque<RkpKretprobe>>(), Probe, rp) };
-    record(probe, regs, None, || {
-        // SAFETY: a registered probe's address is set.
-        (unsafe { (*kp).addr } as usize, 0)
-    });
-    0
-}
-
-/// The entry handler of a kretprobe event's probe: saves the arguments for
-/// `$argN` at return. int3 context.
-///
-/// # Safety
-///
-/// Called by the probe core with an instance of a registered `Probe`'s
-/// kretprobe, whose data holds six words.
-pub(super) unsafe extern "C" fn entry_handler(
-    ri: *mut RkpKretprobeInstance,
-    regs: *mut ffi::pt_regs,
-) -> c_int {
-    // SAFETY: the caller's contract.
-    let (r, data) = unsafe {
-        (
-            &*regs,
-            core::ptr::addr_of_mut!((*ri).data).cast::<EntryArgs>(),
-        )
-    };
-    // The register arguments (an entry argument beyond them reads as 0).
-    let args: EntryArgs =
-        core::array::from_fn(|i| arch::regs_get_kernel_argument(r, i as u32, |_| 0));
-    // SAFETY: the instance's data area has room for `EntryArgs`, 8-aligned.
-    unsafe { data.write(args) };
-    0
-}
-
-/// The return handler of a kretprobe event's probe. Trampoline context,
-/// preemption off.
-///
-/// # Safety
-///
-/// As for `entry_handler`.
-pub(super) unsafe extern "C" fn ret_handler(
-    ri: *mut RkpKretprobeInstance,
-    regs: *mut ffi::pt_regs,
-) -> c_int {
-    // SAFETY: the instance's kretprobe is the `rp` field of a registered
-    // `Probe`.
-    let (rp, ret, data) = unsafe {
-        (
-            (*ri).rp,
-            (*ri).ret_addr,
-            &*core::ptr::addr_of!((*ri).data).cast::<EntryArgs>(),
-        )
-    };
-    // SAFETY: as above.
-    let probe = unsafe { &*kernel::container_of!(rp, Probe, rp) };
-    record(probe, regs, Some(data), || {
-        // SAFETY: a registered probe's address is set.
-        (unsafe { (*rp).kp.addr } as usize, ret)
-    });
-    0
-}
-
-/// The kprobe handler of a probe's other site ([`Site`]): as
-/// [`kprobe_handler`], the probe found through the site.
-///
-/// # Safety
-///
-/// As for [`kprobe_handler`], with `kp` the entry probe of a registered
-/// `Site`'s `rp`.
-pub(super) unsafe extern "C" fn site_kprobe_handler(
-    kp: *mut RkpKprobe,
-    regs: *mut ffi::pt_regs,
-) -> c_int {
-    // SAFETY: the caller's contract: `rp` is the site's first field, and
-    // the site names its probe, which outlives the site's registration.
-    let probe =
-        unsafe { &*(*kernel::container_of!(kp.cast::<Opaque<RkpKretprobe>>(), Site, rp)).probe };
-    record(probe, regs, None, || {
-        // SAFETY: a registered probe's address is set.
-        (unsafe { (*kp).addr } as usize, 0)
-    });
-    0
-}
-
-/// The return handler of a probe's other site ([`Site`]): as
-/// [`ret_handler`], the probe found through the site.
-///
-/// # Safety
-///
-/// As for [`ret_handler`], with a registered `Site`'s kretprobe.
-pub(super) unsafe extern "C" fn site_ret_handler(
-    ri: *mut RkpKretprobeInstance,
-    regs: *mut ffi::pt_regs,
-) -> c_int {
-    // SAFETY: the instance's kretprobe is the `rp` field of a registered
-    // `Site`, which names its probe.
-    let (rp, ret, data) = unsafe {
-        (
-            (*ri).rp,
-            (*ri).ret_addr,
-            &*core::ptr::addr_of!((*ri).data).cast::<EntryArgs>(),
-        )
-    };
-    // SAFETY: as above.
-    let probe =
-        unsafe { &*(*kernel::container_of!(rp.cast::<Opaque<RkpKretprobe>>(), Site, rp)).probe };
-    record(probe, regs, Some(data), || {
-        // SAFETY: a registered probe's address is set.
-        (unsafe { (*rp).kp.addr } as usize, ret)
-    });
-    0
 }

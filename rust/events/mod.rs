@@ -41,6 +41,7 @@ mod enable;
 mod env;
 mod files;
 mod fprobe;
+mod handlers;
 mod hit;
 mod output;
 mod scratch;

@@ -14,10 +14,7 @@ use crate::{
     kernel_ext::str::cstring,
 };
 use core::ptr::NonNull;
-use kernel::{
-    ffi::{c_ulong, c_void},
-    prelude::*,
-};
+use kernel::{ffi::c_void, prelude::*};
 
 /// A tracepoint of vmlinux.
 ///
@@ -42,7 +39,7 @@ impl Tracepoint {
     /// The address of the tracepoint's stub function.
     pub(super) fn stub(self) -> usize {
         // SAFETY: a tracepoint of vmlinux (the type invariant).
-        unsafe { rkp_tp_stub(self.0.as_ptr()) as usize }
+        unsafe { rkp_tp_stub(self.0.as_ptr()) }
     }
 
     /// Makes the tracepoint call its stub for as long as the returned
@@ -81,8 +78,7 @@ impl Events {
         let tp = Tracepoint::find(name)?.ok_or(ENOENT)?;
         let stub = tp.stub();
         // SAFETY: any address may be asked about, in process context.
-        let site = unsafe { self.core().runtime().ftrace_location(stub as c_ulong) }
-            .ok_or(EINVAL)? as usize;
+        let site = unsafe { self.core().runtime().ftrace_location(stub) }.ok_or(EINVAL)?;
         if site < stub || site >= stub + 16 {
             return Err(EINVAL);
         }

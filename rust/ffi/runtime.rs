@@ -10,6 +10,10 @@
 //! below are those of the 6.12 source; a kernel whose signatures differ is not
 //! a kernel rkprobes supports.
 //!
+//! Length: one job, the table of what was found and one thin wrapper per
+//! function with its contract; split, the wrappers would be far from the
+//! flags that say whether each may be called.
+//!
 //! Each function is reached through a static call of this module
 //! ([`super::kcalls`]), never through a pointer (IBT seals most of them),
 //! and only through the `unsafe` methods below, which state each one's C

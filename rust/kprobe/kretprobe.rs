@@ -47,6 +47,7 @@
 
 mod pool;
 mod register;
+mod stubs;
 
 use super::{
     client::{Client, RetClient},

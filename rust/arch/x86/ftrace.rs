@@ -114,7 +114,7 @@ pub(crate) fn ftrace_disarm_many(addrs: &mut [c_ulong], last: bool) {
     }
     let Ok(n) = c_uint::try_from(addrs.len()) else {
         for &a in addrs.iter() {
-            ftrace_disarm(a as usize, false);
+            ftrace_disarm(a, false);
         }
         return;
     };

@@ -3,10 +3,9 @@
 //! The instances of one kretprobe and their return stubs.
 //!
 //! A [`Pool`] holds a kretprobe's instances in one block, and one return stub
-//! per instance in executable pages, each page starting with a header that
-//! names its pool: a stub's address alone leads to its pool and instance
-//! ([`Pool::returning`]). Free instances form a lock-free stack of indices
-//! with a generation tag against ABA.
+//! per instance in executable pages (`stubs.rs`): a stub's address alone
+//! leads to its pool and instance ([`Pool::returning`]). Free instances
+//! form a lock-free stack of indices with a generation tag against ABA.
 //!
 //! A pool that grows ([`Growth::Grow`]) is the head of a chain: when its
 //! last pool is half taken, the entry handler asks the reclaim work for one
@@ -29,6 +28,7 @@
 //! giving back instances, finding the instance of a stub and dropping
 //! references are lock-free and run in any context, NMI included.
 
+use super::stubs;
 use crate::impl_linked;
 use crate::kernel_ext::list::{Linked, Links};
 use crate::{
@@ -48,28 +48,7 @@ use crate::{
 use core::marker::PhantomData;
 use core::ptr::addr_of_mut;
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use kernel::{ffi::c_void, page::PAGE_SIZE, prelude::*, static_assert};
-
-/// Bytes of a stub page taken by its [`StubHeader`].
-const STUB_HEADER: usize = 32;
-/// Stubs in one page.
-const STUBS_PER_PAGE: usize = (PAGE_SIZE - STUB_HEADER) / arch::RETHOOK_STUB_SIZE;
-/// Marks a page of return stubs.
-const STUB_MAGIC: u64 = u64::from_le_bytes(*b"rkpretst");
-
-/// The start of every page of return stubs.
-#[repr(C)]
-struct StubHeader {
-    magic: u64,
-    pool: *const Pool,
-    /// Index of the page's first stub's instance.
-    first: u32,
-    /// Stubs in this page.
-    count: u32,
-    _reserved: u64,
-}
-
-static_assert!(core::mem::size_of::<StubHeader>() <= STUB_HEADER);
+use kernel::{ffi::c_void, prelude::*};
 
 /// Whether a kretprobe's instances may grow past the number it registered
 /// with.
@@ -153,7 +132,7 @@ impl Pool {
         let words = max.checked_mul(stride / 8).ok_or(E2BIG)?;
         let mut mem = KVVec::from_elem(0u64, words, GFP_KERNEL)?;
         let base = mem.as_mut_ptr().cast::<u8>();
-        let npages = max.div_ceil(STUBS_PER_PAGE);
+        let npages = max.div_ceil(stubs::STUBS_PER_PAGE);
         let mut pool = KBox::new(
             Pool {
                 rp: AtomicPtr::new(rp.as_ptr()),
@@ -189,37 +168,9 @@ impl Pool {
             &rt,
             npages,
             arch::TRAP_FILL,
-            |base, region| Self::write_stubs(this, max, base, region),
+            |base, region| stubs::write_pages(this.cast(), max, base, region),
         )?);
         Ok(pool)
-    }
-
-    /// Writes the headers and stubs of the pool at `pool` into `region`,
-    /// its writable stub pages at `base`. Process context.
-    fn write_stubs(pool: *const Pool, max: usize, base: usize, region: &mut [u8]) -> Result {
-        for (p, page) in region.chunks_exact_mut(PAGE_SIZE).enumerate() {
-            let first = p * STUBS_PER_PAGE;
-            let count = max.saturating_sub(first).min(STUBS_PER_PAGE);
-            let header = StubHeader {
-                magic: STUB_MAGIC,
-                pool,
-                first: first as u32,
-                count: count as u32,
-                _reserved: 0,
-            };
-            // SAFETY: the page is writable and page-aligned, so its start is
-            // aligned for the header, which fits in `STUB_HEADER` bytes.
-            unsafe { page.as_mut_ptr().cast::<StubHeader>().write(header) };
-            for j in 0..count {
-                let off = STUB_HEADER + j * arch::RETHOOK_STUB_SIZE;
-                let at = base + p * PAGE_SIZE + off;
-                let code = arch::rethook_stub(at)?;
-                if let Some(dst) = page.get_mut(off..off + code.len()) {
-                    dst.copy_from_slice(&code);
-                }
-            }
-        }
-        Ok(())
     }
 
     /// The next pool of this pool's chain. Any context, while the chain's
@@ -334,19 +285,7 @@ impl Pool {
 
     /// The instance of the stub at `addr`, which is in this pool's stubs.
     pub(super) fn instance_at(&self, addr: usize) -> Option<Instance<'_>> {
-        let off = addr.checked_sub(self.stubs_base())?;
-        let in_page = (off % PAGE_SIZE).checked_sub(STUB_HEADER)?;
-        if in_page % arch::RETHOOK_STUB_SIZE != 0 {
-            return None;
-        }
-        let j = in_page / arch::RETHOOK_STUB_SIZE;
-        if j >= STUBS_PER_PAGE {
-            return None;
-        }
-        let i = (off / PAGE_SIZE)
-            .checked_mul(STUBS_PER_PAGE)?
-            .checked_add(j)?;
-        self.instance(u32::try_from(i).ok()?)
+        self.instance(stubs::index_at(self.stubs_base(), addr)?)
     }
 
     /// The instance whose frame returned into the stub at `stub`, found
@@ -359,20 +298,12 @@ impl Pool {
     /// pool (an instance out holds its pool), and the caller runs as the
     /// instance's task, which holds the instance until it gives it back.
     pub(super) unsafe fn returning<'a>(stub: usize) -> Option<Returning<'a>> {
-        let page = stub & !(PAGE_SIZE - 1);
-        let off = (stub - page).checked_sub(STUB_HEADER)?;
-        if off % arch::RETHOOK_STUB_SIZE != 0 {
-            return None;
-        }
-        // SAFETY: the page of a live pool starts with its header.
-        let h = unsafe { &*(page as *const StubHeader) };
-        let j = off / arch::RETHOOK_STUB_SIZE;
-        if h.magic != STUB_MAGIC || j >= h.count as usize {
-            return None;
-        }
+        // SAFETY: the stub is in a page of a live pool (the caller's
+        // contract).
+        let (pool, i) = unsafe { stubs::owner_of(stub) }?;
         // SAFETY: the header names the live pool it belongs to.
-        let pool = unsafe { &*h.pool };
-        let inst = pool.instance(h.first.checked_add(j as u32)?)?;
+        let pool = unsafe { &*pool.cast::<Pool>() };
+        let inst = pool.instance(i)?;
         // INVARIANT: the instance is out for the frame that returned, so it
         // holds a reference on its pool, and its task slot one on the task
         // that entered, the caller's (the caller's contract); that frame is
@@ -493,11 +424,7 @@ impl<'a> Instance<'a> {
     /// The address of the instance's return stub.
     #[inline(always)]
     pub(super) fn stub(self) -> usize {
-        let i = self.i as usize;
-        self.pool.stubs_base()
-            + (i / STUBS_PER_PAGE) * PAGE_SIZE
-            + STUB_HEADER
-            + (i % STUBS_PER_PAGE) * arch::RETHOOK_STUB_SIZE
+        stubs::stub_addr(self.pool.stubs_base(), self.i)
     }
 
     /// The stack word that holds the return address of the instance's
