@@ -1,12 +1,14 @@
 # SPDX-License-Identifier: GPL-2.0
 # The kernel's ftrace selftests for kprobe events, its own driver
 # (ftracetest) and test.d/kprobe/*.tc files unchanged from the kernel
-# source (the runner puts them in /guest/ftrace), run twice in the same
-# guest: on the kernel's kprobe_events, then on rkprobes'. ftracetest
+# source (the runner puts them in /guest/ftrace), with those of
+# test.d/dynevent/ for fprobe and tprobe events, run twice in the same
+# guest: on the kernel's kprobe_events and dynamic_events, then on
+# rkprobes'. ftracetest
 # takes the first tracefs in /proc/mounts as its tracing directory; for
 # rkprobes' run, a private mount namespace puts first a directory of links
-# to the tracefs files, with kprobe_events, error_log and kprobe_profile
-# linked to rkprobes' own and no uprobe_events (uprobes are not rkprobes':
+# to the tracefs files, with kprobe_events, dynamic_events, error_log and
+# kprobe_profile linked to rkprobes' own and no uprobe_events (uprobes are not rkprobes':
 # the .tc files that need them are unsupported there), and binds rkprobes'
 # debugfs directory and optimization switch where kprobe_opt_types.tc looks
 # for the kernel's (kprobes/list, the kprobes-optimization sysctl);
@@ -34,8 +36,16 @@ results() {
 	done
 }
 
+# The dynamic_events tests of fprobe and tprobe events (and BTF arguments,
+# which use both), beside the kprobe ones.
+DYN=
+for t in add_remove_fprobe fprobe_args_vfs fprobe_entry_arg fprobe_syntax_errors \
+	add_remove_tprobe tprobe_syntax_errors add_remove_btfarg; do
+	DYN="$DYN $FT/test.d/dynevent/$t.tc"
+done
+
 # The kernel's kprobe_events first.
-$FT/ftracetest -K -l /tmp/ft-kernel.log $FT/test.d/kprobe/ > /tmp/ft-kernel.out 2>&1
+$FT/ftracetest -K -l /tmp/ft-kernel.log $FT/test.d/kprobe/ $DYN > /tmp/ft-kernel.out 2>&1
 results /tmp/ft-kernel.out > /tmp/ft-kernel.res
 diag "the kernel's kprobe_events: $(grep -c '^pass ' /tmp/ft-kernel.res) passed, $(grep -c '^fail ' /tmp/ft-kernel.res) failed, $(grep -c '^skip ' /tmp/ft-kernel.res) skipped"
 check "ftracetest ran its .tc files on the kernel's" test "$(wc -l < /tmp/ft-kernel.res)" -ge 20
@@ -51,7 +61,7 @@ unshare -m sh -c "
 	mount -t tmpfs tracefs /tmp/rkt && mount -t tracefs nodev /tmp/realt ||
 		{ echo 'set-up: mounting the tracing directories failed'; exit 1; }
 	for f in /tmp/realt/*; do ln -s \$f /tmp/rkt/; done
-	for f in kprobe_events error_log kprobe_profile; do
+	for f in kprobe_events dynamic_events error_log kprobe_profile; do
 		rm -f /tmp/rkt/\$f && ln -s $RK/\$f /tmp/rkt/\$f || { echo \"set-up: linking \$f failed\"; exit 1; }
 	done
 	rm -f /tmp/rkt/uprobe_events
@@ -60,7 +70,7 @@ unshare -m sh -c "
 		{ echo 'set-up: binding rkprobes debugfs files failed'; exit 1; }
 	first=\$(grep tracefs /proc/mounts | cut -f2 -d' ' | head -1)
 	[ \"\$first\" = /tmp/rkt ] || { echo \"set-up: the first tracefs is \$first\"; grep tracefs /proc/mounts; exit 1; }
-	$FT/ftracetest -K -l /tmp/ft-rk.log $FT/test.d/kprobe/
+	$FT/ftracetest -K -l /tmp/ft-rk.log $FT/test.d/kprobe/ $DYN
 " > /tmp/ft-rk.out 2>&1
 results /tmp/ft-rk.out > /tmp/ft-rk.res
 # Nothing ran: what the set-up or the driver said.
@@ -72,7 +82,7 @@ while read -r res name; do
 	rk=$(awk -v n="$name" '{ r = $1; sub(/^[a-z]+ /, "") } $0 == n { print r; exit }' /tmp/ft-rk.res)
 	if [ "$rk" = pass ]; then
 		ok "passes on both: $name"
-	elif [ "$rk" = skip ] && grep -l "description: $name\$" $FT/test.d/kprobe/*.tc |
+	elif [ "$rk" = skip ] && grep -l "description: $name\$" $FT/test.d/kprobe/*.tc $DYN |
 			xargs grep -q '^# requires:.*uprobe_events'; then
 		diag "not rkprobes' (uprobe_events): $name"
 	else
@@ -84,4 +94,5 @@ while read -r res name; do
 done < /tmp/ft-kernel.res
 grep '^fail ' /tmp/ft-kernel.res | sed 's/^fail /# fails on the kernel'"'"'s too: /'
 check "nothing left in rkprobes' kprobe_events" sh -c "[ -z \"\$(cat $RK/kprobe_events)\" ]"
+check "nothing left in rkprobes' dynamic_events" sh -c "[ -z \"\$(cat $RK/dynamic_events)\" ]"
 check "rmmod rkprobes" rmmod rkprobes
