@@ -10,7 +10,8 @@
 //! vmlinux and of the loaded modules whose name matches, kept when
 //! `ftrace_location()` gives it a call site at its start and the name that
 //! kallsyms gives that site (the first of aliases, as ftrace prints the
-//! record) matches too. Process context, may sleep.
+//! record) matches too; a pattern leaves out the functions on rkprobes'
+//! blacklist. Process context, may sleep.
 
 use super::Events;
 use crate::{
@@ -100,6 +101,7 @@ impl Events {
             return Err(ENOMEM);
         }
         let mut buf = SymbolBuf::new()?;
+        let core = self.core();
         let mut sites: KVec<u64> = KVec::with_capacity(walk.found.len(), GFP_KERNEL)?;
         for &addr in walk.found.iter() {
             // SAFETY: any address may be asked about, in process context.
@@ -113,7 +115,10 @@ impl Events {
             let named = buf
                 .symbolise(site)
                 .is_some_and(|s| filter.matches(s.name.as_bytes()));
-            if named {
+            // A pattern leaves out what rkprobes may not probe (its
+            // blacklist, its own text); a name alone is refused at
+            // registration.
+            if named && (filter.how() == FilterMatch::Full || !core.refuses(site)) {
                 sites.push(site as u64, GFP_KERNEL)?;
             }
         }

@@ -478,15 +478,10 @@ impl Core {
     /// ftrace filter change). Process context.
     pub(crate) fn set_enabled_many(&self, kps: &[Client], enable: bool) -> Result {
         let mut reg = self.reg.lock();
-        let mut batch = Batch::new();
         for &kp in kps {
-            let Some(p) = self.point_of(&reg, kp) else {
-                return Err(EINVAL);
-            };
-            if kp.flags() & flags::GONE != 0 {
+            if self.point_of(&reg, kp).is_none() || kp.flags() & flags::GONE != 0 {
                 return Err(EINVAL);
             }
-            batch.add(p);
         }
         let (set, clear) = if enable {
             (0, flags::DISABLED)
@@ -496,19 +491,28 @@ impl Core {
         for &kp in kps {
             kp.update_flags(set, clear);
         }
-        if enable {
-            if let Err(e) = self.arm_points(&mut reg, kps) {
-                for &kp in kps {
-                    kp.update_flags(flags::DISABLED, 0);
-                }
-                // Never fails.
-                let _ = self.set_armed(&mut reg, &batch, false, |p| !p.any_enabled());
-                return Err(e);
-            }
-            Ok(())
+        // A point is in one batch at a time: `arm_points` makes its own.
+        let r = if enable {
+            self.arm_points(&mut reg, kps)
         } else {
-            self.set_armed(&mut reg, &batch, false, |p| !p.any_enabled())
+            Ok(())
+        };
+        if r.is_err() {
+            for &kp in kps {
+                kp.update_flags(flags::DISABLED, 0);
+            }
         }
+        if !enable || r.is_err() {
+            let mut batch = Batch::new();
+            for &kp in kps {
+                if let Some(p) = self.point_of(&reg, kp) {
+                    batch.add(p);
+                }
+            }
+            // Never fails.
+            let _ = self.set_armed(&mut reg, &batch, false, |p| !p.any_enabled());
+        }
+        r
     }
 
     /// Arms or disarms every point (`/sys/kernel/debug/rkprobes/enabled`),

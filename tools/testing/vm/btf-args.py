@@ -4,6 +4,12 @@
 kprobe_events in the same guest (88-btf-args.sh runs this in the host's
 root, with the guest's /sys, /proc and /tmp bound in).
 
+With a third argument `dyn`, the same for `f` (fprobe) and `t`
+(tracepoint) events on both sides' dynamic_events: each definition above
+as an `f` entry (`p`) or exit (`r`, as `FUNC%return`), and `t`
+definitions on tracepoints drawn from those whose stub function
+(`__probestub_TP`, what a `t` event probes) BTF describes, typed by it.
+
 Definitions are generated from the running kernel's BTF, read here with a
 reader of its own (not rkprobes'): functions drawn at random from those
 both files accept a plain probe on, then per function its parameters by
@@ -194,10 +200,50 @@ SIDES = {
 }
 
 
+def dynamic():
+    """Both sides' dynamic_events, for `f` and `t` definitions."""
+    SIDES["k"]["ke"] = T + "/dynamic_events"
+    SIDES["r"]["ke"] = RK + "/dynamic_events"
+
+
+def as_dyn(kind, rest):
+    """A `p`/`r` definition as the `f` event of the same function."""
+    if kind == "p":
+        return "f", rest
+    func, _, args = rest.partition(" ")
+    return "f", func + "%return " + args
+
+
+def generate_t(btf, tp, rng):
+    """`t` definitions on the tracepoint `tp`, typed from its stub."""
+    ret_tid, params = btf.proto("__probestub_" + tp)
+    params = params[1:]
+    names = [n for n, _ in params if n]
+    defs = [("t", tp + " $arg*"), ("t", tp)]
+    if names:
+        defs.append(("t", tp + " " + " ".join(names[:4])))
+    n = rng.randint(1, len(params) + 1)
+    defs.append(("t", "%s $arg%d" % (tp, n)))
+    ends = []
+    for pname, ptid in params[:3]:
+        if pname:
+            ends.extend(chains(btf, pname, ptid, rng))
+    rng.shuffle(ends)
+    for text, shape, tid in ends[:4]:
+        if shape in ("cptr", "carray"):
+            defs.append(("t", "%s s=%s:string" % (tp, text)))
+        else:
+            defs.append(("t", "%s %s" % (tp, text)))
+    defs.append(("t", "%s no_such_param" % tp))
+    defs.append(("t", "%s $retval" % tp))
+    defs.append(("t", "%s%%return" % tp))
+    return defs
+
+
 def listing(side, ev):
     s = SIDES[side]
     for line in open(s["ke"], encoding="latin-1"):
-        if re.match(r"^[pr][0-9]*:%s/%s " % (s["grp"], ev), line):
+        if re.match(r"^[prft][0-9]*:%s/%s " % (s["grp"], ev), line):
             return line.rstrip("\n").replace(s["grp"] + "/", "GRP/")
     return None
 
@@ -321,6 +367,10 @@ WORK_FUNCS = ["vfs_read", "vfs_write", "ksys_read", "ksys_write", "do_sys_openat
               "may_open", "rw_verify_area", "fsnotify_open_perm"]
 
 REC = re.compile(r"^\s*(\S.*?)-(\d+)\s+\[\d+\].*? (k|r)(\d+): \((.*?)\)(.*)$")
+# The functions of a workload's `t` events: the tracepoints it hits, which
+# open, read, write and close files.
+WORK_TPS = ["sys_enter", "sys_exit", "sched_process_exec", "sched_process_fork",
+            "kmem_cache_alloc", "kfree", "task_newtask"]
 
 
 def workload():
@@ -394,7 +444,10 @@ def fields(values):
 def main():
     seed = int(sys.argv[1]) if len(sys.argv) > 1 else random.randrange(1 << 30)
     want = int(sys.argv[2]) if len(sys.argv) > 2 else 500
-    print("seed %d" % seed)
+    dyn = len(sys.argv) > 3 and sys.argv[3] == "dyn"
+    if dyn:
+        dynamic()
+    print("seed %d%s" % (seed, " dyn" if dyn else ""))
     rng = random.Random(seed)
     btf = Btf(open("/sys/kernel/btf/vmlinux", "rb").read())
     traceable = set()
@@ -410,6 +463,16 @@ def main():
     cands = sorted(f for f in btf.funcs if f in traceable and count.get(f) == 1
                    and btf.proto(f) and btf.proto(f)[1] and not f.startswith("__x64_sys"))
     rng.shuffle(cands)
+    if dyn:
+        # A third of the functions are tracepoints' stubs, whose `t`
+        # definitions come with their `f` ones.
+        stubs = [f for f in cands if f.startswith("__probestub_")]
+        rest = [f for f in cands if not f.startswith("__probestub_")]
+        cands = []
+        while stubs or rest:
+            for lst, k in ((stubs, 1), (rest, 2)):
+                cands.extend(lst[:k])
+                del lst[:k]
     stats = dict(tried=0, agreed=0, accepted=0, refused=0, skipped_funcs=0,
                  caret_after_chain=0, string_of_scalar=0, values_compared=0, values_agreed=0,
                  values_unstable=0, value_events=0)
@@ -421,10 +484,16 @@ def main():
         if func not in btf.funcs or btf.proto(func) is None:
             continue
         # A function both files take a plain probe on.
-        if try_def("k", "plain", "p", func)[0] or try_def("r", "plain", "p", func)[0]:
+        pk = "f" if dyn else "p"
+        if try_def("k", "plain", pk, func)[0] or try_def("r", "plain", pk, func)[0]:
             stats["skipped_funcs"] += 1
             continue
-        for kind, rest in generate(btf, func, rng):
+        gen = generate(btf, func, rng)
+        if dyn:
+            gen = [as_dyn(k, r) for k, r in gen]
+            if func.startswith("__probestub_"):
+                gen += generate_t(btf, func[len("__probestub_"):], rng)
+        for kind, rest in gen:
             ev += 1
             name = "e%d" % ev
             k = try_def("k", name, kind, rest)
@@ -467,7 +536,15 @@ def main():
         for kind, rest in generate(btf, func, random.Random(seed + len(vdefs))):
             if "no_such" in rest or ".x" in rest or "+4" in rest or "$arg0" in rest:
                 continue
-            vdefs.append((kind, rest))
+            vdefs.append(as_dyn(kind, rest) if dyn else (kind, rest))
+    if dyn:
+        for tp in WORK_TPS:
+            if btf.proto("__probestub_" + tp) is None:
+                continue
+            for kind, rest in generate_t(btf, tp, random.Random(seed + len(vdefs))):
+                if "no_such" in rest or "$retval" in rest or "%return" in rest:
+                    continue
+                vdefs.append((kind, rest))
     workload()  # the page cache as warm for the first run as for the others
     scramble_buffer(rng)
     a_placed, a = record_run("k", vdefs)

@@ -1,0 +1,134 @@
+# SPDX-License-Identifier: GPL-2.0
+# f (fprobe) and t (tracepoint) events on rkprobes' dynamic_events.
+# On a kernel with fprobe events: definitions generated from its BTF
+# (btf-args.py in its `dyn` mode) written to the kernel's dynamic_events
+# and to rkprobes', which must give the same errno, error_log, listing,
+# format and recorded values. On every kernel: records of f entries and
+# exits and of a t event against values the workload sets; a wildcard
+# that matches at least 5,000 functions attached (each function once, as
+# ftrace lists them), fired and removed with nothing left in ftrace; and
+# 2,000 processes asleep at once inside a function with an f exit probe,
+# every return recorded.
+
+DE=/sys/kernel/debug/rkprobes/dynamic_events
+KE=/sys/kernel/debug/rkprobes/kprobe_events
+EL=/sys/kernel/debug/rkprobes/error_log
+T=/sys/kernel/tracing
+[ -e $T/trace ] || mount -t tracefs nodev $T
+check "insmod rkprobes.ko" insmod $MODDIR/rkprobes.ko
+G=$T/events/rkfprobes
+TG=$T/events/rktracepoints
+
+kernel_fprobes=
+[ -e $T/dynamic_events ] && grep -qF 'f[:[<group>/][<event>]] <func-name>' $T/README && kernel_fprobes=1
+
+# --- the kernel's dynamic_events beside rkprobes' --------------------------
+if [ -n "$kernel_fprobes" ] && [ -e /sys/kernel/btf/vmlinux ] && has_host_tool python3; then
+	cp /guest/btf-args.py /bin/readloop /tmp/
+	seed=${RKP_FPROBE_SEED:-$(od -An -N3 -tu4 /dev/urandom | tr -d ' ')}
+	host_run python3 /tmp/btf-args.py "$seed" 300 dyn > /tmp/fprobe-args.out 2>&1
+	rc=$?
+	grep -v '^SUMMARY' /tmp/fprobe-args.out | head -n 200 | sed 's/^/# /'
+	summary=$(grep '^SUMMARY' /tmp/fprobe-args.out)
+	diag "$summary"
+	val() { echo "$summary" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
+	expect_eq "btf-args.py dyn ran to its end" 0 "$rc"
+	check "at least 300 f and t definitions tried on both files" test "$(val tried)" -ge 300
+	check "both accepted some and refused some" test "$(val accepted)" -gt 50 -a "$(val refused)" -gt 50
+	expect_eq "every definition: the same errno, error_log, listing and format" "$(val tried)" "$(val agreed)"
+	check "values of at least 30 events compared" test "$(val value_events)" -ge 30
+	expect_eq "no mismatch (seed $seed)" 0 "$(val mismatches)"
+fi
+
+# --- records against known values ------------------------------------------
+echo 0123456789 > /tmp/fp-data.txt
+echo > $T/trace
+check "f entry with a typed argument" sh -c "echo 'f:fe vfs_read count' > $DE"
+check "f exit with \$retval and an entry argument" sh -c "echo 'f:fx vfs_read%return \$retval count' >> $DE"
+check "t on a tracepoint" sh -c "echo 't:tp sched_process_exec' >> $DE"
+check "listed in dynamic_events" sh -c "grep -qx 'f:rkfprobes/fe vfs_read count=count' $DE && grep -qx 'f:rkfprobes/fx vfs_read%return arg1=\$retval count=count' $DE && grep -qx 't:rktracepoints/tp sched_process_exec' $DE"
+check "not in kprobe_events" test -z "$(cat $KE)"
+expect_fail "kprobe_events does not take f" sh -c "echo 'f vfs_write' >> $KE"
+check "enable" sh -c "echo 1 > $G/enable && echo 1 > $TG/enable"
+dd if=/tmp/fp-data.txt of=/dev/null bs=7 count=1 2>/dev/null
+/bin/sleepers 1 1 > /dev/null
+check "disable" sh -c "echo 0 > $G/enable && echo 0 > $TG/enable"
+grep -E ' (fe|fx|tp): ' $T/trace | grep 'dd\|sleepers' | head -n 3 | sed 's/^/# /'
+check "entry: at vfs_read's ftrace site, count" grep -qE 'dd-[0-9]+ .* fe: \(vfs_read\+0x[0-9a-f]+/0x[0-9a-f]+\) count=7$' $T/trace
+check "exit: bytes read and the entry's count" grep -qE 'dd-[0-9]+ .* fx: \([^ ]+ <- vfs_read\) arg1=7 count=7$' $T/trace
+check "tracepoint: the exec of sleepers" grep -qE 'sleepers-[0-9]+ .* tp: \(__probestub_sched_process_exec\+0x[0-9a-f]+/0x[0-9a-f]+\)' $T/trace
+check "the entry went through ftrace (no trap)" grep -qE ' k +vfs_read\+0x[0-9a-f]+ .*\[FTRACE\]' /sys/kernel/debug/rkprobes/list
+expect_fail "no such function" sh -c "echo 'f nosuch_function_xyz' >> $DE"
+check "its error_log entry" sh -c "grep -q 'trace_fprobe: error: Failed to register probe event' $EL"
+expect_fail "no such tracepoint" sh -c "echo 't nosuch_tracepoint_xyz' >> $DE"
+expect_fail "a negated filter is refused" sh -c "echo 'f:neg !vfs_read' >> $DE"
+check "-: of one event" sh -c "echo '-:rktracepoints/tp' >> $DE && ! grep -q ' sched_process_exec' $DE"
+check "clear" sh -c "echo > $DE"
+check "nothing left" test -z "$(cat $DE)"
+
+# --- a wildcard on thousands of functions ----------------------------------
+# Letters whose functions add up to at least 5,000, as a `[..]*` glob.
+awk '{ print $1 }' $T/available_filter_functions > /tmp/fp-all
+cls=
+n=0
+for l in $(cut -c1 /tmp/fp-all | sort | uniq -c | sort -n | awk '$2 ~ /^[a-z]$/ && $1 > 100 { print $2 }'); do
+	cls="$cls$l"
+	n=$(grep -c "^[$cls]" /tmp/fp-all)
+	[ "$n" -ge 5000 ] && break
+done
+pat="[$cls]*"
+grep "^[$cls]" /tmp/fp-all | sort > /tmp/fp-want
+diag "wildcard $pat: $n functions in available_filter_functions"
+# timed NAME CMD: runs CMD (a shell command) under timeit, its time in
+# /tmp/fp-t-NAME; ns NAME prints it.
+timed() {
+	echo "$2" > /tmp/fp-cmd-$1
+	/bin/timeit sh /tmp/fp-cmd-$1 2> /tmp/fp-t-$1
+}
+ns() { sed -n 's/^timeit: \([0-9]*\) ns$/\1/p' /tmp/fp-t-$1; }
+check "wildcard: add" timed add "echo 'f:many $pat' >> $DE"
+grep 'FTRACE\]' /sys/kernel/debug/rkprobes/list | awk '{ print $3 }' | sed 's/+0x[0-9a-f]*$//' | sort > /tmp/fp-got
+got=$(wc -l < /tmp/fp-got)
+bl=$((n - got))
+diag "wildcard: $got functions attached, $bl of ftrace's left out ($(ns add) ns to add)"
+check "wildcard: at least 5,000 functions attached" test "$got" -ge 5000
+check "wildcard: each function once" test "$(sort -u /tmp/fp-got | wc -l)" -eq "$got"
+check "wildcard: only functions ftrace lists for the pattern" test -z "$(grep -vxFf /tmp/fp-want /tmp/fp-got)"
+check "wildcard: those left out are on rkprobes' blacklist" test "$bl" -le $((n / 20))
+check "wildcard: listed as written" grep -qxF "f:rkfprobes/many $pat" $DE
+echo > $T/trace
+check "wildcard: enable" timed enable "echo 1 > $G/many/enable"
+ours=$(grep -c 'rkp_ftrace' $T/enabled_functions)
+diag "wildcard: $ours functions in ftrace's enabled_functions for rkprobes ($(ns enable) ns to enable)"
+check "wildcard: ftrace calls rkprobes at each" test "$ours" -ge "$got"
+ls -R /sys/kernel/debug/rkprobes > /dev/null
+cat /tmp/fp-data.txt > /dev/null
+check "wildcard: disable" timed disable "echo 0 > $G/many/enable"
+fired=$(grep ' many: ' $T/trace | sed -E 's/.* many: \(([^+]+)\+.*/\1/' | sort -u | wc -l)
+diag "wildcard: $fired functions fired"
+check "wildcard: fired in many functions" test "$fired" -ge 20
+check "wildcard: nothing of rkprobes left in enabled_functions" sh -c "! grep -q rkp_ftrace $T/enabled_functions"
+check "wildcard: remove" timed remove "echo '-:rkfprobes/many' >> $DE"
+diag "wildcard: $(ns disable) ns to disable, $(ns remove) ns to remove"
+check "wildcard: no point left" sh -c "! grep -q FTRACE /sys/kernel/debug/rkprobes/list"
+
+# --- no missed returns -------------------------------------------------------
+echo > $T/trace
+check "exit probe on do_nanosleep" sh -c "echo 'f:sleep_in do_nanosleep' >> $DE && echo 'f:sleep_out do_nanosleep%return' >> $DE"
+check "enable" sh -c "echo 1 > $G/enable"
+/bin/sleepers 2000 3000 > /tmp/fp-sleepers
+check "disable" sh -c "echo 0 > $G/enable"
+head -n 1 /tmp/fp-sleepers | sed 's/^/# /'
+tail -n +2 /tmp/fp-sleepers | sort -u > /tmp/fp-pids
+for ev in sleep_in sleep_out; do
+	grep " $ev: " $T/trace | sed -E 's/^ *[^ ]*-([0-9]+) .*/\1/' | sort | uniq -c | awk '{ print $2, $1 }' > /tmp/fp-$ev
+done
+# The sleepers with at least one record of each.
+ins=$(awk 'NR == FNR { want[$1] = 1; next } want[$1]' /tmp/fp-pids /tmp/fp-sleep_in | wc -l)
+outs=$(awk 'NR == FNR { want[$1] = 1; next } want[$1]' /tmp/fp-pids /tmp/fp-sleep_out | wc -l)
+diag "2,000 sleepers: $ins entries and $outs returns recorded"
+check "all 2,000 asleep at once" grep -q 'sleepers: 2000 slept' /tmp/fp-sleepers
+expect_eq "every sleeper's entry recorded" 2000 "$ins"
+expect_eq "every sleeper's return recorded" 2000 "$outs"
+check "clear" sh -c "echo > $DE"
+check "rmmod rkprobes" rmmod rkprobes
