@@ -78,12 +78,8 @@ impl Events {
                 // a coming module too.
                 let r = if let Err(e) = locked_down_kprobes() {
                     Err(e)
-                } else if p.is_return() {
-                    self.core()
-                        .kretprobes()
-                        .register(self.core(), &[p.ret_client()], p.growth())
                 } else {
-                    self.core().register_many(&[kp])
+                    self.register_probe(p)
                 };
                 match r {
                     Ok(()) if enabled => {

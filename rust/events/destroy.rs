@@ -27,7 +27,7 @@ impl Events {
         if p.nr_sites() == 1 {
             return if p.is_return() {
                 core.kretprobes()
-                    .register(core, &[p.ret_client()], p.growth())
+                    .register(core, &[p.ret_client()], p.growth(), false)
             } else {
                 core.register_many(&[p.client()])
             };
@@ -37,7 +37,7 @@ impl Events {
             for r in p.ret_clients() {
                 rps.push(r, GFP_KERNEL)?;
             }
-            core.kretprobes().register(core, &rps, p.growth())
+            core.kretprobes().register(core, &rps, p.growth(), true)
         } else {
             let mut kps = KVec::with_capacity(p.nr_sites(), GFP_KERNEL)?;
             for c in p.clients() {

@@ -141,6 +141,16 @@ extern "C" {
 
     /// Waits until no reclaim is queued or running. Process context.
     pub(crate) fn rkp_gc_sync();
+
+    /// Asks for the reclaim work after `budget` more tasks are created,
+    /// watching forks from now on. Process context.
+    pub(crate) fn rkp_fork_watch(budget: c_int) -> c_int;
+
+    /// Stops watching forks. Process context.
+    pub(crate) fn rkp_fork_unwatch();
+
+    /// The number of tasks, counted. Process context.
+    pub(crate) fn rkp_nr_tasks() -> c_int;
 }
 
 // The trampolines of `../arch/x86/*_trampoline.S`, which have no header.

@@ -5,8 +5,12 @@
  * work items that Rust cannot define in a 6.12 module. notrace where the
  * hit paths queue work.
  */
+#include <linux/atomic.h>
 #include <linux/irq_work.h>
 #include <linux/jiffies.h>
+#include <linux/sched/signal.h>
+#include <linux/string.h>
+#include <linux/tracepoint.h>
 #include <linux/workqueue.h>
 
 #include "work.h"
@@ -71,4 +75,72 @@ void rkp_gc_sync(void)
 	irq_work_sync(&rkp_gc_irq_work);
 	cancel_work_sync(&rkp_gc_work);
 	cancel_delayed_work_sync(&rkp_gc_dwork);
+}
+
+/*
+ * Kretprobes whose instances grow (rust/kprobe/kretprobe/pool.rs) keep at
+ * least one instance per task: the reclaim work counts the tasks and
+ * grows them. Between two counts, each new task spends one of
+ * rkp_fork_budget (a probe on the sched_process_fork tracepoint); the
+ * last one asks for the work.
+ */
+static atomic_t rkp_fork_budget;
+static struct tracepoint *rkp_fork_tp;
+
+static notrace void rkp_fork_probe(void *data, struct task_struct *parent,
+				   struct task_struct *child)
+{
+	if (atomic_dec_return(&rkp_fork_budget) == 0)
+		rkp_kick_gc();
+}
+
+static void rkp_fork_tp_match(struct tracepoint *tp, void *priv)
+{
+	if (!strcmp(tp->name, "sched_process_fork"))
+		*(struct tracepoint **)priv = tp;
+}
+
+/*
+ * Asks for the reclaim work after @budget more tasks, watching forks from
+ * now on. Process context, under the kretprobes' mutex.
+ */
+int rkp_fork_watch(int budget)
+{
+	struct tracepoint *tp = NULL;
+	int ret;
+
+	atomic_set(&rkp_fork_budget, budget > 0 ? budget : 1);
+	if (rkp_fork_tp)
+		return 0;
+	for_each_kernel_tracepoint(rkp_fork_tp_match, &tp);
+	if (!tp)
+		return -ENOENT;
+	ret = tracepoint_probe_register(tp, (void *)rkp_fork_probe, NULL);
+	if (!ret)
+		rkp_fork_tp = tp;
+	return ret;
+}
+
+/* Stops watching forks. Process context, under the kretprobes' mutex. */
+void rkp_fork_unwatch(void)
+{
+	if (!rkp_fork_tp)
+		return;
+	tracepoint_probe_unregister(rkp_fork_tp, (void *)rkp_fork_probe, NULL);
+	rkp_fork_tp = NULL;
+	/* No probe runs after this: its text may go with the module. */
+	tracepoint_synchronize_unregister();
+}
+
+/* The number of tasks (threads), counted. Process context. */
+int rkp_nr_tasks(void)
+{
+	struct task_struct *g, *t;
+	int n = 0;
+
+	rcu_read_lock();
+	for_each_process_thread(g, t)
+		n++;
+	rcu_read_unlock();
+	return n;
 }

@@ -12,5 +12,8 @@ void rkp_optimizer_cancel(void);
 void rkp_kick_gc(void);
 void rkp_kick_gc_later(void);
 void rkp_gc_sync(void);
+int rkp_fork_watch(int budget);
+void rkp_fork_unwatch(void);
+int rkp_nr_tasks(void);
 
 #endif /* RKPROBES_KERNEL_EXT_WORK_H */

@@ -50,4 +50,24 @@ pub(crate) mod reclaim {
         // SAFETY: process context (this function's contract).
         unsafe { ffi::rkp_gc_sync() }
     }
+
+    /// Queues a reclaim once `budget` more tasks were created (a probe on
+    /// the `sched_process_fork` tracepoint). Process context.
+    pub(crate) fn after_forks(budget: usize) -> kernel::error::Result {
+        let budget = i32::try_from(budget).unwrap_or(i32::MAX);
+        // SAFETY: process context; the probe is static in work.c.
+        kernel::error::to_result(unsafe { ffi::rkp_fork_watch(budget) })
+    }
+
+    /// Stops watching forks. Process context.
+    pub(crate) fn stop_fork_watch() {
+        // SAFETY: process context.
+        unsafe { ffi::rkp_fork_unwatch() }
+    }
+
+    /// How many tasks there are. Process context.
+    pub(crate) fn nr_tasks() -> usize {
+        // SAFETY: process context; it walks the task list under RCU.
+        usize::try_from(unsafe { ffi::rkp_nr_tasks() }).unwrap_or(0)
+    }
 }

@@ -173,7 +173,7 @@ pub(crate) unsafe extern "C" fn rkp_register_kretprobe_abi(
     to_c(check_abi(abi).and_then(|()| {
         let c = Core::get()?;
         c.kretprobes()
-            .register(c, &[rp.ok_or(EINVAL)?], Growth::Fixed)
+            .register(c, &[rp.ok_or(EINVAL)?], Growth::Fixed, false)
     }))
 }
 
@@ -210,7 +210,7 @@ pub(crate) unsafe extern "C" fn rkp_register_kretprobes_abi(
         // SAFETY: the caller's contract.
         unsafe { c_array::<_, RetClient>(rps, num) }.and_then(|rs| {
             let c = Core::get()?;
-            c.kretprobes().register(c, &all(rs)?, Growth::Fixed)
+            c.kretprobes().register(c, &all(rs)?, Growth::Fixed, false)
         })
     }))
 }

@@ -261,10 +261,15 @@ pub(crate) unsafe fn trampoline_handler(
     let regs_ptr = core::ptr::from_mut(regs);
     let pool = ri.pool();
     arch::run_busy(|free| {
-        // SAFETY: the kretprobe stays valid while it is published in `rp`
-        // and this CPU has preemption off: unregistration clears `rp` and
-        // waits for a grace period before it returns.
-        let Some(rp) = (unsafe { RetClient::from_raw(pool.rp.load(Ordering::Acquire)) }) else {
+        if pool.rp.load(Ordering::Acquire).is_null() {
+            return;
+        }
+        // SAFETY: the instance's own kretprobe (the pool's, unless the pool
+        // is shared), set at entry, stays valid while the pool's `rp` is
+        // published and this CPU has preemption off: unregistration of the
+        // pool's kretprobes clears `rp` and waits for a grace period before
+        // it returns.
+        let Some(rp) = (unsafe { RetClient::from_raw(ri.rp()) }) else {
             return;
         };
         if free {

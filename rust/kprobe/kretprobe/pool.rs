@@ -102,6 +102,9 @@ pub(super) struct Pool {
     pub(super) wants_more: AtomicBool,
     /// A pool a chain grew by, not its head.
     pub(super) extra: bool,
+    /// The pool of several kretprobes (`Kretprobes::register`'s `shared`),
+    /// which `rp` names the first of; an instance's `rp` names its own.
+    pub(super) shared: bool,
     stride: usize,
     base: *mut u8,
     _mem: KVVec<u64>,
@@ -146,6 +149,7 @@ impl Pool {
                 next: AtomicPtr::new(core::ptr::null_mut()),
                 wants_more: AtomicBool::new(false),
                 extra: false,
+                shared: false,
                 stride,
                 base,
                 _mem: mem,
@@ -518,6 +522,14 @@ impl<'a> Returning<'a> {
     #[inline(always)]
     pub(super) fn as_ptr(&self) -> *mut RkpKretprobeInstance {
         self.inst.as_ptr()
+    }
+
+    /// The kretprobe the instance was taken for.
+    #[inline(always)]
+    pub(super) fn rp(&self) -> *mut RkpKretprobe {
+        // SAFETY: a field of a live instance (`as_ptr`) that no one else
+        // writes (the type invariant).
+        unsafe { (*self.inst.as_ptr()).rp }
     }
 
     /// The real return address, and the stack word that held it.

@@ -111,18 +111,40 @@ impl Kretprobes {
     }
 
     /// Registers `rps`, all or nothing, their instances growing as
-    /// `growth` says. Process context, may sleep.
-    pub(crate) fn register(&self, core: &Core, rps: &[RetClient], growth: Growth) -> Result {
+    /// `growth` says: each with a pool of its own, or with `shared` all
+    /// with one (the sites of one probe on many functions, whose instances
+    /// a task takes one at a time whichever function it is in, and which
+    /// are unregistered together). Process context, may sleep.
+    pub(crate) fn register(
+        &self,
+        core: &Core,
+        rps: &[RetClient],
+        growth: Growth,
+        shared: bool,
+    ) -> Result {
         let mut pools = self.pools.lock();
         let mut made: KVec<KBox<Pool>> = KVec::with_capacity(rps.len(), GFP_KERNEL)?;
         let mut listed: KVec<PoolRef> = KVec::with_capacity(rps.len(), GFP_KERNEL)?;
         let mut kps: KVec<Client> = KVec::with_capacity(rps.len(), GFP_KERNEL)?;
         let mut result = Ok(());
+        let mut given = 0;
         for &rp in rps {
-            match self.prepare(core, rp, growth) {
-                Ok(pool) => {
+            let r = match made.first() {
+                Some(pool) if shared => self.join(core, rp, pool),
+                _ => match self.prepare(core, rp, growth) {
+                    Ok(mut pool) => {
+                        pool.shared = shared;
+                        // Cannot fail: capacity reserved.
+                        let _ = made.push(pool, GFP_KERNEL);
+                        Ok(())
+                    }
+                    Err(e) => Err(e),
+                },
+            };
+            match r {
+                Ok(()) => {
+                    given += 1;
                     // Cannot fail: capacity reserved.
-                    let _ = made.push(pool, GFP_KERNEL);
                     let _ = kps.push(rp.entry(), GFP_KERNEL);
                 }
                 Err(e) => {
@@ -132,7 +154,7 @@ impl Kretprobes {
             }
         }
         if let Err(e) = result {
-            for &rp in rps.iter().take(made.len()) {
+            for &rp in rps.iter().take(given) {
                 rp.set_private(core::ptr::null_mut());
             }
             // Never listed or registered: no instance was out.
@@ -153,13 +175,16 @@ impl Kretprobes {
             // frames out. Retire the pools as unregistration does; those
             // with frames out wait as zombies.
             self.retire(&pools, &listed);
-            for &rp in rps.iter().take(listed.len()) {
+            for &rp in rps {
                 rp.set_private(core::ptr::null_mut());
             }
             // SAFETY: `listed` holds the pools made above, once each, and
             // is not used afterwards.
             unsafe { self.free_drained(&mut pools, &listed) };
             return Err(e);
+        }
+        if growth == Growth::Grow {
+            self.keep_up(&mut pools, core.runtime());
         }
         Ok(())
     }
@@ -244,10 +269,49 @@ impl Kretprobes {
         }
     }
 
-    /// Adds a pool to the chain that `head` starts, as large as the chain
-    /// so far, up to [`GROW_MAX`] instances in all. Writer, with the pools'
-    /// mutex held; may sleep.
-    fn grow(&self, pools: &mut Pools, head: PoolRef, rt: &Runtime) {
+    /// Keeps every growing chain at one instance per task at least, with
+    /// room (a quarter more, and 64): a task is in a function once unless
+    /// the function recurses, so that no return is missed for want of an
+    /// instance while tasks are created faster than the work runs. Asks
+    /// for the work again after new tasks have used half of the smallest
+    /// room; stops watching forks when no chain grows. Writer, with the
+    /// pools' mutex held; may sleep.
+    fn keep_up(&self, pools: &mut Pools, rt: &Runtime) {
+        let mut heads: KVec<PoolRef> = KVec::new();
+        for p in self.listed(pools) {
+            let pool = p.get(pools);
+            if pool.growth == Growth::Grow
+                && !pool.rp.load(Ordering::Acquire).is_null()
+                && heads.push(p, GFP_KERNEL).is_err()
+            {
+                break;
+            }
+        }
+        if heads.is_empty() {
+            reclaim::stop_fork_watch();
+            return;
+        }
+        let tasks = reclaim::nr_tasks();
+        let want = tasks + tasks / 4 + 64;
+        let mut room = usize::MAX;
+        for &h in heads.iter() {
+            let total: usize = h.get(pools).chain().map(|p| p.max).sum();
+            if total < want {
+                self.grow(pools, h, rt, (want - total).max(total / 2));
+            }
+            let total: usize = h.get(pools).chain().map(|p| p.max).sum();
+            room = room.min(total.saturating_sub(tasks));
+        }
+        if reclaim::after_forks((room / 2).max(16)).is_err() {
+            // No fork tracepoint: the chains grow as they fill
+            // (`Pool::take`) alone.
+        }
+    }
+
+    /// Adds a pool of `n` instances to the chain that `head` starts, up to
+    /// [`GROW_MAX`] instances in all. Writer, with the pools' mutex held;
+    /// may sleep.
+    fn grow(&self, pools: &mut Pools, head: PoolRef, rt: &Runtime, n: usize) {
         let h = head.get(pools);
         let rp = h.rp.load(Ordering::Acquire);
         // SAFETY: `rp` is cleared, under the mutex held here, before its
@@ -256,7 +320,7 @@ impl Kretprobes {
             return;
         };
         let total: usize = h.chain().map(|p| p.max).sum();
-        let n = total.min(GROW_MAX.saturating_sub(total));
+        let n = n.min(GROW_MAX.saturating_sub(total));
         if n == 0 {
             return;
         }
@@ -312,6 +376,29 @@ impl Kretprobes {
         Ok(pool)
     }
 
+    /// Checks `rp` as [`Kretprobes::prepare`] does and gives it `pool`, a
+    /// pool of the same registration (`shared`). Process context, with the
+    /// pools' mutex held.
+    fn join(&self, core: &Core, rp: RetClient, pool: &Pool) -> Result {
+        if !rp.private().is_null() || !rp.entry().private().is_null() {
+            return Err(EINVAL);
+        }
+        core.check_func_entry(rp.entry())?;
+        // SAFETY: as in `prepare`.
+        let r = unsafe { &mut *rp.as_ptr() };
+        // A shared pool's instances hold the data of any of its kretprobes.
+        if r.data_size > pool.data_size {
+            return Err(EINVAL);
+        }
+        r.maxactive = pool.max as c_int;
+        r.nmissed = 0;
+        r.kp.pre_handler = Some(pre_handler);
+        r.kp.post_handler = None;
+        r.kp.fault_handler = None;
+        r.rkp_private = core::ptr::from_ref::<Pool>(pool).cast_mut().cast();
+        Ok(())
+    }
+
     /// The pool of `rp` if `rp` is registered, found in O(1), as the
     /// kernel's `__get_valid_kprobe()` finds a kprobe by its address: its
     /// entry probe is registered, which only `register` does after giving
@@ -325,7 +412,10 @@ impl Kretprobes {
         // `register` gave to the list, which frees it only after clearing
         // `rkp_private`.
         let pool = PoolRef(pool);
-        let names_it = core::ptr::eq(pool.get(pools).rp.load(Ordering::Acquire), rp.as_ptr());
+        let p = pool.get(pools);
+        let owner = p.rp.load(Ordering::Acquire);
+        // A shared pool names the first of its kretprobes.
+        let names_it = core::ptr::eq(owner, rp.as_ptr()) || (p.shared && !owner.is_null());
         names_it.then_some(pool)
     }
 
@@ -361,14 +451,14 @@ impl Kretprobes {
             let Some(pool) = self.registered_pool(&pools, core, rp) else {
                 continue;
             };
-            if pool.get(&pools).retiring.swap(true, Ordering::Relaxed) {
-                // Named twice in the batch.
-                continue;
-            }
             // Cannot fail: capacity reserved.
             let _ = kps.push(rp.entry(), GFP_KERNEL);
-            let _ = mine.push(pool, GFP_KERNEL);
             let _ = rks.push(rp, GFP_KERNEL);
+            // A pool is retired once: a kretprobe named twice in the batch,
+            // or the other kretprobes of a shared pool, name it again.
+            if !pool.get(&pools).retiring.swap(true, Ordering::Relaxed) {
+                let _ = mine.push(pool, GFP_KERNEL);
+            }
         }
         // No CPU is in the entry handler of these after this.
         core.unregister_many(&kps);
@@ -376,8 +466,21 @@ impl Kretprobes {
         for &rp in rks.iter() {
             rp.set_private(core::ptr::null_mut());
         }
-        // SAFETY: `mine` names each pool once (`retiring`), and is not used
-        // afterwards.
+        // With the pools their chains grew by, freed now if drained; without
+        // memory for the list, by the reclaim work (`retire` asked for it).
+        let n: usize = mine.iter().map(|p| p.get(&pools).chain().count()).sum();
+        if let Ok(mut all) = KVec::<PoolRef>::with_capacity(n, GFP_KERNEL) {
+            for &p in mine.iter() {
+                // INVARIANT: listed pools (a chain's are listed before they
+                // are linked to it).
+                for q in p.get(&pools).chain() {
+                    let _ = all.push(PoolRef(NonNull::from(q)), GFP_KERNEL);
+                }
+            }
+            mine = all;
+        }
+        // SAFETY: `mine` names each pool once (`retiring` for the heads; a
+        // chain's pools are in no other chain), and is not used afterwards.
         unsafe { self.free_drained(&mut pools, &mine) };
     }
 
@@ -389,7 +492,12 @@ impl Kretprobes {
             return;
         };
         core.unregister_many(&[rp.entry()]);
-        self.retire(&pools, &[pool]);
+        // A shared pool is retired with the first of its kretprobes to go:
+        // the entries of the others, until they go, take instances that
+        // return without a handler.
+        if !pool.get(&pools).retiring.swap(true, Ordering::Relaxed) {
+            self.retire(&pools, &[pool]);
+        }
         rp.set_private(core::ptr::null_mut());
         reclaim::kick_later();
     }
@@ -408,7 +516,9 @@ impl Kretprobes {
             }
         }
         for p in wanting {
-            self.grow(&mut pools, p, rt);
+            // As large as the chain so far.
+            let total: usize = p.get(&pools).chain().map(|q| q.max).sum();
+            self.grow(&mut pools, p, rt, total);
             // Cleared after the pool is linked: an entry that finds the
             // new last pool half taken asks again.
             p.get(&pools).wants_more.store(false, Ordering::Relaxed);
@@ -424,6 +534,7 @@ impl Kretprobes {
                 break;
             }
         }
+        self.keep_up(&mut pools, rt);
         // Those with frames still out stay, and ask for another pass.
         // SAFETY: `zombies` holds listed pools, once each, and is not used
         // afterwards; the walk below no longer yields the freed ones.
