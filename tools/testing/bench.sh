@@ -96,13 +96,25 @@ EVDEF="do_sys_openat2 dfd=%di:s32 how=%dx:x64 path=+0(%si):ustring"
 EVDEF_BTF="do_sys_openat2 dfd filename:string how->flags"
 EVDEF_MEM="do_sys_openat2 flags=+0(%dx):u64"
 EVDEF_KSTR="do_sys_openat2 path=+0(%si):string"
+# f events at the same function, on rkprobes' dynamic_events and the
+# kernel's (CONFIG_FPROBE_EVENTS): the entry with no argument and with the
+# typed ones, and the exit with the return value.
+EVDEF_FNONE="do_sys_openat2"
+EVDEF_FBTF="do_sys_openat2 dfd filename:string how->flags"
+EVDEF_FRET="do_sys_openat2%return \$retval"
+DE=/sys/kernel/debug/rkprobes/dynamic_events
+NATIVE_DE=/sys/kernel/tracing/dynamic_events
+native_fprobes() {
+	[ -w $NATIVE_DE ] && grep -qF 'f[:[<group>/][<event>]] <func-name>' /sys/kernel/tracing/README
+}
 loop_ns() {
 	/tmp/sysloop $EN $NOFILE -t | sed -n 's/^sysloop: [0-9]* calls in \([0-9]*\) ns$/\1/p'
 }
-# event_row CONTROL EVENTS_DIR [DEFINITION]: "RECORDED FILTERED",
-# sysloop's times with the event on, recording and then filtered out.
+# event_row CONTROL EVENTS_DIR [DEFINITION [TYPE]]: "RECORDED FILTERED",
+# sysloop's times with the event on (a TYPE event, p by default),
+# recording and then filtered out.
 event_row() {
-	echo "p:evbench ${3:-$EVDEF}" >> $1 || return
+	echo "${4:-p}:evbench ${3:-$EVDEF}" >> $1 || return
 	echo > /sys/kernel/tracing/trace
 	echo 1 > $2/evbench/enable
 	rec=$(loop_ns)
@@ -117,6 +129,7 @@ event_row() {
 	echo "$rec $filt"
 }
 none= ours_r= ours_f= nat_r= nat_f= ours_b= nat_b= ours_m= nat_m= ours_k= nat_k=
+ours_fn= nat_fn= ours_fb= nat_fb= ours_fr= nat_fr=
 for round in 1 2 3; do
 	none=$(least "$none" "$(loop_ns)")
 	r=$(event_row $KE /sys/kernel/tracing/events/rkprobes)
@@ -137,7 +150,23 @@ for round in 1 2 3; do
 		r=$(event_row $NATIVE_KE /sys/kernel/tracing/events/kprobes "$EVDEF_KSTR")
 		nat_k=$(least "$nat_k" "${r% *}")
 	fi
+	r=$(event_row $DE /sys/kernel/tracing/events/rkfprobes "$EVDEF_FNONE" f)
+	ours_fn=$(least "$ours_fn" "${r% *}")
+	r=$(event_row $DE /sys/kernel/tracing/events/rkfprobes "$EVDEF_FRET" f)
+	ours_fr=$(least "$ours_fr" "${r% *}")
+	if native_fprobes; then
+		r=$(event_row $NATIVE_DE /sys/kernel/tracing/events/fprobes "$EVDEF_FNONE" f)
+		nat_fn=$(least "$nat_fn" "${r% *}")
+		r=$(event_row $NATIVE_DE /sys/kernel/tracing/events/fprobes "$EVDEF_FRET" f)
+		nat_fr=$(least "$nat_fr" "${r% *}")
+	fi
 	if [ -e /sys/kernel/btf/vmlinux ]; then
+		r=$(event_row $DE /sys/kernel/tracing/events/rkfprobes "$EVDEF_FBTF" f)
+		ours_fb=$(least "$ours_fb" "${r% *}")
+		if native_fprobes; then
+			r=$(event_row $NATIVE_DE /sys/kernel/tracing/events/fprobes "$EVDEF_FBTF" f)
+			nat_fb=$(least "$nat_fb" "${r% *}")
+		fi
 		r=$(event_row $KE /sys/kernel/tracing/events/rkprobes "$EVDEF_BTF")
 		ours_b=$(least "$ours_b" "${r% *}")
 		if native_events; then
@@ -146,20 +175,25 @@ for round in 1 2 3; do
 		fi
 	fi
 done
-ours="$ours_r $ours_f $ours_m $ours_k $ours_b"
+# A row a side did not run is "-".
+ours="$ours_r $ours_f $ours_m $ours_k ${ours_b:--} ${ours_fn:--} ${ours_fr:--} ${ours_fb:--}"
 check "the event rows ran on rkprobes' event" test -n "$none" -a -n "$ours_r" -a -n "$ours_f"
 native=
-native_events && native="$nat_r $nat_f $nat_m $nat_k $nat_b"
+native_events && native="$nat_r $nat_f $nat_m $nat_k ${nat_b:--}"
+# The f rows compare with the kernel's f events.
+native_fprobes && native="${native:-- - - - -} ${nat_fn:--} ${nat_fr:--} ${nat_fb:--}"
 rows="1 event, two registers and a string, recorded|2 event, the same, a filter rejects every record"
 rows="$rows|3 event, a load from memory (+0(%dx):u64), recorded"
 rows="$rows|4 event, a string typed string at a user address, recorded"
 [ -n "$ours_b" ] && rows="$rows|5 event, typed from BTF (dfd filename:string how->flags), recorded"
+rows="$rows|6 f event, entry, no argument, recorded|7 f event, exit, \$retval, recorded"
+[ -n "$ours_fb" ] && rows="$rows|8 f event, entry, typed (dfd filename:string how->flags), recorded"
 echo "$rows" | tr '|' '\n' | while read -r row; do
 	i=${row%% *}
 	awk -v n=$EN -v none="$none" -v ours="$(echo $ours | cut -d' ' -f$i)" \
 		-v nat="$(echo $native | cut -d' ' -f$i)" -v name="${row#* }" 'BEGIN {
 		o = (ours - none) / n
-		if (nat == "") {
+		if (nat == "" || nat == "-") {
 			printf "# %s, do_sys_openat2: %d calls: none %d ns/call, rkprobes %d ns/call (+%d per hit), kernel kprobe_events not available\n", name, n, none / n, ours / n, o
 			exit
 		}

@@ -70,7 +70,7 @@ names=$(awk '$4 == "[rkprobes]" && $3 ~ /^rkp_kc_bind_/ { sub(/^rkp_kc_bind_/, "
 ncalls=$(echo $names | wc -w)
 ntramps=$(awk '$4 == "[rkprobes]" && $3 ~ /^__SCT__rkp_sc_/' $KSYMS | wc -l)
 diag "kcalls.c has $ncalls calls"
-check "kcalls.c has its 29 calls" test $ncalls -eq 29
+check "kcalls.c has its 30 calls" test $ncalls -eq 30
 expect_eq "each call has its trampoline" $ncalls $ntramps
 
 rethunk=$(ksym __x86_return_thunk)
@@ -103,13 +103,14 @@ fi
 
 # The other direction: rkprobes' functions that the kernel calls through a
 # pointer (ftrace's list function calls the ops' func, a notifier chain
-# each notifier_call) must keep their ENDBR, which objtool leaves unsealed
-# because their address is taken.
+# each notifier_call, the sched_process_fork tracepoint its probe) must
+# keep their ENDBR, which objtool leaves unsealed because their address is
+# taken.
 if [ $ibt = 1 ]; then
-	callbacks=$(awk '$4 == "[rkprobes]" && ($3 == "rkp_ftrace_hit" ||
+	callbacks=$(awk '$4 == "[rkprobes]" && ($3 == "rkp_ftrace_hit" || $3 == "rkp_fork_probe" ||
 		($3 ~ /notifier.*Notifier.*4call/ && $3 !~ /^__pfx/)) { print $1 "/" $3 }' $KSYMS)
-	check "rkp_ftrace_hit and the notifier callbacks found" \
-		test $(echo $callbacks | wc -w) -ge 4
+	check "rkp_ftrace_hit, rkp_fork_probe and the notifier callbacks found" \
+		test $(echo $callbacks | wc -w) -ge 5
 	for c in $callbacks; do
 		expect_eq "${c#*/} starts with ENDBR64" f30f1efa "$(peek ${c%%/*} 4)"
 	done
