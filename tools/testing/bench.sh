@@ -480,4 +480,69 @@ check "rkp_bench opt=1 runs" insmod $MODDIR/rkp_bench.ko iters=${RKP_BENCH_ITERS
 dmesg | sed -n 's/.*rkp_bench: /# /p'
 rmmod rkp_bench
 
+# Wildcards: attaching and detaching about 1,000 and 10,000 functions at
+# once. rkprobes: one f event on a glob (added, then enabled; disabled,
+# then removed). The kernel: bpftrace's `kprobe:` on the same glob, which
+# attaches them with one kprobe_multi link (its time less that of the same
+# bpftrace on one function: bpftrace's own start-up), and, for the
+# smaller count, one f event per function in one write to dynamic_events
+# (added and enabled as a group; disabled and removed). timeit's
+# nanoseconds (instructions under -icount).
+# glob_for N: a `[..]*` glob of letters whose functions in ftrace's list
+# add up to at least N, and their count: "GLOB COUNT".
+awk '{ print $1 }' /sys/kernel/tracing/available_filter_functions > /tmp/wc.all
+glob_for() {
+	_cls= _n=0
+	for _l in $(cut -c1 /tmp/wc.all | sort | uniq -c | sort -n | awk '$2 ~ /^[a-z]$/ { print $2 }'); do
+		_cls="$_cls$_l"
+		_n=$(grep -c "^[$_cls]" /tmp/wc.all)
+		[ "$_n" -ge "$1" ] && break
+	done
+	echo "[$_cls]* $_n"
+}
+# tm CMD: CMD's time under timeit (a shell command).
+tm() {
+	/bin/timeit sh -c "$1" 2>&1 >/dev/null | sed -n 's/^timeit: \([0-9]*\) ns$/\1/p'
+}
+cp /bin/timeit /tmp/timeit
+bpf_base=
+if has_host_tool bpftrace; then
+	bpf_base=$(host_run /tmp/timeit bpftrace -e 'kprobe:ksys_sync { }' -c /bin/true 2>&1 >/dev/null |
+		sed -n 's/^timeit: \([0-9]*\) ns$/\1/p')
+fi
+for want in 1000 10000; do
+	g=$(glob_for $want)
+	pat=${g% *} n=${g#* }
+	echo > $DE
+	add=$(tm "echo 'f:wild $pat' >> $DE")
+	got=$(grep -c 'FTRACE\]' /sys/kernel/debug/rkprobes/list)
+	on=$(tm "echo 1 > /sys/kernel/tracing/events/rkfprobes/wild/enable")
+	off=$(tm "echo 0 > /sys/kernel/tracing/events/rkfprobes/wild/enable")
+	del=$(tm "echo '-:rkfprobes/wild' >> $DE")
+	check "wildcard $pat: attached and detached on rkprobes" test -n "$add" -a -n "$del" -a "$got" -gt 0
+	multi=-
+	if [ -n "$bpf_base" ]; then
+		# bpftrace's globs have no classes: one `kprobe:L*` per letter.
+		probes=$(echo "${pat%]\*}" | cut -c2- | sed 's/./kprobe:&*,/g; s/,$//')
+		t=$(host_run /tmp/timeit bpftrace -e "$probes { }" -c /bin/true > /tmp/wc.bpf 2>&1;
+			sed -n 's/^timeit: \([0-9]*\) ns$/\1/p' /tmp/wc.bpf)
+		if [ -n "$t" ] && grep -q '^Attaching' /tmp/wc.bpf; then
+			multi=$((t - bpf_base))
+		else
+			sed 's/^/# bpftrace: /' /tmp/wc.bpf | head -n 3
+		fi
+	fi
+	fev=-
+	if native_fprobes && [ $want -le 1000 ]; then
+		grep "^${pat%\*}" /tmp/wc.all | grep -v '[.[]' | sort -u |
+			awk '{ printf "f:wildk/k%d %s\n", NR, $1 }' > /tmp/wc.add
+		a=$(tm "cat /tmp/wc.add >> $NATIVE_DE")
+		e=$(tm "echo 1 > /sys/kernel/tracing/events/wildk/enable")
+		d=$(tm "echo 0 > /sys/kernel/tracing/events/wildk/enable")
+		r=$(tm "echo > $NATIVE_DE")
+		[ -n "$a" ] && [ -n "$r" ] && fev="$((a + e)) $((d + r)) $(wc -l < /tmp/wc.add)"
+	fi
+	echo "# wildcard $pat ($n in ftrace's list): rkprobes $got functions: attach $((add + on)) ns (add $add, enable $on), detach $((off + del)) ns (disable $off, remove $del); kernel kprobe_multi (bpftrace, less its start-up) attach+detach $multi ns; kernel f events one per function (attach detach count): $fev"
+done
+
 check "rmmod rkprobes" rmmod rkprobes
