@@ -21,6 +21,7 @@ use core::fmt;
 
 use super::bytes::{ByteWrite, SliceWriter};
 use super::error::{Errno, ParseError};
+use super::fprobe::glob_match;
 use super::parse::{write_location, Argv, DeleteCmd, ProbeDef, ProbeLocation};
 use super::types::ArgType;
 use super::{ProbeEnv, ProbeKind, MAX_ARGSTR_LEN};
@@ -410,7 +411,16 @@ impl DeleteCmd<'_> {
         spec: &Spec<'_>,
         env: &E,
     ) -> bool {
-        if !self.event.is_empty() && self.event != event {
+        // A glob as the event (`-:GRP/*`, `-:GRP/vfs_*`) is rkprobes': no
+        // event is named with `*`, `?` or `[`, so the kernel's exact
+        // comparison never matches one, and finds nothing to delete.
+        let glob = self.event.iter().any(|c| matches!(c, b'*' | b'?' | b'['));
+        let named = if glob {
+            glob_match(self.event, event)
+        } else {
+            self.event == event
+        };
+        if !self.event.is_empty() && !named {
             return false;
         }
         if self.group.is_some_and(|g| g != group) {

@@ -63,6 +63,27 @@ check "its error_log entry" sh -c "grep -q 'trace_fprobe: error: Failed to regis
 expect_fail "no such tracepoint" sh -c "echo 't nosuch_tracepoint_xyz' >> $DE"
 expect_fail "a negated filter is refused" sh -c "echo 'f:neg !vfs_read' >> $DE"
 check "-: of one event" sh -c "echo '-:rktracepoints/tp' >> $DE && ! grep -q ' sched_process_exec' $DE"
+# A glob as the event name (rkprobes': the kernel's names never match one).
+check "-: of a glob of events" sh -c "echo 'f:fy vfs_write' >> $DE && echo '-:rkfprobes/f[ex]' >> $DE && grep -q '/fy ' $DE && ! grep -q '/f[ex] ' $DE"
+check "-: of a group's events" sh -c "echo '-:rkfprobes/*' >> $DE && test -z \"\$(cat $DE)\""
+
+# perf and bpftrace on an f event, as on a kprobe event (make check leaves
+# this to make check-all: FPROBE_TOOLS=0).
+NOFILE=/tmp/fp-nofile
+N=300
+if [ "${FPROBE_TOOLS:-1}" != 0 ] && has_host_tool perf; then
+	cp /bin/sysloop /tmp/sysloop
+	check "f event for perf" sh -c "echo 'f:fo do_sys_openat2 dfd' >> $DE"
+	host_run perf stat -x, -o /tmp/fp-stat.out -e rkfprobes:fo -- /tmp/sysloop $N $NOFILE
+	expect_eq "perf stat counts every hit of $N opens" $N \
+		"$(sed -n 's/^\([0-9]*\),.*rkfprobes:fo.*/\1/p' /tmp/fp-stat.out)"
+	if has_host_tool bpftrace; then
+		host_run bpftrace -e 'tracepoint:rkfprobes:fo /comm == "sysloop"/ { @ = count(); }' \
+			-c "/tmp/sysloop $N $NOFILE" > /tmp/fp-bt.out 2>&1
+		check "bpftrace counts every hit of $N opens" grep -q "^@: $N\$" /tmp/fp-bt.out
+	fi
+	check "-:" sh -c "echo '-:fo' >> $DE"
+fi
 check "clear" sh -c "echo > $DE"
 check "nothing left" test -z "$(cat $DE)"
 
