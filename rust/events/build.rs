@@ -17,7 +17,7 @@ use super::{
     KRETPROBE_HEADER,
 };
 use crate::{
-    abi::RkpKretprobe,
+    abi::{RkpKprobe, RkpKretprobe, RkpKretprobeInstance},
     arch,
     ffi::{self, rkp_tev_create, RkpField},
     kernel_ext::{
@@ -134,6 +134,29 @@ fn plain_stores(
     Ok(Some(PlainStores { _st: st, c }))
 }
 
+/// The probe core's structure of one site of `def`'s probe at `kp`: a
+/// kretprobe with `ret` and the entry handler for a return probe, else a
+/// kprobe with `pre`.
+fn probe_rp(
+    mut kp: RkpKprobe,
+    def: &ProbeDef<'_>,
+    pre: unsafe extern "C" fn(*mut RkpKprobe, *mut ffi::pt_regs) -> c_int,
+    ret: unsafe extern "C" fn(*mut RkpKretprobeInstance, *mut ffi::pt_regs) -> c_int,
+) -> RkpKretprobe {
+    if def.is_return {
+        RkpKretprobe::new(
+            kp,
+            Some(ret),
+            Some(entry_handler),
+            def.maxactive as c_int,
+            core::mem::size_of::<EntryArgs>(),
+        )
+    } else {
+        kp.pre_handler = Some(pre);
+        RkpKretprobe::new(kp, None, None, 0, 0)
+    }
+}
+
 impl Events {
     /// Builds a probe from a parsed command: its programs resolved; an `f`
     /// or `t` probe at the ftrace call sites `sites` (found by
@@ -217,18 +240,7 @@ impl Events {
         for &site in sites.iter().skip(1) {
             let mut kp = empty_kprobe();
             kp.addr = site as *mut c_void;
-            let rp = if def.is_return {
-                RkpKretprobe::new(
-                    kp,
-                    Some(site_ret_handler),
-                    Some(entry_handler),
-                    def.maxactive as c_int,
-                    core::mem::size_of::<EntryArgs>(),
-                )
-            } else {
-                kp.pre_handler = Some(site_kprobe_handler);
-                RkpKretprobe::new(kp, None, None, 0, 0)
-            };
+            let rp = probe_rp(kp, def, site_kprobe_handler, site_ret_handler);
             // Cannot fail: capacity reserved.
             let _ = more.push(
                 Site {
@@ -238,18 +250,7 @@ impl Events {
                 GFP_KERNEL,
             );
         }
-        let rp = if def.is_return {
-            RkpKretprobe::new(
-                kp,
-                Some(ret_handler),
-                Some(entry_handler),
-                def.maxactive as c_int,
-                core::mem::size_of::<EntryArgs>(),
-            )
-        } else {
-            kp.pre_handler = Some(kprobe_handler);
-            RkpKretprobe::new(kp, None, None, 0, 0)
-        };
+        let rp = probe_rp(kp, def, kprobe_handler, ret_handler);
         // Staged (read once into the per-CPU scratch, `pure::probe_events::
         // stage`) when there is a kernel string, whose measure is a chunked
         // read: not a `symstr`, the module's own text. User strings alone

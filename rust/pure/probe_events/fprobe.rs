@@ -26,7 +26,7 @@ use super::error::{ErrorCode, ParseError};
 use super::fetch::{ArgContext, Typed};
 use super::kstr::{at, find, head, is_alnum, is_digit, kstrtouint, kstrtoull, tail};
 use super::parse::{
-    finish_probe, log_err, parse_event_name, Argv, AutoEventName, EventName, ProbeDef, ProbeHead,
+    finish_probe, group_and_event, log_err, Argv, AutoEventName, EventName, ProbeDef, ProbeHead,
     ProbeLocation,
 };
 use super::{ProbeEnv, ProbeKind, TracepointCheck, MAX_EVENT_NAME_LEN};
@@ -82,15 +82,7 @@ pub(super) fn parse_fprobe<'a, E: ProbeEnv + ?Sized>(
         return Err(log_err(ErrorCode::BadMaxactType, 0, 1));
     }
 
-    let mut group = env.default_group_of(kind);
-    let mut event = None;
-    if let Some(start) = event_start {
-        let (g, e) = parse_event_name(tail(argv0, start), start)?;
-        if let Some(g) = g {
-            group = g;
-        }
-        event = e;
-    }
+    let (group, event) = group_and_event(argv0, event_start, env.default_group_of(kind))?;
     let event = match event {
         Some(e) => EventName::Given(e),
         None => EventName::Auto(AutoEventName::new(|w| {

@@ -423,6 +423,21 @@ fn parse_delete(line: &[u8]) -> Result<DeleteCmd<'_>, ParseError> {
     })
 }
 
+/// The `[GRP/][EVENT]` of a probe command's first word `argv0`, which
+/// starts at `event_start` when there is one: the group (`default` when
+/// none is given) and the event, if given.
+pub(super) fn group_and_event<'a>(
+    argv0: &'a [u8],
+    event_start: Option<usize>,
+    default: &'a [u8],
+) -> Result<(&'a [u8], Option<&'a [u8]>), ParseError> {
+    let Some(start) = event_start else {
+        return Ok((default, None));
+    };
+    let (g, e) = parse_event_name(tail(argv0, start), start)?;
+    Ok((g.unwrap_or(default), e))
+}
+
 pub(super) fn log_err(code: ErrorCode, index: usize, offset: usize) -> ParseError {
     ParseError::logged(Errno::EINVAL, code, index, offset)
 }
@@ -506,15 +521,7 @@ fn parse_probe<'a, E: ProbeEnv + ?Sized>(
         }
     };
 
-    let mut group = env.default_group();
-    let mut event = None;
-    if let Some(start) = event_start {
-        let (g, e) = parse_event_name(tail(argv0, start), start)?;
-        if let Some(g) = g {
-            group = g;
-        }
-        event = e;
-    }
+    let (group, event) = group_and_event(argv0, event_start, env.default_group())?;
     let event = match event {
         Some(e) => EventName::Given(e),
         None => EventName::Auto(auto_event_name(is_return, &location, env)),
