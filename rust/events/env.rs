@@ -126,7 +126,8 @@ impl ProbeEnv for KernelEnv<'_> {
     }
 
     fn tracepoint(&self, name: &[u8]) -> TracepointCheck {
-        match super::tprobe::Tracepoint::find(name) {
+        let lookup = |s: &[u8]| self.lookup_parts(None, s);
+        match super::tprobe::Tracepoint::find(self.core.runtime(), lookup, name) {
             Ok(Some(_)) => TracepointCheck::Loaded,
             // Perhaps a module's, as 6.12 takes it.
             Ok(None) | Err(_) => TracepointCheck::NotLoaded,

@@ -13,6 +13,7 @@
  * each side's events record each hit twice.
  */
 #include <linux/list.h>
+#include <linux/module.h>
 #include <linux/mutex.h>
 #include <linux/slab.h>
 #include <linux/string.h>
@@ -40,6 +41,25 @@ void *rkp_tp_find(const char *name)
 
 	for_each_kernel_tracepoint(rkp_tp_match, &s);
 	return s.found;
+}
+
+/*
+ * The tracepoint @name of the module @mod, or NULL. The caller holds a
+ * reference on @mod. Process context.
+ */
+void *rkp_tp_find_in_module(struct module *mod, const char *name)
+{
+#ifdef CONFIG_TRACEPOINTS
+	unsigned int i;
+
+	for (i = 0; i < mod->num_tracepoints; i++) {
+		struct tracepoint *tp = tracepoint_ptr_deref(&mod->tracepoints_ptrs[i]);
+
+		if (!strcmp(tp->name, name))
+			return tp;
+	}
+#endif
+	return NULL;
 }
 
 /* The address of @tp's stub function. */

@@ -253,6 +253,13 @@ extern "C" {
     /// Process context.
     pub(crate) fn rkp_tp_find(name: *const c_char) -> *mut c_void;
 
+    /// The tracepoint `name` of the module `m`, on which the caller holds a
+    /// reference, or null. Process context.
+    pub(crate) fn rkp_tp_find_in_module(
+        m: *mut bindings::module,
+        name: *const c_char,
+    ) -> *mut c_void;
+
     /// The address of the tracepoint's stub function.
     pub(crate) fn rkp_tp_stub(tp: *mut c_void) -> c_ulong;
 

@@ -67,6 +67,22 @@ check "-: of one event" sh -c "echo '-:rktracepoints/tp' >> $DE && ! grep -q ' s
 check "-: of a glob of events" sh -c "echo 'f:fy vfs_write' >> $DE && echo '-:rkfprobes/f[ex]' >> $DE && grep -q '/fy ' $DE && ! grep -q '/f[ex] ' $DE"
 check "-: of a group's events" sh -c "echo '-:rkfprobes/*' >> $DE && test -z \"\$(cat $DE)\""
 
+# A module's tracepoint (rkp_tptest: writing N to its fire parameter
+# calls rkp_tptest_fire(N, 2N)), typed from the module's BTF where there is
+# one; the module stays loaded while the event uses its tracepoint.
+echo > $T/trace
+check "insmod rkp_tptest.ko" insmod $MODDIR/rkp_tptest.ko
+check "t on a module's tracepoint" sh -c "echo 't:mt rkp_tptest_fire \$arg1 \$arg2' >> $DE"
+check "enable" sh -c "echo 1 > $TG/mt/enable"
+echo 21 > /sys/module/rkp_tptest/parameters/fire
+check "disable" sh -c "echo 0 > $TG/mt/enable"
+grep ' mt: ' $T/trace | sed 's/^/# /'
+check "its arguments recorded" grep -qE ' mt: \(__probestub_rkp_tptest_fire\+0x[0-9a-f]+/0x[0-9a-f]+ \[rkp_tptest\]\) [a-z0-9_]+=(21|0x15) [a-z0-9_]+=(42|0x2a)$' $T/trace
+expect_fail "the module stays while the event uses its tracepoint" rmmod rkp_tptest
+check "-: of the event" sh -c "echo '-:mt' >> $DE"
+check "rmmod rkp_tptest" rmmod rkp_tptest
+expect_fail "its tracepoint is gone with it" sh -c "echo 't:mt rkp_tptest_fire' >> $DE"
+
 # perf and bpftrace on an f event, as on a kprobe event (make check leaves
 # this to make check-all: FPROBE_TOOLS=0).
 NOFILE=/tmp/fp-nofile
