@@ -108,7 +108,7 @@ impl Events {
             let Some(site) = (unsafe { rt.ftrace_location(addr as c_ulong) }) else {
                 return Err(eopnotsupp());
             };
-            if site < addr || site >= addr + SITE_WINDOW {
+            if site.wrapping_sub(addr) >= SITE_WINDOW {
                 continue;
             }
             // The name ftrace matches is the one kallsyms gives the site.

@@ -128,7 +128,8 @@ impl Events {
         let stub = tp.stub();
         // SAFETY: any address may be asked about, in process context.
         let site = unsafe { self.core().runtime().ftrace_location(stub) }.ok_or(EINVAL)?;
-        if site < stub || site >= stub + 16 {
+        // An ftrace call site at the stub's start, after an ENDBR.
+        if site.wrapping_sub(stub) >= 16 {
             return Err(EINVAL);
         }
         Ok((site, tp))

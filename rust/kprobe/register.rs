@@ -218,11 +218,7 @@ impl Core {
     /// Arms the ftrace sites of `points` (disarmed, wanted) in one filter
     /// change; leaves those it did not arm to the caller's one-at-a-time
     /// loop, which also reports why. Writer.
-    fn ftrace_arm_batch<'a>(
-        &self,
-        reg: &mut Registry,
-        points: impl Iterator<Item = &'a Point>,
-    ) -> Result {
+    fn ftrace_arm_batch<'a>(&self, reg: &mut Registry, points: impl Iterator<Item = &'a Point>) {
         let mut sel: KVec<&Point> = KVec::new();
         let mut addrs: KVec<c_ulong> = KVec::new();
         for p in points {
@@ -233,19 +229,18 @@ impl Core {
             if sel.push(p, GFP_KERNEL).is_err()
                 || addrs.push(p.addr as c_ulong, GFP_KERNEL).is_err()
             {
-                return Ok(());
+                return;
             }
         }
         if addrs.is_empty()
             || arch::ftrace_arm_many(self, &mut addrs, reg.ftrace_armed == 0).is_err()
         {
-            return Ok(());
+            return;
         }
         for p in sel.iter() {
             p.set_armed_state(true);
         }
         reg.ftrace_armed += sel.len();
-        Ok(())
     }
 
     /// Disarms the ftrace sites of `points` (armed, not wanted) in one
@@ -330,7 +325,7 @@ impl Core {
         // there is no memory for the list, or the batch is refused.
         if todo(true).nth(1).is_some() {
             if on {
-                result = result.and(self.ftrace_arm_batch(reg, todo(true)));
+                self.ftrace_arm_batch(reg, todo(true));
             } else {
                 self.ftrace_disarm_batch(reg, todo(true));
             }
@@ -447,30 +442,7 @@ impl Core {
     /// armed stays disabled, as the kernel's `enable_kprobe()` leaves it.
     /// Process context.
     pub(crate) fn set_enabled(&self, kp: Client, enable: bool) -> Result {
-        let mut reg = self.reg.lock();
-        let Some(p) = self.point_of(&reg, kp) else {
-            return Err(EINVAL);
-        };
-        if kp.flags() & flags::GONE != 0 {
-            return Err(EINVAL);
-        }
-        let (set, clear) = if enable {
-            (0, flags::DISABLED)
-        } else {
-            (flags::DISABLED, 0)
-        };
-        kp.update_flags(set, clear);
-        if enable {
-            if let Err(e) = self.arm_points(&mut reg, &[kp]) {
-                kp.update_flags(flags::DISABLED, 0);
-                return Err(e);
-            }
-            Ok(())
-        } else {
-            let mut one = Batch::new();
-            one.add(p);
-            self.set_armed(&mut reg, &one, false, |p| !p.any_enabled())
-        }
+        self.set_enabled_many(&[kp], enable)
     }
 
     /// [`Core::set_enabled`] of every probe of `kps`, all or none: their

@@ -22,7 +22,7 @@ use super::{
     pre_handler, Kretprobes, Pools,
 };
 use crate::{
-    abi::{KRETPROBE_MAXACTIVE_MAX, KRETPROBE_MAX_DATA_SIZE},
+    abi::{RkpKretprobe, KRETPROBE_MAXACTIVE_MAX, KRETPROBE_MAX_DATA_SIZE},
     ffi::runtime::Runtime,
     kernel_ext::{
         cpu, module,
@@ -78,6 +78,18 @@ impl PoolRef {
         // (the caller's contract).
         drop(unsafe { KBox::from_raw(self.0.as_ptr()) });
     }
+}
+
+/// Makes `r`, a kretprobe being registered, one of `pool`'s: its
+/// `maxactive` the pool's size, its entry probe's handler rkprobes' own,
+/// its `rkp_private` the pool.
+fn give_pool(r: &mut RkpKretprobe, pool: &Pool) {
+    r.maxactive = pool.max as c_int;
+    r.nmissed = 0;
+    r.kp.pre_handler = Some(pre_handler);
+    r.kp.post_handler = None;
+    r.kp.fault_handler = None;
+    r.rkp_private = core::ptr::from_ref::<Pool>(pool).cast_mut().cast();
 }
 
 impl Kretprobes {
@@ -302,10 +314,9 @@ impl Kretprobes {
             let total: usize = h.get(pools).chain().map(|p| p.max).sum();
             room = room.min(total.saturating_sub(tasks));
         }
-        if reclaim::after_forks((room / 2).max(16)).is_err() {
-            // No fork tracepoint: the chains grow as they fill
-            // (`Pool::take`) alone.
-        }
+        // Without the fork tracepoint the chains grow as they fill
+        // (`Pool::take`) alone.
+        let _ = reclaim::after_forks((room / 2).max(16));
     }
 
     /// Adds a pool of `n` instances to the chain that `head` starts, up to
@@ -367,12 +378,7 @@ impl Kretprobes {
             return Err(E2BIG);
         }
         let pool = Pool::new(rp, max, r.data_size, growth, *core.runtime())?;
-        r.maxactive = max as c_int;
-        r.nmissed = 0;
-        r.kp.pre_handler = Some(pre_handler);
-        r.kp.post_handler = None;
-        r.kp.fault_handler = None;
-        r.rkp_private = core::ptr::from_ref::<Pool>(&pool).cast_mut().cast();
+        give_pool(r, &pool);
         Ok(pool)
     }
 
@@ -390,12 +396,7 @@ impl Kretprobes {
         if r.data_size > pool.data_size {
             return Err(EINVAL);
         }
-        r.maxactive = pool.max as c_int;
-        r.nmissed = 0;
-        r.kp.pre_handler = Some(pre_handler);
-        r.kp.post_handler = None;
-        r.kp.fault_handler = None;
-        r.rkp_private = core::ptr::from_ref::<Pool>(pool).cast_mut().cast();
+        give_pool(r, pool);
         Ok(())
     }
 
