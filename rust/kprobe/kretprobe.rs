@@ -261,15 +261,17 @@ pub(crate) unsafe fn trampoline_handler(
     let regs_ptr = core::ptr::from_mut(regs);
     let pool = ri.pool();
     arch::run_busy(|free| {
-        if pool.rp.load(Ordering::Acquire).is_null() {
+        let owner = pool.rp.load(Ordering::Acquire);
+        if owner.is_null() {
             return;
         }
-        // SAFETY: the instance's own kretprobe (the pool's, unless the pool
-        // is shared), set at entry, stays valid while the pool's `rp` is
+        // The instance's own kretprobe: the pool's, unless it is shared.
+        let rp = if pool.shared { ri.rp() } else { owner };
+        // SAFETY: set at entry, it stays valid while the pool's `rp` is
         // published and this CPU has preemption off: unregistration of the
         // pool's kretprobes clears `rp` and waits for a grace period before
         // it returns.
-        let Some(rp) = (unsafe { RetClient::from_raw(ri.rp()) }) else {
+        let Some(rp) = (unsafe { RetClient::from_raw(rp) }) else {
             return;
         };
         if free {

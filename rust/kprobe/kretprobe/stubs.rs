@@ -103,6 +103,7 @@ pub(super) fn index_at(base: usize, addr: usize) -> Option<u32> {
 ///
 /// `stub` is in a page of stubs that [`write_pages`] wrote and that is
 /// still mapped (its pool is live).
+#[inline(always)]
 pub(super) unsafe fn owner_of(stub: usize) -> Option<(*const c_void, u32)> {
     let page = stub & !(PAGE_SIZE - 1);
     let off = (stub - page).checked_sub(STUB_HEADER)?;
