@@ -392,9 +392,12 @@ def scramble_buffer(rng):
     on the kernel's side (rkprobes writes 0), which this makes differ
     between the kernel's two runs, so that such fields count as unstable
     rather than as agreeing or not."""
-    # Every page of each CPU's buffer: a little more than its size.
+    # Every page of each CPU's buffer: a little more than its size. The
+    # markers' lengths are random too: each marker record holds the
+    # address of its writer, whose upper half (0xffffffff) a faulted
+    # 4-byte field would show in both kernel runs if the records were the
+    # same size in every scramble and so lay at the same places.
     size = int(open(T + "/buffer_size_kb").read().split()[0]) * 1024
-    line = 1000
     for cpu in range(os.cpu_count() or 1):
         try:
             os.sched_setaffinity(0, {cpu})
@@ -402,8 +405,11 @@ def scramble_buffer(rng):
             continue
         fd = os.open(T + "/trace_marker", os.O_WRONLY)
         try:
-            for _ in range(size * 5 // 4 // line + 1):
-                os.write(fd, rng.randbytes(line // 2).hex().encode())
+            written = 0
+            while written < size * 5 // 4:
+                n = rng.randrange(16, 1000)
+                os.write(fd, rng.randbytes(n // 2 + 1).hex()[:n].encode())
+                written += n
         finally:
             os.close(fd)
     os.sched_setaffinity(0, set(range(os.cpu_count() or 1)))
