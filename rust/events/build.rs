@@ -223,6 +223,9 @@ impl Events {
             },
         );
         match def.location {
+            // A `t` probe whose tracepoint no module has brought yet gets
+            // its address when one does (`tprobe`).
+            _ if def.kind == ProbeKind::Tprobe && sites.is_empty() => {}
             _ if fprobe => {
                 let &first = sites
                     .first()
@@ -266,6 +269,14 @@ impl Events {
             scratch::ensure();
         }
         let stores = plain_stores(&args, def.is_return, def.size as usize).map_err(|_| nomem)?;
+        let tracepoint_name = match def.location {
+            ProbeLocation::Symbol { symbol, .. } if def.kind == ProbeKind::Tprobe => {
+                let mut v = KVec::new();
+                v.extend_from_slice(symbol, GFP_KERNEL).map_err(|_| nomem)?;
+                Some(v)
+            }
+            _ => None,
+        };
         let module = match def.location.module() {
             Some(m) => {
                 let mut v = KVec::new();
@@ -288,6 +299,7 @@ impl Events {
                 event: core::ptr::null(),
                 nhit: AtomicU64::new(0),
                 kind: def.kind,
+                tracepoint_name,
                 tracepoint: None,
                 sites: more,
             },

@@ -243,13 +243,17 @@ impl Events {
                 })?
             }
             (ProbeKind::Tprobe, ProbeLocation::Symbol { symbol, .. }) => {
-                let (site, tp) = self.tprobe_site(symbol).map_err(|e| match e {
+                let found = self.tprobe_site(symbol).map_err(|e| match e {
                     e if e == ENOMEM => nomem,
                     e => ParseError::registration(Errno(-e.to_errno())),
                 })?;
-                tracepoint = Some(tp);
                 let mut v = KVec::new();
-                v.push(site, GFP_KERNEL).map_err(|_| nomem)?;
+                // None: a module's, perhaps, that is not loaded yet; the
+                // probe waits for it (`tprobe`), as 6.12's does.
+                if let Some((site, tp)) = found {
+                    tracepoint = Some(tp);
+                    v.push(site, GFP_KERNEL).map_err(|_| nomem)?;
+                }
                 v
             }
             _ => return Err(ParseError::registration(Errno::ENOENT)),
@@ -285,10 +289,11 @@ impl Events {
             Some(m) if def.kind == ProbeKind::Kprobe => !env
                 .module_loaded(m)
                 .map_err(|_| ParseError::silent(Errno::ENOMEM))?,
-            _ => false,
+            _ => def.kind == ProbeKind::Tprobe && sites.is_empty(),
         };
         let reg = if waiting {
-            // Registered when the module comes (`module_coming`).
+            // Registered when the module comes (`module_coming`, for a `t`
+            // probe `tracepoints_coming`).
             Ok(())
         } else {
             self.register_probe(&probe)

@@ -59,7 +59,9 @@ use crate::{
     },
     kernel_ext::{
         mutex::KernelMutex,
-        notifier::{Handler, ModuleChain, ModuleEvent, ModuleState, Notifier, Notify},
+        notifier::{
+            Handler, ModuleChain, ModuleEvent, ModuleState, Notifier, Notify, TracepointModuleChain,
+        },
         sync::rcu_barrier,
     },
     kprobe::{
@@ -204,8 +206,12 @@ struct Probe {
     nhit: AtomicU64,
     /// The kind of command that made the probe.
     kind: ProbeKind,
+    /// A `t` probe's tracepoint, whose module may not be loaded yet.
+    tracepoint_name: Option<KVec<u8>>,
     /// A `t` probe's attachment to its tracepoint, given back when the
-    /// probe is dropped (after its unregistration).
+    /// probe is dropped (after its unregistration) or when the
+    /// tracepoint's module goes; `None` while the probe waits for a
+    /// module to bring its tracepoint.
     tracepoint: Option<tprobe::Attached>,
     /// The probe's other sites: an `f` event's filter may match many
     /// functions; `rp` is the first. Made with the probe and never moved
@@ -292,6 +298,10 @@ pub(crate) struct Events {
     /// The module notifier that registers probes on coming modules.
     #[pin]
     module_nb: Notifier<ModuleChain, Events>,
+    /// The tracepoint module notifier that registers and unregisters `t`
+    /// probes on modules' tracepoints (`tprobe`).
+    #[pin]
+    tp_module_nb: Notifier<TracepointModuleChain, Events>,
     event_mutex: KernelMutex,
     ftrace_events: *mut ffi::list_head,
     core: *const Core,
@@ -456,6 +466,7 @@ impl Events {
         Ok(pin_init!(Self {
             inner <- new_mutex!(Inner { events: KVec::new(), errors: KVec::new() }, "rkprobes_events"),
             module_nb: Notifier::new(0),
+            tp_module_nb: Notifier::new(0),
             event_mutex,
             ftrace_events,
             core: core_ptr,
@@ -478,7 +489,10 @@ impl Events {
         unsafe { ffi::rkp_tev_init(call_bpf.unwrap_or(0) as c_ulong) };
         // SAFETY: `module_nb` is pinned in `self`, which unregisters it
         // before it is freed.
-        unsafe { self.module_nb.register(self) }
+        unsafe { self.module_nb.register(self) }?;
+        // SAFETY: as above. With no event yet, its replay of the loaded
+        // modules finds nothing to do.
+        unsafe { self.tp_module_nb.register(self) }
     }
 
     fn core(&self) -> &Core {
@@ -528,8 +542,11 @@ impl Handler<ModuleChain> for Events {
 #[pinned_drop]
 impl PinnedDrop for Events {
     fn drop(self: Pin<&mut Self>) {
-        // Returns when no notification runs.
+        // Return when no notification runs; the tracepoint chain's replay
+        // of going modules unregisters the `t` probes on modules'
+        // tracepoints before their events are destroyed below.
         self.module_nb.unregister();
+        self.tp_module_nb.unregister();
         let mut inner = self.inner.lock();
         let all = core::mem::replace(&mut inner.events, KVec::new());
         let (busy, _) = self.destroy_many(all, false);

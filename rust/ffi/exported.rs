@@ -42,6 +42,16 @@ pub(crate) mod die_val {
     pub(crate) const DIE_GPF: u64 = 9;
 }
 
+/// `struct tp_module` of `include/linux/tracepoint.h`: what the tracepoint
+/// module chain passes its notifiers.
+#[repr(C)]
+pub(crate) struct TpModule {
+    /// Its place in the tracepoint code's list of modules.
+    pub(crate) list: bindings::list_head,
+    /// The module whose tracepoints come or go.
+    pub(crate) module: *mut bindings::module,
+}
+
 /// `NOTIFY_DONE`: not ours, let the next notifier look.
 pub(crate) const NOTIFY_DONE: c_int = 0;
 /// `NOTIFY_STOP`: handled; the exception is consumed.
@@ -68,6 +78,18 @@ extern "C" {
     /// `int unregister_die_notifier(struct notifier_block *nb)`: returns once
     /// no CPU runs the notifier any more (it synchronises RCU).
     pub(crate) fn unregister_die_notifier(nb: *mut bindings::notifier_block) -> c_int;
+
+    /// `int register_tracepoint_module_notifier(struct notifier_block *nb)`:
+    /// adds `nb` to the chain of modules whose tracepoints come and go, and
+    /// calls it with `MODULE_STATE_COMING` for each loaded module that has
+    /// tracepoints. The data is a `struct tp_module` ([`TpModule`]).
+    pub(crate) fn register_tracepoint_module_notifier(nb: *mut bindings::notifier_block) -> c_int;
+
+    /// `int unregister_tracepoint_module_notifier(struct notifier_block *nb)`:
+    /// removes `nb`, then calls it with `MODULE_STATE_GOING` for each loaded
+    /// module that has tracepoints.
+    pub(crate) fn unregister_tracepoint_module_notifier(nb: *mut bindings::notifier_block)
+        -> c_int;
 
     /// `unsigned int stack_trace_save(unsigned long *store, unsigned int size,
     /// unsigned int skipnr)`.

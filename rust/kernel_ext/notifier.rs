@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Notifier registration: the die chain and the module chain.
+//! Notifier registration: the die chain, the module chain and the
+//! tracepoint module chain.
 //!
 //! A [`Notifier`] is a `struct notifier_block` that calls a Rust handler
 //! with the chain's notification decoded ([`Chain::Event`]). It is embedded,
@@ -189,6 +190,48 @@ impl Chain for ModuleChain {
         // SAFETY: the module chain passes the `struct module` concerned,
         // live during the notification (the caller's contract).
         let module = unsafe { Module::from_raw(data.cast()) };
+        Some(ModuleEvent { state, module })
+    }
+}
+
+/// The tracepoint module chain (`register_tracepoint_module_notifier()`):
+/// modules with tracepoints coming (after their ftrace sites are ready,
+/// before their init function) and going (before the tracepoint code
+/// checks that none of their tracepoints has a probe left), in process
+/// context, with the tracepoint code's module list mutex held. Registering
+/// calls the handler with [`ModuleState::Coming`] for each loaded module
+/// that has tracepoints, unregistering with [`ModuleState::Going`].
+pub(crate) struct TracepointModuleChain;
+
+impl Chain for TracepointModuleChain {
+    type Event<'a> = ModuleEvent<'a>;
+
+    unsafe fn register(nb: *mut ffi::notifier_block) -> c_int {
+        // SAFETY: the caller's contract.
+        unsafe { ffi::register_tracepoint_module_notifier(nb) }
+    }
+
+    unsafe fn unregister(nb: *mut ffi::notifier_block) -> c_int {
+        // SAFETY: the caller's contract.
+        unsafe { ffi::unregister_tracepoint_module_notifier(nb) }
+    }
+
+    unsafe fn event<'a>(val: c_ulong, data: *mut c_void) -> Option<ModuleEvent<'a>> {
+        let state = if val == ffi::module_state_MODULE_STATE_COMING as c_ulong {
+            ModuleState::Coming
+        } else if val == ffi::module_state_MODULE_STATE_GOING as c_ulong {
+            ModuleState::Going
+        } else {
+            return None;
+        };
+        // SAFETY: this chain passes a `struct tp_module`, live during the
+        // notification (the caller's contract).
+        let tp_mod = unsafe { data.cast::<ffi::TpModule>().as_ref() }?;
+        if tp_mod.module.is_null() {
+            return None;
+        }
+        // SAFETY: the module concerned, live during the notification.
+        let module = unsafe { Module::from_raw(tp_mod.module) };
         Some(ModuleEvent { state, module })
     }
 }
