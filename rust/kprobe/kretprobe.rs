@@ -265,8 +265,9 @@ pub(crate) unsafe fn trampoline_handler(
         if owner.is_null() {
             return;
         }
-        // The instance's own kretprobe: the pool's, unless it is shared.
-        let rp = if pool.shared { ri.rp() } else { owner };
+        // The instance's own kretprobe, set at entry: the pool's, or one of
+        // a shared pool's.
+        let rp = ri.rp();
         // SAFETY: set at entry, it stays valid while the pool's `rp` is
         // published and this CPU has preemption off: unregistration of the
         // pool's kretprobes clears `rp` and waits for a grace period before

@@ -104,11 +104,16 @@ pub(super) struct Pool {
     pub(super) extra: bool,
     /// The pool of several kretprobes (`Kretprobes::register`'s `shared`),
     /// which `rp` names the first of; an instance's `rp` names its own.
-    pub(super) shared: bool,
+    shared: bool,
+    /// Neither growing nor shared: an entry takes an instance with one
+    /// `pop` ([`Pool::take`]).
+    one_pop: bool,
     stride: usize,
     base: *mut u8,
     _mem: KVVec<u64>,
     stubs: Option<ExecPages>,
+    /// The address of the first stub page (`stubs`), 0 while there is none.
+    stubs_base: usize,
 }
 
 impl_linked!(Pool, 0, links);
@@ -150,10 +155,12 @@ impl Pool {
                 wants_more: AtomicBool::new(false),
                 extra: false,
                 shared: false,
+                one_pop: growth == Growth::Fixed,
                 stride,
                 base,
                 _mem: mem,
                 stubs: None,
+                stubs_base: 0,
             },
             GFP_KERNEL,
         )?;
@@ -174,6 +181,7 @@ impl Pool {
             arch::TRAP_FILL,
             |base, region| stubs::write_pages(this.cast(), max, base, region),
         )?);
+        pool.stubs_base = pool.stubs.as_ref().map_or(0, ExecPages::addr);
         Ok(pool)
     }
 
@@ -209,7 +217,7 @@ impl Pool {
     /// common case, a fixed pool with a free instance, is one `pop`.
     #[inline(always)]
     pub(super) fn take(&self) -> Option<Taken<'_>> {
-        if self.growth == Growth::Fixed && !self.shared {
+        if self.one_pop {
             return self.pop();
         }
         self.take_from_chain()
@@ -236,7 +244,20 @@ impl Pool {
 
     /// The address of the first stub page.
     fn stubs_base(&self) -> usize {
-        self.stubs.as_ref().map_or(0, ExecPages::addr)
+        self.stubs_base
+    }
+
+    /// Whether the pool is several kretprobes' (`Kretprobes::register`'s
+    /// `shared`).
+    pub(super) fn shared(&self) -> bool {
+        self.shared
+    }
+
+    /// Makes the pool several kretprobes' or one's. Writer, before the
+    /// pool is published.
+    pub(super) fn set_shared(&mut self, shared: bool) {
+        self.shared = shared;
+        self.one_pop = self.growth == Growth::Fixed && !shared;
     }
 
     /// Instance `i`, or `None` if the pool has no such instance.
@@ -246,8 +267,9 @@ impl Pool {
             return None;
         }
         // SAFETY: `i < max`, so the offset is within the `max * stride`
-        // bytes at `base` (the type invariant).
-        let ptr = unsafe { self.base.add(i as usize * self.stride) }.cast();
+        // bytes at `base` (the type invariant); that product was checked
+        // at construction, so this one cannot wrap.
+        let ptr = unsafe { self.base.add((i as usize).wrapping_mul(self.stride)) }.cast();
         // INVARIANT: `i < max`, checked, and `ptr` is its address.
         Some(Instance { pool: self, i, ptr })
     }

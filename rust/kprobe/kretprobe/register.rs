@@ -145,7 +145,7 @@ impl Kretprobes {
                 Some(pool) if shared => self.join(core, rp, pool),
                 _ => match self.prepare(core, rp, growth) {
                     Ok(mut pool) => {
-                        pool.shared = shared;
+                        pool.set_shared(shared);
                         // Cannot fail: capacity reserved.
                         let _ = made.push(pool, GFP_KERNEL);
                         Ok(())
@@ -416,7 +416,7 @@ impl Kretprobes {
         let p = pool.get(pools);
         let owner = p.rp.load(Ordering::Acquire);
         // A shared pool names the first of its kretprobes.
-        let names_it = core::ptr::eq(owner, rp.as_ptr()) || (p.shared && !owner.is_null());
+        let names_it = core::ptr::eq(owner, rp.as_ptr()) || (p.shared() && !owner.is_null());
         names_it.then_some(pool)
     }
 

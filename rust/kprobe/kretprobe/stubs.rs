@@ -69,13 +69,14 @@ pub(super) fn write_pages(
     Ok(())
 }
 
-/// The address of instance `i`'s stub, for stub pages at `base`.
+/// The address of instance `i`'s stub, for stub pages at `base`: for an
+/// instance of a pool, inside its stub pages, so that the sums cannot wrap
+/// (wrapping arithmetic keeps overflow checks off the entry path).
 #[inline(always)]
 pub(super) fn stub_addr(base: usize, i: u32) -> usize {
     let i = i as usize;
-    base + (i / STUBS_PER_PAGE) * PAGE_SIZE
-        + STUB_HEADER
-        + (i % STUBS_PER_PAGE) * arch::RETHOOK_STUB_SIZE
+    base.wrapping_add((i / STUBS_PER_PAGE) * PAGE_SIZE)
+        .wrapping_add(STUB_HEADER + (i % STUBS_PER_PAGE) * arch::RETHOOK_STUB_SIZE)
 }
 
 /// The index of the instance whose stub is at `addr`, for stub pages at

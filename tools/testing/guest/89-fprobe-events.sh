@@ -189,6 +189,10 @@ check "wildcard exit: remove" sh -c "echo '-:rkfprobes/vret' >> $DE"
 # --- no missed returns -------------------------------------------------------
 echo > $T/trace
 check "exit probe on do_nanosleep" sh -c "echo 'f:sleep_in do_nanosleep' >> $DE && echo 'f:sleep_out do_nanosleep%return' >> $DE"
+# And a glob's exits, whose sites share one growing set of instances:
+# each return is recorded as its own function's, from the first
+# instances and from those grown while the sleepers pile up.
+check "exit glob on *nanosleep" sh -c "echo 'f:nano_out *nanosleep%return' >> $DE"
 check "enable" sh -c "echo 1 > $G/enable"
 /bin/sleepers 2000 3000 > /tmp/fp-sleepers
 check "disable" sh -c "echo 0 > $G/enable"
@@ -204,5 +208,15 @@ diag "2,000 sleepers: $ins entries and $outs returns recorded"
 check "all 2,000 asleep at once" grep -q 'sleepers: 2000 slept' /tmp/fp-sleepers
 expect_eq "every sleeper's entry recorded" 2000 "$ins"
 expect_eq "every sleeper's return recorded" 2000 "$outs"
+# Records of the glob's exits as "FUNC CALLER" (a stub's address for the
+# caller when another exit probe on FUNC hijacked the return first).
+grep ' nano_out: ' $T/trace | sed -E 's/.*: \(([a-z_0-9]+)\+[^ ]* <- ([a-z_0-9]+)\).*/\2 \1/; s/.*: \(0x[0-9a-f]+ <- ([a-z_0-9]+)\).*/\1 (stub)/' > /tmp/fp-nano
+sort /tmp/fp-nano | uniq -c | sed 's/^/# /'
+check "the glob's exits: at least 3 functions with a return of every sleeper" \
+	test "$(cut -d' ' -f1 /tmp/fp-nano | sort | uniq -c | awk '$1 >= 2000' | wc -l)" -ge 3
+# Each function here has one caller: a return recorded as another
+# function's would give that function a second one.
+check "each return recorded as its own function's" \
+	test -z "$(sort -u /tmp/fp-nano | cut -d' ' -f1 | uniq -d)"
 check "clear" sh -c "echo > $DE"
 check "rmmod rkprobes" rmmod rkprobes
