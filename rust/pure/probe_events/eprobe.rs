@@ -128,7 +128,11 @@ pub(super) fn parse_eprobe<'a, E: ProbeEnv + ?Sized>(
     };
     let mut args = def.args();
     for arg in args.by_ref() {
-        let arg = arg?;
+        // Nothing was expanded: error_log shows the fetcharg as written.
+        let arg = arg.map_err(|mut e| {
+            e.expanded = false;
+            e
+        })?;
         // `traceprobe_update_arg()`: each `@SYM` is looked up right after
         // its fetcharg is parsed, without an error_log entry.
         for insn in arg.program.insns() {
