@@ -234,6 +234,8 @@ impl Events {
             }
             ProbeLocation::Symbol { offset, .. } => kp.offset = offset,
             ProbeLocation::Address(a) => kp.addr = a as usize as *mut c_void,
+            // Not a kprobe: `Events::create` refuses event probes.
+            ProbeLocation::Event { .. } => return Err(ParseError::silent(Errno::EINVAL)),
         }
         if let Some(s) = &symbol {
             kp.symbol_name = s.as_char_ptr();

@@ -211,6 +211,10 @@ impl Events {
         def: &ProbeDef<'_>,
     ) -> core::result::Result<(), ParseError> {
         let nomem = ParseError::silent(Errno::ENOMEM);
+        // Event probes parse, but are not made yet.
+        if def.kind == ProbeKind::Eprobe {
+            return Err(ParseError::silent(Errno::EINVAL));
+        }
         let existing = inner.events.iter().position(|e| {
             e.group.as_bytes() == def.group && e.name.as_bytes() == def.event.as_bytes()
         });

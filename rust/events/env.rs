@@ -22,7 +22,7 @@ use crate::{
         btf::Btf,
         probe_events::{
             DentryOffsets, FuncEntry, ProbeEnv, ProbeKind, SymbolCheck, TracepointCheck,
-            FPROBE_GROUP, TPROBE_GROUP,
+            EPROBE_GROUP, FPROBE_GROUP, TPROBE_GROUP,
         },
     },
 };
@@ -122,6 +122,8 @@ impl ProbeEnv for KernelEnv<'_> {
             ProbeKind::Fprobe => b"rkfprobes",
             ProbeKind::Tprobe if drop_in => TPROBE_GROUP.as_bytes(),
             ProbeKind::Tprobe => b"rktracepoints",
+            ProbeKind::Eprobe if drop_in => EPROBE_GROUP.as_bytes(),
+            ProbeKind::Eprobe => b"rkeprobes",
         }
     }
 

@@ -350,6 +350,8 @@ impl Probe {
         match self.kind {
             ProbeKind::Kprobe => Growth::Fixed,
             ProbeKind::Fprobe | ProbeKind::Tprobe => Growth::Grow,
+            // No event probe is made (`Events::create` refuses them).
+            ProbeKind::Eprobe => Growth::Fixed,
         }
     }
 

@@ -3,11 +3,13 @@
 //! The probe commands of 6.12's `dynamic_events` (`create_dyn_event()`,
 //! `kernel/trace/trace_dynevent.c`): each line goes to the probe type its
 //! first byte names, `p`/`r` to kprobes ([`parse_command_in`]), `f` and `t`
-//! to fprobes ([`fprobe`](super::fprobe)); `-:` and `!` delete events of
-//! any type. A control file that takes `f` and `t` commands parses with
+//! to fprobes ([`fprobe`](super::fprobe)), `e` to event probes
+//! ([`eprobe`](super::eprobe)); `-:` and `!` delete events of any type. A
+//! control file that takes `f`, `t` and `e` commands parses with
 //! [`parse_dyn_command_in`] where `kprobe_events` parses with
 //! [`parse_command_in`].
 
+use super::eprobe::parse_eprobe;
 use super::error::{Errno, ParseError};
 use super::fprobe::parse_fprobe;
 use super::kstr::{at, c_str, find, tail};
@@ -42,9 +44,8 @@ pub fn parse_dyn_command_in<'a, E: ProbeEnv + ?Sized>(
     if at(line, 0) == b'!' {
         return parse_bang_delete(line).map(Command::Delete);
     }
-    let tracepoint = match ProbeKind::of_command(line) {
-        Some(ProbeKind::Fprobe) => false,
-        Some(ProbeKind::Tprobe) => true,
+    let kind = match ProbeKind::of_command(line) {
+        Some(k @ (ProbeKind::Fprobe | ProbeKind::Tprobe | ProbeKind::Eprobe)) => k,
         _ => return parse_command_in(line, env, buf),
     };
     let mut argv = Argv::new(line);
@@ -54,7 +55,19 @@ pub fn parse_dyn_command_in<'a, E: ProbeEnv + ?Sized>(
     let Some(argv1) = argv.next() else {
         return Err(ParseError::silent(Errno::EINVAL));
     };
-    parse_fprobe(argv0, argv1, argv.rest(), tracepoint, env, buf).map(Command::Probe)
+    let def = if kind == ProbeKind::Eprobe {
+        parse_eprobe(argv0, argv1, argv.rest(), env)
+    } else {
+        parse_fprobe(
+            argv0,
+            argv1,
+            argv.rest(),
+            kind == ProbeKind::Tprobe,
+            env,
+            buf,
+        )
+    };
+    def.map(Command::Probe)
 }
 
 /// `dyn_event_release()` of `![...:][GRP/][EVENT] [ARGS]`: the event is

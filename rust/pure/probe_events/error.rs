@@ -25,6 +25,8 @@ impl Errno {
     pub const EFAULT: Errno = Errno(14);
     /// Out of memory (also the kernel's answer for too long `%pd` expansions).
     pub const ENOMEM: Errno = Errno(12);
+    /// No such device: the event an `e` probe attaches to does not exist.
+    pub const ENODEV: Errno = Errno(19);
     /// Device or resource busy: an enabled event cannot be deleted.
     pub const EBUSY: Errno = Errno(16);
     /// The event already exists.
@@ -188,10 +190,13 @@ pub struct ParseError {
     /// Whether the arguments ending in `:%pd`/`:%pD` had been expanded when
     /// the error was found: error_log then shows their expanded text.
     pub expanded: bool,
-    /// An entry the kernel logs before `log`, at the same place: 6.12's
-    /// fprobe parser logs `BAD_VAR` for a register, then goes on and logs
-    /// `BAD_FETCH_ARG` too ([`ParseError::entries`] gives both).
-    pub preceding: Option<ErrorCode>,
+    /// An entry the kernel logs before `log`, in the same argv entry: its
+    /// message and byte offset. 6.12's fprobe parser logs `BAD_VAR` for a
+    /// register, then goes on and logs `BAD_FETCH_ARG` at the same place;
+    /// its eprobe parser logs why `SYSTEM.EVENT` is no event name, then
+    /// `NO_EVENT_INFO` at the word's start ([`ParseError::entries`] gives
+    /// both).
+    pub preceding: Option<(ErrorCode, u16)>,
 }
 
 impl ParseError {
@@ -229,8 +234,12 @@ impl ParseError {
             ..*self
         };
         let first = match (self.preceding, self.log) {
-            (Some(code), Some(log)) => Some(ParseError {
-                log: Some(ErrorLog { code, ..log }),
+            (Some((code, offset)), Some(log)) => Some(ParseError {
+                log: Some(ErrorLog {
+                    code,
+                    offset,
+                    ..log
+                }),
                 ..last
             }),
             _ => None,
@@ -240,7 +249,14 @@ impl ParseError {
 
     /// This error, after the kernel logged `code` at the same place.
     pub(crate) fn preceded_by(mut self, code: ErrorCode) -> ParseError {
-        self.preceding = Some(code);
+        self.preceding = self.log.map(|log| (code, log.offset));
+        self
+    }
+
+    /// This error, after the kernel logged `code` at byte `offset` of the
+    /// same argv entry.
+    pub(crate) fn preceded_by_at(mut self, code: ErrorCode, offset: u16) -> ParseError {
+        self.preceding = Some((code, offset));
         self
     }
 

@@ -16,6 +16,10 @@ pub const KPROBE_ERROR_SUBSYSTEM: &str = "trace_kprobe";
 /// probe events.
 pub const FPROBE_ERROR_SUBSYSTEM: &str = "trace_fprobe";
 
+/// The error_log "location" the kernel uses for event probe (`e`)
+/// events.
+pub const EPROBE_ERROR_SUBSYSTEM: &str = "event_probe";
+
 /// The prefix of error_log's command line.
 pub const CMD_PREFIX: &str = "  Command: ";
 

@@ -20,12 +20,12 @@ use super::error::{Errno, ErrorCode, ParseError};
 use super::kstr::{
     at, find, head, is_alpha, is_digit, kstrtoll, kstrtoll_negated, kstrtoull, rfind, tail,
 };
-use super::program::{FetchInsn, FetchProgram, Span};
+use super::program::{EventField, FetchInsn, FetchProgram, Span};
 use super::regs::Register;
 use super::types::{split_type, ArgType, Bitfield, FetchType};
 use super::{
-    DentryOffsets, FETCH_INSN_MAX, MAX_ARGSTR_LEN, MAX_ARG_NAME_LEN, MAX_PROBE_EVENT_SIZE,
-    PARAM_MAX_STACK,
+    DentryOffsets, EventFields, FETCH_INSN_MAX, MAX_ARGSTR_LEN, MAX_ARG_NAME_LEN,
+    MAX_PROBE_EVENT_SIZE, PARAM_MAX_STACK,
 };
 use crate::pure::btf::{Btf, Kind};
 
@@ -86,6 +86,55 @@ pub struct ArgContext {
     /// tracepoint's stub, whose first argument, the tracepoint's data, is
     /// hidden: `$arg1` and the first parameter name are its second.
     pub tracepoint: bool,
+    /// An event probe (`TPARG_FL_TEVENT`): `$NAME` is a field of the
+    /// record of the event it is attached to, or `$comm`; there are no
+    /// registers, arguments or parameter names, `$comm` and immediate
+    /// strings take any type, and `%pd`/`%pD` are no types.
+    pub tevent: bool,
+}
+
+/// Where the fields of an event probe's event are looked up: what
+/// [`ProbeEnv::trace_event`](super::ProbeEnv::trace_event) found.
+#[derive(Clone, Copy)]
+pub(crate) struct FieldSource<'a>(pub(crate) &'a dyn EventFields);
+
+// Two definitions on the same event have the same fields, whoever looks
+// them up: the source is no part of a definition's identity.
+impl PartialEq for FieldSource<'_> {
+    fn eq(&self, _other: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for FieldSource<'_> {}
+
+impl core::hash::Hash for FieldSource<'_> {
+    fn hash<H: core::hash::Hasher>(&self, _h: &mut H) {}
+}
+
+impl core::fmt::Debug for FieldSource<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("FieldSource")
+    }
+}
+
+/// The event an event probe is attached to, whose fields its `$FIELD`
+/// fetchargs read (the kernel's `ctx->event`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct TargetEvent<'a> {
+    /// The event's system (`SYSTEM` of `SYSTEM.EVENT`).
+    pub(crate) system: &'a [u8],
+    /// The event's name.
+    pub(crate) event: &'a [u8],
+    /// Where its fields are looked up.
+    pub(crate) fields: FieldSource<'a>,
+}
+
+impl TargetEvent<'_> {
+    /// `parse_trace_event_arg()`: the event's field `name`.
+    fn field(&self, name: &[u8]) -> Option<EventField> {
+        self.fields.0.field(self.system, self.event, name)
+    }
 }
 
 /// Where a probe's typed (BTF) arguments are looked up: the kernel's
@@ -143,6 +192,8 @@ struct Ctx<'a> {
     queried: bool,
     /// The kernel's `ctx->last_type` and bitfield position.
     last: Option<Last>,
+    /// An event probe's event.
+    target: Option<TargetEvent<'a>>,
 }
 
 impl Ctx<'_> {
@@ -476,7 +527,7 @@ fn parse_base(
         b'$' => parse_probe_vars(arg, code, ctx)?,
         // 6.12 logs "Invalid $-variable" and carries on to the end, where
         // nothing was parsed: "Invalid fetch argument" is logged too.
-        b'%' if ctx.flags.fprobe => {
+        b'%' if ctx.flags.fprobe || ctx.flags.tevent => {
             return Err(ctx
                 .einval(ErrorCode::BadFetchArg)
                 .preceded_by(ErrorCode::BadVar));
@@ -608,6 +659,19 @@ fn parse_btf_arg(arg: &[u8], code: &mut Code, ctx: &mut Ctx<'_>) -> Result<(), P
 /// `parse_probe_vars()` for kprobes; `orig` starts with the `$`.
 fn parse_probe_vars(orig: &[u8], code: &mut Code, ctx: &mut Ctx<'_>) -> Result<(), ParseError> {
     let arg = tail(orig, 1);
+    if ctx.flags.tevent {
+        // A field of the event first, so that a field named `comm` is the
+        // field.
+        if let Some(field) = ctx.target.and_then(|t| t.field(arg)) {
+            code.set(FetchInsn::TpArg(field));
+            return Ok(());
+        }
+        if arg == b"comm" || arg == b"COMM" {
+            code.set(FetchInsn::Comm);
+            return Ok(());
+        }
+        return Err(ctx.einval(ErrorCode::BadVar));
+    }
     if arg.starts_with(b"retval") {
         if !ctx.flags.on_return {
             return Err(ctx.einval(ErrorCode::RetvalOnProbe));
@@ -713,6 +777,7 @@ fn finalize(
                     | FetchInsn::Retval
                     | FetchInsn::Arg(_)
                     | FetchInsn::Deref(_)
+                    | FetchInsn::TpArg(_)
             ) {
                 return Err(type_err(ErrorCode::BadSymstring));
             }
@@ -723,11 +788,16 @@ fn finalize(
                 | FetchInsn::Imm(_)
                 | FetchInsn::Comm
                 | FetchInsn::Data(_)
+                | FetchInsn::TpArg(_)
         ) {
             return Err(type_err(ErrorCode::BadString));
         }
+        // A field's value is the string's address (`get_event_field()`).
         let keep_value = symstr
-            || matches!(op, FetchInsn::Imm(_) | FetchInsn::Comm | FetchInsn::Data(_))
+            || matches!(
+                op,
+                FetchInsn::Imm(_) | FetchInsn::Comm | FetchInsn::Data(_) | FetchInsn::TpArg(_)
+            )
             || ty.count != 0;
         // The value itself is the string's address: store in the next slot.
         if keep_value && !code.advance_to_nop() {
@@ -827,6 +897,19 @@ pub(crate) struct ArgEnv<'a> {
     pub(crate) flags: ArgContext,
     pub(crate) offsets: DentryOffsets,
     pub(crate) typed: Option<Typed<'a>>,
+    /// An event probe's event.
+    pub(crate) target: Option<TargetEvent<'a>>,
+    /// The kernel has BTF arguments (`CONFIG_PROBE_EVENTS_BTF_ARGS`) for
+    /// a probe that has no function to type them from (an event probe's).
+    pub(crate) btf_names: bool,
+}
+
+impl ArgEnv<'_> {
+    /// Whether a fetcharg without `NAME=` is named by its text
+    /// ([`default_arg_name`]): on a kernel with BTF arguments.
+    pub(crate) fn names_from_text(&self) -> bool {
+        self.typed.is_some() || self.btf_names
+    }
 }
 
 /// The name of a fetcharg written without `NAME=` (`generate_probe_arg_name()`):
@@ -858,7 +941,13 @@ pub(crate) fn parse_fetch_arg<'a, F>(
 where
     F: FnMut(&[u8]) -> bool,
 {
-    let layout = dentry_layout(raw, &env.offsets);
+    // Event probes do not expand `%pd`/`%pD` (6.12's eprobe parser does
+    // not call `traceprobe_expand_dentry_args()`).
+    let layout = if env.flags.tevent {
+        None
+    } else {
+        dentry_layout(raw, &env.offsets)
+    };
     let mut buf = [0u8; EXPANDED_MAX];
     let text: &[u8] = match &layout {
         None => raw,
@@ -896,7 +985,7 @@ where
             // The name is the same bytes in the original and expanded text.
             (ArgName::Given(raw.get(..eq).unwrap_or(&[])), eq + 1)
         }
-        None => (default_arg_name(raw, i + 1, env.typed.is_some()), 0),
+        None => (default_arg_name(raw, i + 1, env.names_from_text()), 0),
     };
     let name_bytes = name.as_bytes();
     if !is_good_name(name_bytes, false) {
@@ -916,6 +1005,7 @@ where
         typed: env.typed,
         queried: *queried,
         last: None,
+        target: env.target,
     };
     let body_text = tail(text, body);
     if body_text.len() > MAX_ARGSTR_LEN {
@@ -927,8 +1017,10 @@ where
 
     let spec = split_type(body_text, body, index).map_err(ParseError::with_expanded)?;
     let type_offset = spec.name.map_or(0, |(_, off)| off);
-    let is_comm_like =
-        spec.body == b"$comm" || spec.body == b"$COMM" || spec.body.starts_with(b"\\\"");
+    // Not for event probes, where `$comm` may be a field and either takes
+    // any type.
+    let is_comm_like = !env.flags.tevent
+        && (spec.body == b"$comm" || spec.body == b"$COMM" || spec.body.starts_with(b"\\\""));
     // `:enum`, a BTF enum printed by its enumerators' names: typed once
     // the body is parsed.
     let want_enum = env.typed.is_some() && spec.name.is_some_and(|(n, _)| n == b"enum");
@@ -1049,6 +1141,8 @@ mod tests {
             },
             offsets: DentryOffsets::DEFAULT,
             typed: None,
+            target: None,
+            btf_names: false,
         }
     }
 

@@ -116,6 +116,7 @@ pub(super) fn parse_fprobe<'a, E: ProbeEnv + ?Sized>(
         on_entry: !is_return,
         fprobe: true,
         tracepoint,
+        tevent: false,
     };
     let head = ProbeHead {
         kind,

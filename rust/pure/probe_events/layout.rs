@@ -8,8 +8,9 @@
 //!   probe of a multiprobe event shares. Trace output, the `format` file's
 //!   fields and `print fmt`, and the checks for appending a probe read it.
 //! - [`ProbeSpec`]: one probe as `kprobe_events` lists it (location,
-//!   maxactive, each fetcharg's text after `NAME=`). The listing and the
-//!   `-:` matching read it.
+//!   maxactive, each fetcharg's text after `NAME=`; an event probe's
+//!   attached event and filter). The listing and the `-:` matching read
+//!   it.
 //!
 //! Both keep their items in storage the caller owns ([`Store`]: a `KVec` in
 //! the module, a `Vec` in host tests), so that this code allocates nothing
@@ -22,9 +23,21 @@ use core::fmt;
 use super::bytes::{ByteWrite, SliceWriter};
 use super::error::{Errno, ParseError};
 use super::fprobe::glob_match;
-use super::parse::{write_location, Argv, DeleteCmd, ProbeDef, ProbeLocation};
+use super::kstr::{find, head, tail};
+use super::parse::{write_location, Argv, DeleteCmd, EventRef, ProbeDef, ProbeLocation};
 use super::types::ArgType;
 use super::{ProbeEnv, ProbeKind, MAX_ARGSTR_LEN};
+
+/// Size of a kprobe event record's head on x86-64: `struct trace_entry`
+/// and the probe address (`struct kprobe_trace_entry_head`).
+pub const KPROBE_HEADER_SIZE: usize = 16;
+/// Size of a kretprobe event record's head on x86-64: `struct
+/// trace_entry`, the function and the return site (`struct
+/// kretprobe_trace_entry_head`).
+pub const KRETPROBE_HEADER_SIZE: usize = 24;
+/// Size of an event probe event record's head on x86-64: `struct
+/// trace_entry` alone (`struct eprobe_trace_entry_head`).
+pub const EPROBE_HEADER_SIZE: usize = 8;
 
 pub use crate::pure::store::{NoMemory, Store};
 
@@ -259,17 +272,31 @@ impl<'a> Layout<'a> {
         self.fields.is_empty()
     }
 
+    /// Size of the head of the event's records, before the fields: a
+    /// kprobe's ([`KPROBE_HEADER_SIZE`]) on entry, a kretprobe's
+    /// ([`KRETPROBE_HEADER_SIZE`]) on a function's exit, the common
+    /// `struct trace_entry` alone ([`EPROBE_HEADER_SIZE`]) for an event
+    /// probe. The module checks these against the kernel's structures.
+    pub fn header_size(&self) -> usize {
+        match (self.kind, self.is_return) {
+            (ProbeKind::Eprobe, _) => EPROBE_HEADER_SIZE,
+            (_, true) => KRETPROBE_HEADER_SIZE,
+            (_, false) => KPROBE_HEADER_SIZE,
+        }
+    }
+
     /// The checks before `def`'s probe joins this event, in the kernel's
     /// order, except the last one ([`Spec::same_probe`] on each of the
-    /// event's probes): `EVENT_EXIST` when the event is of the other
+    /// event's probes): `EVENT_EXIST` when the event is of another
     /// dynamic event type (a kprobe event for an `f` or `t` command, an
     /// fprobe or tracepoint event for a `p` or `r` one; the kernel finds
-    /// no event of its type to join, and the name is taken),
+    /// no event of its type to join, and the name is taken) or `def` is
+    /// an event probe, which joins no event,
     /// `DIFF_PROBE_TYPE` when it is of another kind or direction (entry
     /// and exit, fprobe and tracepoint), `DIFF_ARG_TYPE` when its
     /// fetchargs differ ([`Layout::compare_arg_types`]).
     pub fn check_append(&self, def: &ProbeDef<'_>) -> Result<(), ParseError> {
-        if !self.kind.same_event_type(def.kind) {
+        if !self.kind.same_event_type(def.kind) || !def.kind.appends() {
             return Err(ParseError::event_exists());
         }
         if self.kind != def.kind || self.is_return != def.is_return {
@@ -307,6 +334,7 @@ impl<'a> Layout<'a> {
 enum Location {
     Symbol { symbol: TextRef, offset: u32 },
     Address(u64),
+    Event { text: TextRef, sep: usize },
 }
 
 /// One probe as the listing shows it, owned.
@@ -314,6 +342,7 @@ enum Location {
 pub struct ProbeSpec<C, T> {
     maxactive: u32,
     location: Location,
+    filter: Option<TextRef>,
     comms: C,
     text: T,
 }
@@ -327,6 +356,18 @@ impl<C: Store<TextRef>, T: Store<u8>> ProbeSpec<C, T> {
                 offset,
             },
             ProbeLocation::Address(a) => Location::Address(a),
+            ProbeLocation::Event(e) => Location::Event {
+                text: push_text(&mut text, |w| {
+                    w.write_bytes(e.system())?;
+                    w.write_bytes(b".")?;
+                    w.write_bytes(e.event())
+                })?,
+                sep: e.system().len(),
+            },
+        };
+        let filter = match &def.filter() {
+            Some(f) => Some(push_text(&mut text, |w| f.write_to(w))?),
+            None => None,
         };
         for a in def.args() {
             let a = a.map_err(BuildError::Parse)?;
@@ -335,6 +376,7 @@ impl<C: Store<TextRef>, T: Store<u8>> ProbeSpec<C, T> {
         Ok(ProbeSpec {
             maxactive: def.maxactive,
             location,
+            filter,
             comms,
             text,
         })
@@ -345,6 +387,7 @@ impl<C: Store<TextRef>, T: Store<u8>> ProbeSpec<C, T> {
         Spec {
             maxactive: self.maxactive,
             location: self.location,
+            filter: self.filter,
             comms: self.comms.items(),
             text: self.text.items(),
         }
@@ -357,6 +400,7 @@ pub struct Spec<'a> {
     /// Kretprobe instances, 0 for the default.
     pub maxactive: u32,
     location: Location,
+    filter: Option<TextRef>,
     comms: &'a [TextRef],
     text: &'a [u8],
 }
@@ -370,7 +414,17 @@ impl<'a> Spec<'a> {
                 offset,
             },
             Location::Address(a) => ProbeLocation::Address(a),
+            Location::Event { text, sep } => {
+                ProbeLocation::Event(EventRef::new(text.get(self.text), sep))
+            }
         }
+    }
+
+    /// An event probe's filter as the kernel keeps it (its words joined
+    /// by single spaces), to be given to `create_event_filter()` when the
+    /// probe is enabled; `None` without one. The listing does not show it.
+    pub fn filter(&self) -> Option<&'a [u8]> {
+        self.filter.map(|f| f.get(self.text))
     }
 
     /// Each fetcharg's text after `NAME=` (`%pd`/`%pD` expanded), in order.
@@ -383,10 +437,11 @@ impl<'a> Spec<'a> {
     /// for one probe: same symbol (address probes all count as symbol
     /// "unknown"), offset and argument texts as `def`.
     pub fn same_probe(&self, def: &ProbeDef<'_>) -> bool {
-        fn key<'k>(l: &ProbeLocation<'k>) -> (Option<&'k [u8]>, u32) {
+        fn key<'k>(l: &ProbeLocation<'k>) -> (Option<&'k [u8]>, Option<&'k [u8]>, u32) {
             match *l {
-                ProbeLocation::Symbol { symbol, offset } => (Some(symbol), offset),
-                ProbeLocation::Address(_) => (None, 0),
+                ProbeLocation::Symbol { symbol, offset } => (Some(symbol), None, offset),
+                ProbeLocation::Address(_) => (None, None, 0),
+                ProbeLocation::Event(e) => (Some(e.system()), Some(e.event()), 0),
             }
         }
         if key(&self.location()) != key(&def.location) || self.comms.len() != def.nr_args {
@@ -430,6 +485,17 @@ impl DeleteCmd<'_> {
         let Some(head_arg) = argv.next() else {
             return true;
         };
+        if let ProbeLocation::Event(e) = spec.location() {
+            // `eprobe_dyn_event_match()`: `SYSTEM/EVENT` or `SYSTEM.EVENT`,
+            // split at the first `/`, else at the first `.`.
+            let Some(sep) = find(head_arg, b'/').or_else(|| find(head_arg, b'.')) else {
+                return false;
+            };
+            if head(head_arg, sep) != e.system() || tail(head_arg, sep + 1) != e.event() {
+                return false;
+            }
+            return args_match(argv, layout, spec);
+        }
         // The kernel formats the location into a MAX_ARGSTR_LEN + 1 buffer.
         let mut buf = [0u8; MAX_ARGSTR_LEN];
         let mut w = SliceWriter::new(&mut buf[..]);
@@ -437,15 +503,22 @@ impl DeleteCmd<'_> {
         if w.as_bytes() != head_arg {
             return false;
         }
-        let given = argv.clone().count();
-        if layout.len() < given {
-            return false;
-        }
-        argv.zip(layout.fields().zip(spec.comms()))
-            .all(|(g, (f, comm))| {
-                g.strip_prefix(f.name)
-                    .and_then(|r| r.strip_prefix(b"="))
-                    .is_some_and(|c| c == comm)
-            })
+        args_match(argv, layout, spec)
     }
+}
+
+/// `trace_probe_match_command_args()`: whether the fetchargs `argv` of a
+/// `-:` command are the first ones of the probe, each `NAME=ARG` as the
+/// listing shows it.
+fn args_match(argv: Argv<'_>, layout: &Layout<'_>, spec: &Spec<'_>) -> bool {
+    let given = argv.clone().count();
+    if layout.len() < given {
+        return false;
+    }
+    argv.zip(layout.fields().zip(spec.comms()))
+        .all(|(g, (f, comm))| {
+            g.strip_prefix(f.name)
+                .and_then(|r| r.strip_prefix(b"="))
+                .is_some_and(|c| c == comm)
+        })
 }

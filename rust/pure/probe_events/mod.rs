@@ -14,8 +14,10 @@
 //!
 //! [`parse_dyn_command`] takes what 6.12's `dynamic_events` takes of probes
 //! on the kernel: `p`/`r` as above, and fprobe (`f`) and tracepoint probe
-//! (`t`) events (`kernel/trace/trace_fprobe.c`), whose definitions say
-//! which they are in [`ProbeDef::kind`].
+//! (`t`) events (`kernel/trace/trace_fprobe.c`), and event probe (`e`)
+//! events on an existing trace event (`kernel/trace/trace_eprobe.c`,
+//! [`eprobe`]), whose definitions say which they are in
+//! [`ProbeDef::kind`].
 //!
 //! Nothing here allocates: a parsed command borrows the command's text and
 //! re-parses one fetcharg at a time ([`ProbeDef::args`]). A successful
@@ -30,7 +32,8 @@
 //! (byte output), `types` (fetch types), `regs` (registers), `program`
 //! (fetch programs), `argtext` (fetcharg names and listed text), `fetch` (a
 //! fetcharg compiled into a program), `parse` (commands), `fprobe` (`f`
-//! and `t` commands), `dynevent` (the commands of every probe type),
+//! and `t` commands), `eprobe` (`e` commands), `dynevent` (the commands of
+//! every probe type),
 //! `layout` (what an event keeps), `print` (the listing and trace output),
 //! `error_log` (error_log's text); `exec` and `stage` run programs at a
 //! hit.
@@ -39,6 +42,7 @@ pub mod argtext;
 pub mod btfarg;
 pub mod bytes;
 pub mod dynevent;
+pub mod eprobe;
 pub mod error;
 pub mod error_log;
 pub mod exec;
@@ -64,11 +68,11 @@ pub use fetch::{ArgContext, FetchArg};
 pub use fprobe::FunctionFilter;
 pub use layout::{EventLayout, Layout, ProbeSpec, Spec, Store};
 pub use parse::{
-    parse_command, parse_command_in, Command, DeleteCmd, EventName, FetchArgs, ProbeDef,
-    ProbeLocation, WriteLines, EXPANDED_ARGS_LEN,
+    parse_command, parse_command_in, Command, DeleteCmd, EventFilter, EventName, EventRef,
+    FetchArgs, ProbeDef, ProbeLocation, WriteLines, EXPANDED_ARGS_LEN,
 };
 pub use print::{write_listing, SymbolResolver};
-pub use program::{FetchInsn, FetchProgram};
+pub use program::{EventField, FetchInsn, FetchProgram, FieldString};
 pub use regs::Register;
 pub use types::{ArgType, Bitfield, FetchType};
 
@@ -108,6 +112,9 @@ pub const FPROBE_GROUP: &str = "fprobes";
 /// The group of tracepoint probe events created without `GRP/`, the
 /// kernel's (`TRACEPOINT_EVENT_SYSTEM`).
 pub const TPROBE_GROUP: &str = "tracepoints";
+/// The group of event probe events created without `GRP/`, the kernel's
+/// (`EPROBE_EVENT_SYSTEM`).
+pub const EPROBE_GROUP: &str = "eprobes";
 
 /// Which of the kernel's dynamic event types a probe is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -120,6 +127,9 @@ pub enum ProbeKind {
     /// `t`: a tracepoint probe event, an fprobe on the entry of the
     /// tracepoint's stub function `__probestub_TP` (`trace_fprobe.c`).
     Tprobe,
+    /// `e`: an event probe event, whose records are made from the records
+    /// of another trace event, when that one is hit (`trace_eprobe.c`).
+    Eprobe,
 }
 
 impl ProbeKind {
@@ -134,6 +144,7 @@ impl ProbeKind {
             b'p' | b'r' => Some(ProbeKind::Kprobe),
             b'f' => Some(ProbeKind::Fprobe),
             b't' => Some(ProbeKind::Tprobe),
+            b'e' => Some(ProbeKind::Eprobe),
             _ => None,
         }
     }
@@ -144,15 +155,31 @@ impl ProbeKind {
         match self {
             ProbeKind::Kprobe => error_log::KPROBE_ERROR_SUBSYSTEM,
             ProbeKind::Fprobe | ProbeKind::Tprobe => error_log::FPROBE_ERROR_SUBSYSTEM,
+            ProbeKind::Eprobe => error_log::EPROBE_ERROR_SUBSYSTEM,
         }
     }
 
     /// Whether an event of this kind and one of `other` are of the same
-    /// dynamic event type in the kernel (`trace_kprobe` or `trace_fprobe`):
-    /// only then can a probe of one join an event of the other (else the
-    /// name is taken, `EVENT_EXIST`).
+    /// dynamic event type in the kernel (`trace_kprobe`, `trace_fprobe`
+    /// or `trace_eprobe`): only then can a probe of one join an event of
+    /// the other (else the name is taken, `EVENT_EXIST`). Event probes
+    /// are their own type, and join no event even of their type
+    /// ([`ProbeKind::appends`]).
     pub fn same_event_type(self, other: ProbeKind) -> bool {
-        (self == ProbeKind::Kprobe) == (other == ProbeKind::Kprobe)
+        let family = |k| match k {
+            ProbeKind::Kprobe => 0,
+            ProbeKind::Fprobe | ProbeKind::Tprobe => 1,
+            ProbeKind::Eprobe => 2,
+        };
+        family(self) == family(other)
+    }
+
+    /// Whether a probe of this kind can join an existing event of its
+    /// dynamic event type, as a second probe of a multiprobe event. An
+    /// event probe cannot: 6.12's `__trace_eprobe_create()` registers a
+    /// new event call every time, and a name in use is `EVENT_EXIST`.
+    pub fn appends(self) -> bool {
+        self != ProbeKind::Eprobe
     }
 }
 
@@ -255,7 +282,33 @@ pub trait ProbeEnv {
             ProbeKind::Kprobe => self.default_group(),
             ProbeKind::Fprobe => FPROBE_GROUP.as_bytes(),
             ProbeKind::Tprobe => TPROBE_GROUP.as_bytes(),
+            ProbeKind::Eprobe => EPROBE_GROUP.as_bytes(),
         }
+    }
+
+    /// `find_and_get_event()` for the event `SYSTEM.EVENT` of an `e`
+    /// command: the fields of the event when it is one an event probe can
+    /// attach to (a trace event of that system and name that is not a
+    /// kprobe, uprobe or event probe event, nor one of the events the
+    /// kernel marks `TRACE_EVENT_FL_IGNORE_ENABLE`), else `None`
+    /// ("Attached event does not exist"). The default knows no event.
+    fn trace_event(&self, _system: &[u8], _event: &[u8]) -> Option<&dyn EventFields> {
+        None
+    }
+
+    /// `create_event_filter()` of the filter `filter` of an `e` command on
+    /// the event `SYSTEM.EVENT` (which [`ProbeEnv::trace_event`] found):
+    /// whether the tracing core parses it as a filter of that event's
+    /// records. The kernel's filter parser logs its own error_log entry
+    /// (`event filter parse error`); the command fails with `EINVAL`
+    /// whatever this returns. The default accepts every filter.
+    fn check_event_filter(
+        &self,
+        _system: &[u8],
+        _event: &[u8],
+        _filter: &EventFilter<'_>,
+    ) -> Result<(), Errno> {
+        Ok(())
     }
 
     /// `find_tracepoint()` for the tracepoint `name` of a `t` command, in
@@ -280,9 +333,19 @@ pub trait ProbeEnv {
     }
 }
 
+/// The fields of the trace events an `e` command may attach to.
+pub trait EventFields {
+    /// The field `name` of the event `SYSTEM.EVENT` among the event's own
+    /// fields (`trace_get_fields()`: not the common ones, `common_pid` and
+    /// the like), as `parse_trace_event_arg()` finds it; `None` when the
+    /// event has no such field.
+    fn field(&self, system: &[u8], event: &[u8], name: &[u8]) -> Option<EventField>;
+}
+
 /// A [`ProbeEnv`] that accepts every symbol as unique and at function entry
-/// when the offset is 0, and knows every tracepoint: for checking syntax
-/// alone.
+/// when the offset is 0, and knows every tracepoint and every trace event,
+/// whose every field is an unsigned 8-byte number at the record's start:
+/// for checking syntax alone.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SyntaxOnlyEnv;
 
@@ -301,5 +364,20 @@ impl ProbeEnv for SyntaxOnlyEnv {
 
     fn tracepoint(&self, _name: &[u8]) -> TracepointCheck {
         TracepointCheck::Loaded
+    }
+
+    fn trace_event(&self, _system: &[u8], _event: &[u8]) -> Option<&dyn EventFields> {
+        Some(self)
+    }
+}
+
+impl EventFields for SyntaxOnlyEnv {
+    fn field(&self, _system: &[u8], _event: &[u8], _name: &[u8]) -> Option<EventField> {
+        Some(EventField {
+            offset: 0,
+            size: 8,
+            signed: false,
+            string: FieldString::None,
+        })
     }
 }

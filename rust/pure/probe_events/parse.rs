@@ -12,7 +12,7 @@ use core::fmt;
 use super::argtext;
 use super::bytes::{ByteWrite, Fmt, SliceWriter};
 use super::error::{Errno, ErrorCode, ParseError};
-use super::fetch::{self, ArgContext, ArgEnv, FetchArg, Typed};
+use super::fetch::{self, ArgContext, ArgEnv, FetchArg, FieldSource, TargetEvent, Typed};
 use super::kstr::{
     at, c_str, find, head, is_digit, is_space, kstrtoll, kstrtouint, kstrtoull, simple_strtoul,
     tail,
@@ -192,6 +192,55 @@ pub enum ProbeLocation<'a> {
     },
     /// A bare address.
     Address(u64),
+    /// An event probe's event, `SYSTEM.EVENT` (or `SYSTEM/EVENT`).
+    Event(EventRef<'a>),
+}
+
+/// The event an event probe is attached to, as its command names it:
+/// `SYSTEM.EVENT` or `SYSTEM/EVENT`.
+#[derive(Clone, Copy, Debug)]
+pub struct EventRef<'a> {
+    /// The whole name.
+    text: &'a [u8],
+    /// Where the separator is (a system name is shorter than
+    /// `MAX_EVENT_NAME_LEN`).
+    sep: u8,
+}
+
+impl<'a> EventRef<'a> {
+    /// The event `text`, whose separator is at `sep`.
+    pub(super) fn new(text: &'a [u8], sep: usize) -> EventRef<'a> {
+        EventRef {
+            text,
+            sep: u8::try_from(sep).unwrap_or(u8::MAX),
+        }
+    }
+
+    /// The event's system.
+    pub fn system(&self) -> &'a [u8] {
+        head(self.text, usize::from(self.sep))
+    }
+
+    /// The event's name.
+    pub fn event(&self) -> &'a [u8] {
+        tail(self.text, usize::from(self.sep) + 1)
+    }
+}
+
+// The same event whichever separator names it.
+impl PartialEq for EventRef<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.system() == other.system() && self.event() == other.event()
+    }
+}
+
+impl Eq for EventRef<'_> {}
+
+impl core::hash::Hash for EventRef<'_> {
+    fn hash<H: core::hash::Hasher>(&self, h: &mut H) {
+        self.system().hash(h);
+        self.event().hash(h);
+    }
 }
 
 impl<'a> ProbeLocation<'a> {
@@ -199,7 +248,7 @@ impl<'a> ProbeLocation<'a> {
     pub fn module(&self) -> Option<&'a [u8]> {
         match *self {
             ProbeLocation::Symbol { symbol, .. } => find(symbol, b':').map(|c| head(symbol, c)),
-            ProbeLocation::Address(_) => None,
+            ProbeLocation::Address(_) | ProbeLocation::Event { .. } => None,
         }
     }
 
@@ -210,12 +259,12 @@ impl<'a> ProbeLocation<'a> {
                 Some(c) => tail(symbol, c + 1),
                 None => symbol,
             }),
-            ProbeLocation::Address(_) => None,
+            ProbeLocation::Address(_) | ProbeLocation::Event { .. } => None,
         }
     }
 }
 
-/// A parsed `p`/`r` (or `f`/`t`) command: a probe to register.
+/// A parsed `p`/`r` (or `f`/`t`/`e`) command: a probe to register.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ProbeDef<'a> {
     /// Which kind of probe: `p`/`r`, `f` or `t`.
@@ -237,9 +286,9 @@ pub struct ProbeDef<'a> {
     pub nr_args: usize,
     /// Total size of the fetchargs' fixed fields in the event record.
     pub size: u32,
-    args_text: &'a [u8],
-    offsets: DentryOffsets,
-    typed: Option<Typed<'a>>,
+    pub(super) args_text: &'a [u8],
+    pub(super) offsets: DentryOffsets,
+    pub(super) types: ArgTypes<'a>,
     /// `$arg*`/`$argN` were replaced by parameter names: the fetchargs are
     /// not the command's words (error_log shows the command's).
     pub names_expanded: bool,
@@ -257,16 +306,53 @@ impl<'a> ProbeDef<'a> {
             env: ArgEnv {
                 flags: self.context,
                 offsets: self.offsets,
-                typed: self.typed,
+                typed: self.typed(),
+                target: self.target(),
+                btf_names: matches!(
+                    self.types,
+                    ArgTypes::Event {
+                        btf_names: true,
+                        ..
+                    }
+                ),
             },
             queried: self.names_queried(),
+        }
+    }
+
+    /// An event probe's filter (`if FILTER`) on the records of the event
+    /// it is attached to; `None` without one, and for other probes.
+    pub fn filter(&self) -> Option<EventFilter<'a>> {
+        match self.types {
+            ArgTypes::Event { filter, .. } => filter,
+            ArgTypes::Btf(_) => None,
+        }
+    }
+
+    /// The BTF a probe's fetchargs are typed from.
+    fn typed(&self) -> Option<Typed<'a>> {
+        match self.types {
+            ArgTypes::Btf(typed) => typed,
+            ArgTypes::Event { .. } => None,
+        }
+    }
+
+    /// An event probe's event, with its fields.
+    fn target(&self) -> Option<TargetEvent<'a>> {
+        match (self.location, self.types) {
+            (ProbeLocation::Event(e), ArgTypes::Event { fields, .. }) => Some(TargetEvent {
+                system: e.system(),
+                event: e.event(),
+                fields,
+            }),
+            _ => None,
         }
     }
 
     /// The kernel's `ctx->btf` before the first fetcharg: set when a
     /// `$arg` made it look the prototype up, and it was found.
     fn names_queried(&self) -> bool {
-        self.typed.is_some_and(|t| t.proto.is_some())
+        self.typed().is_some_and(|t| t.proto.is_some())
             && Argv::new(self.args_text).any(|a| a.starts_with(b"$arg"))
             || self.names_expanded
     }
@@ -279,12 +365,111 @@ impl<'a> ProbeDef<'a> {
     /// The enumerators (name, value) of the BTF enum `id` of a `:enum`
     /// fetcharg ([`FetchArg::enum_type`]).
     pub fn enumerators(&self, id: u32) -> impl Iterator<Item = (&'a [u8], i128)> + 'a {
-        let btf = self.typed.map(|t| t.btf);
+        let btf = self.typed().map(|t| t.btf);
         let t = btf.and_then(|b| b.get(id));
         t.into_iter().flat_map(move |t| {
             t.enum_values()
                 .map(move |(name, v)| (btf.map_or(&[][..], |b| b.str_at(name)), v))
         })
+    }
+}
+
+/// What a probe's fetchargs are typed from, and what only an event
+/// probe has (one or the other: a definition is kept small).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(super) enum ArgTypes<'a> {
+    /// A function's parameters in BTF, if the kernel has BTF.
+    Btf(Option<Typed<'a>>),
+    /// An event probe's event's fields.
+    Event {
+        /// Where the fields are looked up.
+        fields: FieldSource<'a>,
+        /// The probe's filter.
+        filter: Option<EventFilter<'a>>,
+        /// The kernel has BTF arguments, which name a fetcharg without
+        /// `NAME=` by its text.
+        btf_names: bool,
+    },
+}
+
+/// An event probe's filter: the words after `if`, which the kernel joins
+/// with single spaces into the text it gives `create_event_filter()`.
+#[derive(Clone, Copy, Debug)]
+pub struct EventFilter<'a> {
+    /// The command's text after `if`.
+    text: &'a [u8],
+}
+
+impl<'a> EventFilter<'a> {
+    /// The filter of the command text `text` after `if`.
+    pub fn new(text: &'a [u8]) -> EventFilter<'a> {
+        EventFilter { text }
+    }
+
+    /// The filter's words.
+    pub fn words(&self) -> Argv<'a> {
+        Argv::new(self.text)
+    }
+
+    /// Whether there is no word after `if` ("No filter rule after 'if'").
+    pub fn is_empty(&self) -> bool {
+        self.words().next().is_none()
+    }
+
+    /// The length of the filter's text as the kernel rebuilds it, without
+    /// a NUL.
+    pub fn len(&self) -> usize {
+        let (n, bytes) = self
+            .words()
+            .fold((0usize, 0usize), |(n, b), w| (n + 1, b + w.len()));
+        bytes + n.saturating_sub(1)
+    }
+
+    /// Writes the filter's text as the kernel rebuilds it: its words
+    /// joined by single spaces.
+    pub fn write_to<W: ByteWrite + ?Sized>(&self, w: &mut W) -> fmt::Result {
+        for (i, word) in self.words().enumerate() {
+            if i > 0 {
+                w.write_bytes(b" ")?;
+            }
+            w.write_bytes(word)?;
+        }
+        Ok(())
+    }
+
+    /// Whether the filter's text as the kernel rebuilds it is `text`.
+    pub fn eq_bytes(&self, text: &[u8]) -> bool {
+        let mut rest = text;
+        for (i, word) in self.words().enumerate() {
+            if i > 0 {
+                match rest.split_first() {
+                    Some((b' ', r)) => rest = r,
+                    _ => return false,
+                }
+            }
+            match rest.strip_prefix(word) {
+                Some(r) => rest = r,
+                None => return false,
+            }
+        }
+        rest.is_empty()
+    }
+}
+
+// Filters are the same when the kernel's texts of them are.
+impl PartialEq for EventFilter<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.words().eq(other.words())
+    }
+}
+
+impl Eq for EventFilter<'_> {}
+
+impl core::hash::Hash for EventFilter<'_> {
+    fn hash<H: core::hash::Hasher>(&self, h: &mut H) {
+        for w in self.words() {
+            w.hash(h);
+        }
     }
 }
 
@@ -307,7 +492,7 @@ impl<'a> Iterator for FetchArgs<'a> {
         let i = self.index;
         self.index += 1;
         let all = self.all;
-        let typed = self.env.typed.is_some();
+        let typed = self.env.names_from_text();
         let name_used = |name: &[u8]| {
             Argv::new(all)
                 .take(i)
@@ -322,6 +507,13 @@ impl<'a> Iterator for FetchArgs<'a> {
             self.size = self.size.saturating_add(a.ty.record_size());
         }
         Some(r)
+    }
+}
+
+impl FetchArgs<'_> {
+    /// The fixed fields' size of the fetchargs parsed so far.
+    pub(super) fn size(&self) -> u32 {
+        self.size
     }
 }
 
@@ -529,7 +721,7 @@ fn parse_probe<'a, E: ProbeEnv + ?Sized>(
 
     let func = match location {
         ProbeLocation::Symbol { symbol, .. } => symbol,
-        ProbeLocation::Address(_) => &[],
+        ProbeLocation::Address(_) | ProbeLocation::Event { .. } => &[],
     };
     // The prototype of SYM, in the BTF of MOD for `MOD:SYM` (6.12 looks the
     // whole `MOD:SYM` up and finds none).
@@ -635,7 +827,7 @@ pub(super) fn finish_probe<'a, E: ProbeEnv + ?Sized>(
         size: 0,
         args_text,
         offsets,
-        typed,
+        types: ArgTypes::Btf(typed),
         names_expanded,
     };
     let mut args = def.args();
@@ -729,6 +921,7 @@ fn auto_event_name<E: ProbeEnv + ?Sized>(
             &mut Fmt(w),
             format_args!("{kind}_0x{:016x}", env.pointer_id(addr)),
         ),
+        ProbeLocation::Event(e) => w.write_bytes(e.event()),
     })
 }
 
@@ -918,7 +1111,7 @@ fn log_err_errno(errno: Errno, code: ErrorCode, index: usize) -> ParseError {
 }
 
 /// Writes a probe's location as the listing shows it: `0x%p` for an
-/// address, `SYM+OFFS` (decimal) or `SYM`.
+/// address, `SYM+OFFS` (decimal) or `SYM`, `SYSTEM.EVENT` for an event.
 pub fn write_location<W: ByteWrite + ?Sized, E: ProbeEnv + ?Sized>(
     w: &mut W,
     location: &ProbeLocation<'_>,
@@ -933,6 +1126,11 @@ pub fn write_location<W: ByteWrite + ?Sized, E: ProbeEnv + ?Sized>(
                 write!(Fmt(w), "+{offset}")?;
             }
             Ok(())
+        }
+        ProbeLocation::Event(e) => {
+            w.write_bytes(e.system())?;
+            w.write_bytes(b".")?;
+            w.write_bytes(e.event())
         }
     }
 }

@@ -24,7 +24,9 @@ use super::{ProbeEnv, ProbeKind};
 /// fprobe's is `f:GRP/EVENT FUNC NAME=ARG...`, `f16:GRP/EVENT
 /// FUNC%return ...` on a function's exit (`%return` whether the command
 /// said it or a `$retval` made it an exit probe), a tracepoint probe's
-/// `t:GRP/EVENT TRACEPOINT ...` (`trace_fprobe_show()`).
+/// `t:GRP/EVENT TRACEPOINT ...` (`trace_fprobe_show()`), an event
+/// probe's `e:GRP/EVENT SYSTEM.EVENT ...` (`eprobe_dyn_event_show()`,
+/// which shows no filter).
 ///
 /// `maxactive` is the kretprobe's: the command's, or once registered the
 /// default it got (as the kernel's listing shows `r10:` for `r:`). An
@@ -43,6 +45,7 @@ pub fn write_listing<W: ByteWrite + ?Sized, E: ProbeEnv + ?Sized>(
         (ProbeKind::Kprobe, true) => b"r",
         (ProbeKind::Fprobe, _) => b"f",
         (ProbeKind::Tprobe, _) => b"t",
+        (ProbeKind::Eprobe, _) => b"e",
     })?;
     if layout.is_return && maxactive != 0 {
         write!(Fmt(w), "{maxactive}")?;
@@ -331,11 +334,46 @@ pub fn write_record_args<W: ByteWrite + ?Sized, R: SymbolResolver + ?Sized>(
     Ok(())
 }
 
+/// Writes the line trace output shows for a record `rec` of an event
+/// probe event `event` (`print_eprobe_event()`), newline included:
+/// `EVENT: (SYSTEM.EVENT) NAME=VALUE...`. `attached` is the system and
+/// name of the event the probe is attached to, as the tracing core finds
+/// it by its type `attached_type`; when it finds none, the type's number
+/// is shown instead. Reads only bytes of `rec`, as
+/// [`write_record_args`].
+pub fn write_eprobe_record<W: ByteWrite + ?Sized, R: SymbolResolver + ?Sized>(
+    w: &mut W,
+    event: &[u8],
+    attached: Option<(&[u8], &[u8])>,
+    attached_type: u32,
+    layout: &Layout<'_>,
+    rec: &[u8],
+    resolver: &R,
+) -> fmt::Result {
+    use fmt::Write as _;
+    w.write_bytes(event)?;
+    w.write_bytes(b": (")?;
+    match attached {
+        Some((system, name)) => {
+            w.write_bytes(system)?;
+            w.write_bytes(b".")?;
+            w.write_bytes(name)?;
+        }
+        None => write!(Fmt(w), "{attached_type}")?,
+    }
+    w.write_bytes(b")")?;
+    write_record_args(w, layout, rec, layout.header_size(), resolver)?;
+    w.write_bytes(b"\n")
+}
+
 /// Writes the event's `print fmt` line as `__set_print_fmt()` builds it
-/// (without the `print fmt: ` prefix).
+/// (without the `print fmt: ` prefix): an event probe's has no head
+/// (`PROBE_PRINT_EVENT`).
 pub fn write_print_fmt<W: ByteWrite + ?Sized>(w: &mut W, layout: &Layout<'_>) -> fmt::Result {
     use fmt::Write as _;
-    let (fmt_head, fmt_args) = if layout.is_return {
+    let (fmt_head, fmt_args) = if layout.kind == ProbeKind::Eprobe {
+        ("", "")
+    } else if layout.is_return {
         ("(%lx <- %lx)", ", REC->__probe_func, REC->__probe_ret_ip")
     } else {
         ("(%lx)", ", REC->__probe_ip")

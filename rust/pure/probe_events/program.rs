@@ -3,10 +3,54 @@
 //! Fetch programs: what a fetcharg compiles into, the kernel's
 //! `struct fetch_insn` array. The parser (`fetch`) fills one; the hit path
 //! (`exec`) runs it.
+//!
+//! An event probe's fetcharg reads a field of the record of the event it
+//! is attached to ([`FetchInsn::TpArg`]). The kernel's instruction points
+//! at the field's `struct ftrace_event_field`; here it carries what
+//! `get_event_field()` reads of it ([`EventField`]), copied when the
+//! command is parsed, so that nothing is looked up at a hit.
 
 use super::regs::Register;
 use super::types::Bitfield;
 use super::FETCH_INSN_MAX;
+
+/// How a trace event's field holds a string: the string kinds of the
+/// field's `filter_type` (`is_string_field()`), whose value as a fetcharg
+/// is the string's address.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FieldString {
+    /// Not a string (any other `filter_type`): the value is the field's
+    /// bytes.
+    None,
+    /// `__data_loc char[]` (`FILTER_DYN_STRING`): the low 16 bits of the
+    /// field are the string's offset from the record's start.
+    Dynamic,
+    /// `__rel_loc char[]` (`FILTER_RDYN_STRING`): the low 16 bits of the
+    /// field are the string's offset from the field.
+    RelDynamic,
+    /// `char[N]` (`FILTER_STATIC_STRING`): the string is the field itself.
+    Static,
+    /// `char *` or `const char *` (`FILTER_PTR_STRING`): the field is the
+    /// string's address.
+    Pointer,
+}
+
+/// What an event probe's fetch instruction knows of a field of the record
+/// of the event it is attached to: the parts of the kernel's
+/// `struct ftrace_event_field` that `get_event_field()` reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct EventField {
+    /// Offset of the field in the record, from the record's start (the
+    /// event's common header included).
+    pub offset: u32,
+    /// Size of the field in bytes: 1, 2 and 4 are read as such, any other
+    /// as 8 (a `long`).
+    pub size: u32,
+    /// Whether a numeric field is sign-extended.
+    pub signed: bool,
+    /// Whether, and how, the field holds a string.
+    pub string: FieldString,
+}
 
 /// One fetch instruction (the kernel's `struct fetch_insn`); `T` is how
 /// text (a symbol, an immediate string) is held.
@@ -34,6 +78,9 @@ pub enum FetchInsn<T> {
     EntryArg(u32),
     /// Load the address of an immediate string (`\"...`).
     Data(T),
+    /// Load a field of the record of the event an event probe is attached
+    /// to (`FETCH_OP_TP_ARG`, `$FIELD`).
+    TpArg(EventField),
     /// An unresolved `@SYM[+|-offs]`; the next slot is the `Imm` that
     /// registration fills with the symbol's address plus offset.
     Symbol(T),
@@ -98,6 +145,7 @@ impl<T> FetchInsn<T> {
             FetchInsn::Arg(n) => FetchInsn::Arg(n),
             FetchInsn::EntryArg(n) => FetchInsn::EntryArg(n),
             FetchInsn::Data(t) => FetchInsn::Data(f(t)),
+            FetchInsn::TpArg(field) => FetchInsn::TpArg(field),
             FetchInsn::Symbol(t) => FetchInsn::Symbol(f(t)),
             FetchInsn::Deref(o) => FetchInsn::Deref(o),
             FetchInsn::UDeref(o) => FetchInsn::UDeref(o),

@@ -1073,12 +1073,13 @@ fn kinds_and_the_kprobe_events_parser() {
     assert_eq!(ProbeKind::of_command(b"r2:x y"), Some(ProbeKind::Kprobe));
     assert_eq!(ProbeKind::of_command(b"-:x"), None);
     assert_eq!(ProbeKind::of_command(b"  "), None);
-    assert_eq!(ProbeKind::of_command(b"e:x y"), None);
+    assert_eq!(ProbeKind::of_command(b"e:x y"), Some(ProbeKind::Eprobe));
+    assert_eq!(ProbeKind::of_command(b"s:x y"), None);
     assert_eq!(ProbeKind::Fprobe.subsystem(), "trace_fprobe");
     assert_eq!(ProbeKind::Tprobe.subsystem(), "trace_fprobe");
     assert_eq!(ProbeKind::Kprobe.subsystem(), "trace_kprobe");
-    // kprobe_events takes no `f` or `t`.
-    for cmd in ["f vfs_read", "t kfree", "f", "t"] {
+    // kprobe_events takes no `f`, `t` or `e`.
+    for cmd in ["f vfs_read", "t kfree", "f", "t", "e sched.sched_switch"] {
         let e = parse_command(cmd.as_bytes(), &SyntaxOnlyEnv).unwrap_err();
         assert_eq!((e.errno, e.log), (Errno::EINVAL, None), "{cmd}");
     }

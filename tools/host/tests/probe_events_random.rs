@@ -466,7 +466,7 @@ fn exercise(input: &[u8]) -> usize {
     let theirs = line.first() == Some(&b'!')
         || matches!(
             ProbeKind::of_command(line),
-            Some(ProbeKind::Fprobe | ProbeKind::Tprobe)
+            Some(ProbeKind::Fprobe | ProbeKind::Tprobe | ProbeKind::Eprobe)
         );
     if !theirs {
         // The same command, the same answer.

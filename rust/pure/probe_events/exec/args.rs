@@ -73,7 +73,8 @@ pub fn data_size<A: ArgSource, E: FetchEnv + ?Sized>(args: &[A], env: &E) -> usi
 
 /// Whether every hit stores something in the fixed field of an argument
 /// with program `code`: a dynamic one (its data location is written first)
-/// or one that reads no memory, whose program cannot fail. An argument that
+/// or one that reads no memory (an event probe's record is no memory read
+/// that can fail), whose program cannot fail. An argument that
 /// reads memory leaves its field as it was when the read fails; a record
 /// whose fields are all always stored needs no zeroing first.
 pub fn always_stores(code: &[FetchInsn<u64>], dynamic: bool) -> bool {
@@ -86,6 +87,7 @@ pub fn always_stores(code: &[FetchInsn<u64>], dynamic: bool) -> bool {
                     | FetchInsn::StackPointer
                     | FetchInsn::Retval
                     | FetchInsn::Imm(_)
+                    | FetchInsn::TpArg(_)
                     | FetchInsn::StRaw(_)
                     | FetchInsn::ModBitfield(_)
                     | FetchInsn::End

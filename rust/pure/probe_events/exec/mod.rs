@@ -12,6 +12,10 @@
 //! the module implements with the hit's registers and the kernel's
 //! non-faulting accessors, and the host tests with a model of memory.
 //!
+//! An event probe's program reads the record of the event it is attached
+//! to ([`FetchEnv::record`]) as `get_event_field()` does
+//! ([`event_field`]); a kprobe's has none.
+//!
 //! A record is laid out as the kernel's: the event header, then each
 //! argument's fixed field at its offset, then the dynamic data (strings) in
 //! argument order. A string field is a `__data_loc` word: length in the
@@ -28,7 +32,13 @@ pub use args::{always_stores, data_size, store_args, ArgLayout, ArgSource};
 pub use chunked::{chunk_len, find_nul, strncpy_chunked, strnlen_chunked, STR_CHUNK};
 pub use fast::{fast, Base, Fast};
 
-use super::{error::Errno, program::FetchInsn, regs::Register, types::Bitfield, MAX_STRING_SIZE};
+use super::{
+    error::Errno,
+    program::{EventField, FetchInsn, FieldString},
+    regs::Register,
+    types::Bitfield,
+    MAX_STRING_SIZE,
+};
 
 /// What a fetch program reads. Every method runs in the probe's handler:
 /// it may not sleep, allocate or fault.
@@ -104,6 +114,54 @@ pub trait FetchEnv {
     /// so the kernel's `probe_mem_read()`, `fetch_store_strlen()` and
     /// `fetch_store_string()` read an address below it as user memory.
     fn task_size(&self) -> u64;
+    /// The record of the event an event probe is attached to, from its
+    /// common header on, as the event's trigger is given it: what its
+    /// [`FetchInsn::TpArg`] read. Empty at a kprobe's hit, which has none.
+    fn record(&self) -> &[u8] {
+        &[]
+    }
+    /// The address of [`FetchEnv::record`]'s first byte, which a string
+    /// field's value is an address in, to be read back through
+    /// [`FetchEnv::read_kernel`] and the string reads: the slice's own
+    /// address, unless the implementation models memory elsewhere.
+    fn record_address(&self) -> u64 {
+        self.record().as_ptr() as u64
+    }
+}
+
+/// Reads `N` bytes of `rec` at `at`, `None` past its end.
+fn record_bytes<const N: usize>(rec: &[u8], at: usize) -> Option<[u8; N]> {
+    rec.get(at..)?.first_chunk::<N>().copied()
+}
+
+/// `get_event_field()`: the value of an event probe's `$FIELD` in the
+/// record `env` has. A string field's is the string's address (inside the
+/// record for `__data_loc`, `__rel_loc` and `char[N]`, from the `__rel_loc`
+/// field's own start as the kernel computes it); a numeric field's is its
+/// bytes, sign-extended if signed, of size 1, 2, 4 or else 8. A field the
+/// record does not hold reads as 0 (the kernel's trigger is given whole
+/// records of the event, which always hold their fields).
+pub fn event_field<E: FetchEnv + ?Sized>(field: &EventField, env: &E) -> u64 {
+    let rec = env.record();
+    let at = field.offset as usize;
+    let base = env.record_address();
+    let addr = base.wrapping_add(u64::from(field.offset));
+    let low16 = |v: Option<[u8; 4]>| v.map(|b| u64::from(u32::from_ne_bytes(b) & 0xffff));
+    match field.string {
+        FieldString::Dynamic => low16(record_bytes(rec, at)).map_or(0, |o| base.wrapping_add(o)),
+        FieldString::RelDynamic => low16(record_bytes(rec, at)).map_or(0, |o| addr.wrapping_add(o)),
+        FieldString::Static => addr,
+        FieldString::Pointer => record_bytes::<8>(rec, at).map_or(0, u64::from_ne_bytes),
+        FieldString::None => match (field.size, field.signed) {
+            (1, false) => record_bytes::<1>(rec, at).map_or(0, |b| u64::from(b[0])),
+            (1, true) => record_bytes::<1>(rec, at).map_or(0, |b| b[0] as i8 as i64 as u64),
+            (2, false) => record_bytes(rec, at).map_or(0, |b| u64::from(u16::from_ne_bytes(b))),
+            (2, true) => record_bytes(rec, at).map_or(0, |b| i16::from_ne_bytes(b) as i64 as u64),
+            (4, false) => record_bytes(rec, at).map_or(0, |b| u64::from(u32::from_ne_bytes(b))),
+            (4, true) => record_bytes(rec, at).map_or(0, |b| i32::from_ne_bytes(b) as i64 as u64),
+            _ => record_bytes::<8>(rec, at).map_or(0, u64::from_ne_bytes),
+        },
+    }
 }
 
 /// Bytes of a `__data_loc` field.
@@ -397,6 +455,7 @@ pub fn process<E: FetchEnv + ?Sized>(
             FetchInsn::Comm => env.comm_address(),
             FetchInsn::Current => env.current_task(),
             FetchInsn::Data(addr) => addr,
+            FetchInsn::TpArg(ref field) => event_field(field, env),
             // The `@SYM` placeholder: its address is the next `Imm`.
             FetchInsn::Symbol(_) => {
                 pc += 1;
