@@ -127,7 +127,12 @@ impl Events {
             // An environment for each command: it keeps the BTF of the
             // module the command probes, if any.
             let env = self.env();
-            let parsed = if dynamic {
+            // Event probes parse (`probe_events::eprobe`) but are not made
+            // yet: refused before parsing, as by a kernel without
+            // CONFIG_EPROBE_EVENTS (no error_log entry).
+            let parsed = if dynamic && ProbeKind::of_command(line) == Some(ProbeKind::Eprobe) {
+                Err(ParseError::silent(Errno::EINVAL))
+            } else if dynamic {
                 parse_dyn_command_in(line, &env, &mut expanded)
             } else {
                 parse_command_in(line, &env, &mut expanded)
