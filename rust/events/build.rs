@@ -13,8 +13,8 @@ use super::{
     empty_kprobe,
     handlers::{entry_handler, kprobe_handler, ret_handler, site_kprobe_handler, site_ret_handler},
     output::VecWriter,
-    scratch, Arg, EntryArgs, Event, Events, PlainStores, Probe, Site, KPROBE_HEADER,
-    KRETPROBE_HEADER,
+    scratch, tev_offsets, Arg, EntryArgs, Event, Events, PlainStores, Probe, Site, EPROBE_HEADER,
+    KPROBE_HEADER, KRETPROBE_HEADER,
 };
 use crate::{
     abi::{RkpKprobe, RkpKretprobe, RkpKretprobeInstance},
@@ -37,7 +37,7 @@ use crate::{
 };
 use core::{
     fmt::Write as _,
-    sync::atomic::{AtomicBool, AtomicU64},
+    sync::atomic::{AtomicBool, AtomicPtr, AtomicU64},
 };
 use kernel::{
     ffi::{c_int, c_long, c_uint, c_void},
@@ -226,6 +226,9 @@ impl Events {
             // A `t` probe whose tracepoint no module has brought yet gets
             // its address when one does (`tprobe`).
             _ if def.kind == ProbeKind::Tprobe && sites.is_empty() => {}
+            // An event probe has no kprobe: its trigger is hooked when its
+            // event is enabled (`eprobe`).
+            _ if def.kind == ProbeKind::Eprobe => {}
             _ if fprobe => {
                 let &first = sites
                     .first()
@@ -234,8 +237,7 @@ impl Events {
             }
             ProbeLocation::Symbol { offset, .. } => kp.offset = offset,
             ProbeLocation::Address(a) => kp.addr = a as usize as *mut c_void,
-            // Not a kprobe: `Events::create` refuses event probes.
-            ProbeLocation::Event { .. } => return Err(ParseError::silent(Errno::EINVAL)),
+            ProbeLocation::Event { .. } => {}
         }
         if let Some(s) = &symbol {
             kp.symbol_name = s.as_char_ptr();
@@ -301,6 +303,8 @@ impl Events {
                 event: core::ptr::null(),
                 nhit: AtomicU64::new(0),
                 kind: def.kind,
+                eprobe: None,
+                ep_trigger: AtomicPtr::new(core::ptr::null_mut()),
                 tracepoint_name,
                 tracepoint: None,
                 sites: more,
@@ -337,6 +341,11 @@ impl Events {
             Event {
                 group,
                 name,
+                header: match layout.kind() {
+                    ProbeKind::Eprobe => EPROBE_HEADER,
+                    _ if layout.is_return() => KRETPROBE_HEADER,
+                    _ => KPROBE_HEADER,
+                },
                 layout,
                 tev: core::ptr::null_mut(),
                 // Room for the first probe, taken before it is registered.
@@ -358,11 +367,7 @@ impl Events {
     ) -> core::result::Result<(), ParseError> {
         let nomem = ParseError::silent(Errno::ENOMEM);
         let layout = ev.layout.get();
-        let hdr = if layout.is_return {
-            KRETPROBE_HEADER
-        } else {
-            KPROBE_HEADER
-        };
+        let hdr = ev.header;
         let mut print_fmt = KVec::new();
         write_print_fmt(&mut VecWriter(&mut print_fmt), &layout).map_err(|_| nomem)?;
         print_fmt.push(0, GFP_KERNEL).map_err(|_| nomem)?;
@@ -398,6 +403,18 @@ impl Events {
             texts.push(t, GFP_KERNEL).map_err(|_| nomem)?;
             texts.push(n, GFP_KERNEL).map_err(|_| nomem)?;
         }
+        let kind = match layout.kind {
+            ProbeKind::Eprobe => tev_offsets::TEV_EPROBE,
+            _ if layout.is_return => tev_offsets::TEV_KRETPROBE,
+            _ => tev_offsets::TEV_KPROBE,
+        } as c_int;
+        // An event probe's records print their target as `(SYSTEM.EVENT)`.
+        let target = match ev.probes.first().map(|p| p.spec.get().location()) {
+            Some(ProbeLocation::Event(e)) => {
+                Some(cstring(&[e.system(), b".", e.event()]).ok_or(nomem)?)
+            }
+            _ => None,
+        };
         let owner = core::ptr::from_ref::<Event>(ev).cast_mut().cast::<c_void>();
         // SAFETY: the strings and fields are valid for the call, which copies
         // them; `owner` is the pinned event, which destroys the trace event
@@ -409,7 +426,10 @@ impl Events {
                 ev.group.as_char_ptr(),
                 ev.name.as_char_ptr(),
                 print_fmt.as_ptr().cast(),
-                c_int::from(layout.is_return),
+                kind,
+                target
+                    .as_ref()
+                    .map_or(core::ptr::null(), |t| t.as_char_ptr()),
                 fields.as_ptr(),
                 fields.len() as c_int,
                 owner,

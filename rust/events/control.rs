@@ -127,10 +127,14 @@ impl Events {
             // An environment for each command: it keeps the BTF of the
             // module the command probes, if any.
             let env = self.env();
-            // Event probes parse (`probe_events::eprobe`) but are not made
-            // yet: refused before parsing, as by a kernel without
-            // CONFIG_EPROBE_EVENTS (no error_log entry).
-            let parsed = if dynamic && ProbeKind::of_command(line) == Some(ProbeKind::Eprobe) {
+            // On a kernel whose trigger structures rkprobes cannot hook
+            // (`eprobe::supported`), event probes are refused before
+            // parsing, as by a kernel without CONFIG_EPROBE_EVENTS (no
+            // error_log entry).
+            let parsed = if dynamic
+                && !self.eprobes
+                && ProbeKind::of_command(line) == Some(ProbeKind::Eprobe)
+            {
                 Err(ParseError::silent(Errno::EINVAL))
             } else if dynamic {
                 parse_dyn_command_in(line, &env, &mut expanded)
@@ -216,10 +220,6 @@ impl Events {
         def: &ProbeDef<'_>,
     ) -> core::result::Result<(), ParseError> {
         let nomem = ParseError::silent(Errno::ENOMEM);
-        // Event probes parse, but are not made yet.
-        if def.kind == ProbeKind::Eprobe {
-            return Err(ParseError::silent(Errno::EINVAL));
-        }
         let existing = inner.events.iter().position(|e| {
             e.group.as_bytes() == def.group && e.name.as_bytes() == def.event.as_bytes()
         });
@@ -265,7 +265,17 @@ impl Events {
                 }
                 v
             }
+            (ProbeKind::Eprobe, _) => KVec::new(),
             _ => return Err(ParseError::registration(Errno::ENOENT)),
+        };
+        // An event probe's target, found by the parser and kept while the
+        // probe exists.
+        let target = match def.location {
+            ProbeLocation::Event(e) if def.kind == ProbeKind::Eprobe => Some(
+                env.take_target(e.system(), e.event())
+                    .ok_or_else(|| ParseError::registration(Errno::ENODEV))?,
+            ),
+            _ => None,
         };
         // Room first: nothing registered may be lost to a failed push.
         inner.events.reserve(1, GFP_KERNEL).map_err(|_| nomem)?;
@@ -300,7 +310,9 @@ impl Events {
                 .map_err(|_| ParseError::silent(Errno::ENOMEM))?,
             _ => def.kind == ProbeKind::Tprobe && sites.is_empty(),
         };
-        let reg = if waiting {
+        // SAFETY: `eprobe` is not structurally pinned.
+        unsafe { probe.as_mut().get_unchecked_mut() }.eprobe = target;
+        let reg = if waiting || def.kind == ProbeKind::Eprobe {
             // Registered when the module comes (`module_coming`, for a `t`
             // probe `tracepoints_coming`).
             Ok(())

@@ -23,6 +23,10 @@ impl Events {
     /// Registers one probe, every site of it in one batch. Process
     /// context.
     pub(super) fn register_probe(&self, p: &Probe) -> Result {
+        // An event probe has no kprobe (`eprobe`).
+        if p.eprobe.is_some() {
+            return Ok(());
+        }
         let core = self.core();
         if p.nr_sites() == 1 {
             return if p.is_return() {
@@ -50,6 +54,9 @@ impl Events {
     /// Unregisters one probe, every site of it (in one batch, allocating
     /// nothing).
     pub(super) fn unregister_probe(&self, p: &Probe) {
+        if p.eprobe.is_some() {
+            return;
+        }
         if p.is_return() {
             self.core()
                 .kretprobes()
@@ -165,6 +172,9 @@ impl Events {
             // SAFETY: `probes` is not structurally pinned.
             let evm = unsafe { ev.as_mut().get_unchecked_mut() };
             for p in evm.probes.iter() {
+                if p.eprobe.is_some() {
+                    continue;
+                }
                 let pushed = if p.is_return() {
                     p.ret_clients().all(|r| rps.push(r, GFP_KERNEL).is_ok())
                 } else {

@@ -43,7 +43,7 @@ pub(crate) unsafe extern "C" fn rkp_event_set_enabled(owner: *mut c_void, on: c_
         let kp = p.client();
         // A probe waiting for its module, or of unloaded code, stays as it
         // is, as the kernel's do.
-        if !p.registered() || kp.flags() & crate::abi::flags::GONE != 0 {
+        if p.eprobe.is_none() && (!p.registered() || kp.flags() & crate::abi::flags::GONE != 0) {
             continue;
         }
         let r = p.set_enabled(core, on);
@@ -72,6 +72,15 @@ impl Probe {
     /// all or none: a probe on many functions as one batch (one text
     /// synchronisation, one ftrace filter change). Process context.
     pub(super) fn set_enabled(&self, core: &Core, on: bool) -> Result {
+        // An event probe hooks or unhooks its trigger (`event_mutex` is
+        // held: the tracing core's callback, or a writer holding it).
+        if self.eprobe.is_some() {
+            if on {
+                return self.ep_attach();
+            }
+            self.ep_detach();
+            return Ok(());
+        }
         if self.nr_sites() == 1 {
             return core.set_enabled(self.client(), on);
         }

@@ -10,7 +10,7 @@
 //! iterators take the kernel's `module_mutex`. Nothing here runs in a probe
 //! hit.
 
-use super::{btf::ModuleBtf, empty_kprobe};
+use super::{btf::ModuleBtf, empty_kprobe, eprobe::Target};
 use crate::{
     ffi::{
         self,
@@ -21,12 +21,13 @@ use crate::{
     pure::{
         btf::Btf,
         probe_events::{
-            DentryOffsets, FuncEntry, ProbeEnv, ProbeKind, SymbolCheck, TracepointCheck,
-            EPROBE_GROUP, FPROBE_GROUP, TPROBE_GROUP,
+            program::EventField, DentryOffsets, Errno, EventFields, EventFilter, FuncEntry,
+            ProbeEnv, ProbeKind, SymbolCheck, TracepointCheck, EPROBE_GROUP, FPROBE_GROUP,
+            TPROBE_GROUP,
         },
     },
 };
-use core::cell::OnceCell;
+use core::cell::{Cell, OnceCell};
 use kernel::{
     ffi::{c_char, c_int, c_ulong, c_void},
     prelude::*,
@@ -41,6 +42,48 @@ pub(super) struct KernelEnv<'a> {
     /// The BTF of the module whose function the command probes, read
     /// when first asked for: an environment serves one command.
     pub(super) module_btf: OnceCell<Option<ModuleBtf>>,
+    /// The target of the `e` command, found when the parser first asks,
+    /// with its system and event names; `Events::create` takes it.
+    pub(super) eprobe: Cell<Option<(KVec<u8>, KVec<u8>, Target)>>,
+}
+
+impl KernelEnv<'_> {
+    /// The event `system.event` an `e` command is on, found once per
+    /// command.
+    fn with_target<R>(
+        &self,
+        system: &[u8],
+        event: &[u8],
+        f: impl FnOnce(&Target) -> R,
+    ) -> Option<R> {
+        let mut cache = self.eprobe.take();
+        if !matches!(&cache, Some((s, e, _)) if s[..] == *system && e[..] == *event) {
+            cache = Target::find(system, event).and_then(|t| {
+                let (mut s, mut e) = (KVec::new(), KVec::new());
+                s.extend_from_slice(system, GFP_KERNEL).ok()?;
+                e.extend_from_slice(event, GFP_KERNEL).ok()?;
+                Some((s, e, t))
+            });
+        }
+        let r = cache.as_ref().map(|(_, _, t)| f(t));
+        self.eprobe.set(cache);
+        r
+    }
+
+    /// The target [`ProbeEnv::trace_event`] found for `system.event`,
+    /// taken for the probe that is made of the command.
+    pub(super) fn take_target(&self, system: &[u8], event: &[u8]) -> Option<Target> {
+        match self.eprobe.take() {
+            Some((s, e, t)) if s[..] == *system && e[..] == *event => Some(t),
+            _ => Target::find(system, event),
+        }
+    }
+}
+
+impl EventFields for KernelEnv<'_> {
+    fn field(&self, system: &[u8], event: &[u8], name: &[u8]) -> Option<EventField> {
+        self.with_target(system, event, |t| t.field(name)).flatten()
+    }
 }
 
 impl KernelEnv<'_> {
@@ -108,6 +151,22 @@ fn kernel_dentry_offsets() -> DentryOffsets {
 impl ProbeEnv for KernelEnv<'_> {
     fn default_group(&self) -> &'static [u8] {
         super::default_group()
+    }
+
+    fn trace_event(&self, system: &[u8], event: &[u8]) -> Option<&dyn EventFields> {
+        self.with_target(system, event, |_| ())?;
+        Some(self)
+    }
+
+    /// Filters on an event probe's target are not taken yet: refused with
+    /// `EINVAL`, as a filter the kernel's filter parser refuses.
+    fn check_event_filter(
+        &self,
+        _system: &[u8],
+        _event: &[u8],
+        _filter: &EventFilter<'_>,
+    ) -> core::result::Result<(), Errno> {
+        Err(Errno::EINVAL)
     }
 
     /// `f` and `t` events' groups: the kernel's (`fprobes`, `tracepoints`)

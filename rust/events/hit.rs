@@ -13,7 +13,7 @@
 //! so probing this code cannot recurse.
 
 use super::scratch::Scratch;
-use super::{Arg, EntryArgs, Event, Probe, KPROBE_HEADER, KRETPROBE_HEADER};
+use super::{Arg, EntryArgs, Event, Probe};
 use crate::{
     arch,
     ffi::{
@@ -85,6 +85,9 @@ const PAGE: u64 = kernel::page::PAGE_SIZE as u64;
 struct HitEnv<'a> {
     regs: &'a ffi::pt_regs,
     entry: Option<&'a EntryArgs>,
+    /// An event probe's hit: the target's record its fields are read from
+    /// (empty at a probe's hit).
+    record: &'a [u8],
     /// `TASK_SIZE` of the task the hit is in, asked of the kernel the first
     /// time a memory fetch needs it (0 until then: never its value); most
     /// events fetch registers only.
@@ -206,6 +209,10 @@ impl FetchEnv for HitEnv<'_> {
         n as usize
     }
 
+    fn record(&self) -> &[u8] {
+        self.record
+    }
+
     fn task_size(&self) -> u64 {
         let mut t = self.task_size.get();
         if t == 0 {
@@ -324,7 +331,7 @@ fn record_others(
         // The header's addresses read only now: fewer registers kept
         // across the call above.
         let (a0, a1) = addrs();
-        build(probe, ev, regs, entry, a0, a1, wants);
+        build(probe, ev, regs, entry, &[], a0, a1, wants);
     }
     // Otherwise nobody else listens, or only BPF programs that read nothing
     // of the record, which ran: the hit is done, with no argument fetched.
@@ -341,11 +348,13 @@ fn record_others(
 /// strings' staging had put `bpf-empty`'s handler at 38 instructions
 /// (insn-profile).
 #[inline(never)]
+#[expect(clippy::too_many_arguments)]
 fn build(
     probe: &Probe,
     ev: &Event,
     regs: *mut ffi::pt_regs,
     entry: Option<&EntryArgs>,
+    record: &[u8],
     a0: usize,
     a1: usize,
     wants: c_uint,
@@ -354,13 +363,10 @@ fn build(
         // SAFETY: the hit's registers, live for the handler.
         regs: unsafe { &*regs },
         entry,
+        record,
         task_size: Cell::new(0),
     };
-    let hdr = if ev.is_return() {
-        KRETPROBE_HEADER
-    } else {
-        KPROBE_HEADER
-    };
+    let hdr = ev.header;
     if probe.strings {
         // Read once, in the size pass; copied from this CPU's scratch into
         // each record. Dropped after `staged`, which borrows it.
@@ -470,4 +476,22 @@ pub(crate) unsafe extern "C" fn rkp_event_fill(ctx: *mut c_void, ent: *mut c_voi
     // SAFETY: the caller's contract: a reserved record, ours to write.
     let rec = unsafe { core::slice::from_raw_parts_mut(ent.cast::<u8>(), size as usize) };
     fill(ctx.probe, ctx.env, rec, ctx.hdr, ctx.fixed, ctx.dsize);
+}
+
+/// Records a hit of the event probe `probe`, whose target recorded `rec`,
+/// into every trace instance that enabled its event (an event probe
+/// records nothing for perf, as 6.12's). In the target's tracepoint, with
+/// preemption off: may not sleep, allocate or take locks.
+pub(super) fn record_event(probe: &Probe, rec: &[u8]) {
+    // SAFETY: the probe's event owns it and outlives its trigger.
+    let ev = unsafe { &*probe.event };
+    if ev.tev.is_null() || !ev.enabled.load(Ordering::Acquire) {
+        return;
+    }
+    probe.nhit.fetch_add(1, Ordering::Relaxed);
+    // No registers: an event probe's programs read the record, `$comm`,
+    // memory and immediates; a register reads as 0.
+    // SAFETY: `pt_regs` is plain integers, valid when zeroed.
+    let mut regs: ffi::pt_regs = unsafe { MaybeUninit::zeroed().assume_init() };
+    build(probe, ev, &mut regs, None, rec, 0, 0, RKP_TEV_TRACE);
 }

@@ -39,6 +39,7 @@ mod control;
 mod destroy;
 mod enable;
 mod env;
+mod eprobe;
 mod files;
 mod fprobe;
 mod handlers;
@@ -76,7 +77,7 @@ use crate::{
         EventLayout, ProbeKind, ProbeSpec, Store, FETCH_INSN_MAX,
     },
 };
-use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU64};
+use core::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU64};
 use kernel::{
     ffi::{c_ulong, c_void},
     new_mutex,
@@ -98,6 +99,14 @@ const KPROBE_HEADER: usize = tev_offsets::KPROBE_HEAD_SIZE;
 /// Size of a kretprobe record's head: the function and the return site
 /// (`struct rkp_kretprobe_head`).
 const KRETPROBE_HEADER: usize = tev_offsets::KRETPROBE_HEAD_SIZE;
+/// Size of an event probe record's head: `struct trace_entry` alone.
+const EPROBE_HEADER: usize = tev_offsets::EPROBE_HEAD_SIZE;
+
+// The parser's record layouts start their fields after these heads.
+const _: () = {
+    use crate::pure::probe_events::layout as l;
+    assert!(l::EPROBE_HEADER_SIZE == EPROBE_HEADER);
+};
 
 // `RkpTevRec` is C's `struct rkp_tev_rec`: a member moved or resized on one
 // side only fails the build.
@@ -206,6 +215,11 @@ struct Probe {
     nhit: AtomicU64,
     /// The kind of command that made the probe.
     kind: ProbeKind,
+    /// An `e` probe's target event.
+    eprobe: Option<eprobe::Target>,
+    /// An `e` probe's trigger on its target while its event is enabled
+    /// (null otherwise); written with `event_mutex` held.
+    ep_trigger: AtomicPtr<c_void>,
     /// A `t` probe's tracepoint, whose module may not be loaded yet.
     tracepoint_name: Option<KVec<u8>>,
     /// A `t` probe's attachment to its tracepoint, given back when the
@@ -254,6 +268,8 @@ struct Event {
     /// hit, trace output (which must not look at `probes`) and the checks
     /// for appending a probe.
     layout: EventLayout<KVec<Field>, KVec<u8>>,
+    /// Size of the record's head, before the fields: the layout's kind's.
+    header: usize,
     /// The C side: `struct rkp_tev`.
     tev: *mut c_void,
     /// Changed with both `Events::inner` and the kernel's `event_mutex`
@@ -307,6 +323,8 @@ pub(crate) struct Events {
     core: *const Core,
     /// vmlinux's BTF, for typed fetchargs; `None` without BTF.
     btf: Option<btf::KernelBtf>,
+    /// Whether `e` events can be made on this kernel (`eprobe::supported`).
+    eprobes: bool,
 }
 
 // SAFETY: `event_mutex` is the kernel's, `core` outlives the interface; the
@@ -465,6 +483,7 @@ impl Events {
             .ok_or(ENOENT)? as *mut ffi::list_head;
         let core_ptr: *const Core = core;
         let btf = btf::KernelBtf::load(ksyms)?;
+        let eprobes = eprobe::supported(core.runtime(), ksyms);
         Ok(pin_init!(Self {
             inner <- new_mutex!(Inner { events: KVec::new(), errors: KVec::new() }, "rkprobes_events"),
             module_nb: Notifier::new(0),
@@ -473,6 +492,7 @@ impl Events {
             ftrace_events,
             core: core_ptr,
             btf,
+            eprobes,
         }))
     }
 
@@ -510,16 +530,12 @@ impl Events {
             ksyms: self.core().ksyms(),
             btf: self.btf.as_ref().map(|b| b.btf()),
             module_btf: core::cell::OnceCell::new(),
+            eprobe: core::cell::Cell::new(None),
         }
     }
 }
 
 impl Event {
-    /// A kretprobe event.
-    fn is_return(&self) -> bool {
-        self.layout.is_return()
-    }
-
     /// Bytes of the fixed fields after the record's header.
     fn fixed_size(&self) -> usize {
         self.layout.size() as usize

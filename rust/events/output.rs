@@ -12,7 +12,7 @@
 //! rkprobes' locks. The `KVec` and `seq_file` writers run in process
 //! context.
 
-use super::{Event, KPROBE_HEADER, KRETPROBE_HEADER, MAX_RECORD};
+use super::{Event, MAX_RECORD};
 use crate::{
     ffi::{kallsyms::SymbolBuf, rkp_tev_seq_write},
     kernel_ext::debugfs::SeqFile,
@@ -91,11 +91,7 @@ pub(crate) unsafe extern "C" fn rkp_event_print_args(
     // SAFETY: the caller's contract.
     let ev = unsafe { &*owner.cast::<Event>() };
     let layout = ev.layout.get();
-    let hdr = if layout.is_return {
-        KRETPROBE_HEADER
-    } else {
-        KPROBE_HEADER
-    };
+    let hdr = ev.header;
     let len = match usize::try_from(size) {
         Ok(n) if n > 0 => n,
         _ => {

@@ -21,6 +21,10 @@ void rkp_tev_layout(void)
 {
 	DEFINE(KPROBE_HEAD_SIZE, sizeof(struct rkp_kprobe_head));
 	DEFINE(KRETPROBE_HEAD_SIZE, sizeof(struct rkp_kretprobe_head));
+	DEFINE(EPROBE_HEAD_SIZE, RKP_TEV_HEAD_SIZE(RKP_TEV_EPROBE));
+	DEFINE(TEV_KPROBE, RKP_TEV_KPROBE);
+	DEFINE(TEV_KRETPROBE, RKP_TEV_KRETPROBE);
+	DEFINE(TEV_EPROBE, RKP_TEV_EPROBE);
 
 	DEFINE(TEV_REC_SIZE, sizeof(struct rkp_tev_rec));
 	RKP_OFFSET(TEV_REC_A0, rkp_tev_rec, a0);

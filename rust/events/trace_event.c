@@ -88,7 +88,8 @@ struct rkp_tev {
 					 * event_mutex, read by hits) */
 	struct list_head links;		/* RCU list of rkp_tev_link */
 	void *owner;			/* the Rust event */
-	int is_return;
+	int kind;			/* RKP_TEV_KPROBE, _KRETPROBE, _EPROBE */
+	char *target;			/* an event probe's SYSTEM.EVENT */
 	int nfields;
 	struct rkp_field *fields;	/* strings owned by this struct */
 };
@@ -98,7 +99,9 @@ static int rkp_tev_define_fields(struct trace_event_call *call)
 	struct rkp_tev *tev = container_of(call, struct rkp_tev, call);
 	int i, ret;
 
-	if (tev->is_return) {
+	if (tev->kind == RKP_TEV_EPROBE) {
+		ret = 0;
+	} else if (tev->kind == RKP_TEV_KRETPROBE) {
 		ret = trace_define_field(call, "unsigned long", "__probe_func",
 					 offsetof(struct rkp_kretprobe_head, func),
 					 sizeof(long), 0, FILTER_OTHER);
@@ -145,14 +148,16 @@ static enum print_line_t rkp_tev_print(struct trace_iterator *iter, int flags,
 {
 	struct rkp_tev *tev = container_of(event, struct rkp_tev, call.event);
 	struct trace_seq *s = &iter->seq;
-	unsigned int hdr = RKP_TEV_HEAD_SIZE(tev->is_return);
+	unsigned int hdr = RKP_TEV_HEAD_SIZE(tev->kind);
 	const struct rkp_kretprobe_head *rh = (const void *)iter->ent;
 	const struct rkp_kprobe_head *kh = (const void *)iter->ent;
 
 	trace_seq_printf(s, "%s: (", trace_event_name(&tev->call));
 	if (iter->ent_size && iter->ent_size < hdr)
 		trace_seq_puts(s, "<OVERFLOW>");
-	else if (tev->is_return)
+	else if (tev->kind == RKP_TEV_EPROBE)
+		trace_seq_puts(s, tev->target);
+	else if (tev->kind == RKP_TEV_KRETPROBE)
 		trace_seq_printf(s, "%pS <- %ps", (void *)rh->ret_ip, (void *)rh->func);
 	else
 		trace_seq_printf(s, "%pS", (void *)kh->ip);
@@ -292,8 +297,8 @@ static bool rkp_tev_has_dir(struct rkp_tev *tev)
  */
 void *rkp_tev_create(struct mutex *event_mutex, struct list_head *ftrace_events,
 		     const char *group, const char *name,
-		     const char *print_fmt, int is_return, const struct rkp_field *fields,
-		     int nfields, void *owner)
+		     const char *print_fmt, int kind, const char *target,
+		     const struct rkp_field *fields, int nfields, void *owner)
 {
 	struct rkp_tev *tev;
 	int i, ret;
@@ -305,8 +310,10 @@ void *rkp_tev_create(struct mutex *event_mutex, struct list_head *ftrace_events,
 	tev->class.system = kstrdup(group, GFP_KERNEL);
 	tev->tp.name = kstrdup(name, GFP_KERNEL);
 	tev->call.print_fmt = kstrdup(print_fmt, GFP_KERNEL);
+	tev->target = kstrdup(target ? target : "", GFP_KERNEL);
 	ret = -ENOMEM;
-	if (!tev->fields || !tev->class.system || !tev->tp.name || !tev->call.print_fmt)
+	if (!tev->fields || !tev->class.system || !tev->tp.name || !tev->call.print_fmt ||
+	    !tev->target)
 		goto free;
 	for (i = 0; i < nfields; i++) {
 		tev->fields[i] = fields[i];
@@ -332,7 +339,7 @@ void *rkp_tev_create(struct mutex *event_mutex, struct list_head *ftrace_events,
 	tev->call.tp = &tev->tp;
 	tev->call.flags = TRACE_EVENT_FL_DYNAMIC | TRACE_EVENT_FL_TRACEPOINT;
 	tev->owner = owner;
-	tev->is_return = is_return;
+	tev->kind = kind;
 
 	mutex_lock(event_mutex);
 	/* As trace_probe_register_event_call(): a name any event has is taken. */
@@ -355,7 +362,8 @@ void *rkp_tev_create(struct mutex *event_mutex, struct list_head *ftrace_events,
 	 * are checked, and such an event is taken back (-ENOMEM), so that an
 	 * event either is whole or does not exist.
 	 */
-	if (list_count_nodes(&tev->class.fields) != nfields + (is_return ? 2 : 1))
+	if (list_count_nodes(&tev->class.fields) !=
+	    nfields + (kind == RKP_TEV_KRETPROBE ? 2 : kind == RKP_TEV_EPROBE ? 0 : 1))
 		goto nomem;
 	mutex_unlock(event_mutex);
 	if (rkp_tev_has_dir(tev))
@@ -433,7 +441,14 @@ void rkp_tev_free(void *ev)
 	kfree(tev->class.system);
 	kfree(tev->tp.name);
 	kfree(tev->call.print_fmt);
+	kfree(tev->target);
 	kfree(tev);
+}
+
+/* Whether @call is one of rkprobes' events. */
+int rkp_tev_is_ours(const struct trace_event_call *call)
+{
+	return call->event.funcs == &rkp_tev_funcs;
 }
 
 /* Whether any trace instance or perf has the event enabled (event_mutex not
@@ -624,7 +639,9 @@ const unsigned int rkp_tev_wants_bits[3] = { RKP_TEV_TRACE, RKP_TEV_PERF, RKP_TE
 static __always_inline void rkp_tev_fill_head(const struct rkp_tev *tev, void *head,
 					      unsigned long a0, unsigned long a1)
 {
-	if (tev->is_return) {
+	if (tev->kind == RKP_TEV_EPROBE)
+		return;
+	if (tev->kind == RKP_TEV_KRETPROBE) {
 		struct rkp_kretprobe_head *h = head;
 
 		h->func = a0;
@@ -665,7 +682,7 @@ static __always_inline void *rkp_tev_reserve_link(const struct rkp_tev *tev,
 static __always_inline void *rkp_tev_reserve_from(struct rkp_tev *tev, struct rkp_tev_rec *rec,
 					  struct list_head *pos)
 {
-	unsigned int hdr = RKP_TEV_HEAD_SIZE(tev->is_return);
+	unsigned int hdr = RKP_TEV_HEAD_SIZE(tev->kind);
 
 	for (; pos != &tev->links; pos = READ_ONCE(pos->next)) {
 		struct rkp_tev_link *link = list_entry(pos, struct rkp_tev_link, list);
@@ -838,7 +855,7 @@ static __always_inline void rkp_tev_trace_plain(void *ev, struct pt_regs *regs, 
 	const struct rkp_tev_store *strs = mems + plain->nmems;
 	const struct rkp_tev_store *end = strs + plain->nstrs, *s;
 	unsigned int fixed = plain->fixed;
-	unsigned int hdr = RKP_TEV_HEAD_SIZE(tev->is_return);
+	unsigned int hdr = RKP_TEV_HEAD_SIZE(tev->kind);
 	/* Every member the commit reads is set by the reserve, and regs here. */
 	struct trace_event_buffer fb __attribute__((__uninitialized__));
 	unsigned long dsize = 0;
@@ -949,7 +966,7 @@ notrace void rkp_tev_perf(void *ev, struct rkp_tev_rec *rec, void *ctx)
 	struct rkp_tev *tev = ev;
 	struct trace_event_call *call = &tev->call;
 	struct hlist_head __percpu *events = READ_ONCE(call->perf_events);
-	unsigned int hdr = RKP_TEV_HEAD_SIZE(tev->is_return);
+	unsigned int hdr = RKP_TEV_HEAD_SIZE(tev->kind);
 	void *ent;
 	int rsize, rctx;
 

@@ -24,8 +24,15 @@ struct rkp_kretprobe_head {
 	unsigned long ret_ip;
 };
 
-#define RKP_TEV_HEAD_SIZE(is_return) \
-	((is_return) ? sizeof(struct rkp_kretprobe_head) : sizeof(struct rkp_kprobe_head))
+/* The kinds of record head: rkp_tev_create()'s kind. */
+#define RKP_TEV_KPROBE		0	/* struct rkp_kprobe_head */
+#define RKP_TEV_KRETPROBE	1	/* struct rkp_kretprobe_head */
+#define RKP_TEV_EPROBE		2	/* the common fields alone */
+
+#define RKP_TEV_HEAD_SIZE(kind)							\
+	((kind) == RKP_TEV_KRETPROBE ? sizeof(struct rkp_kretprobe_head) :	\
+	 (kind) == RKP_TEV_EPROBE ? sizeof(struct trace_entry) :		\
+	 sizeof(struct rkp_kprobe_head))
 
 /*
  * A record being written from Rust (rust/events/hit.rs, which mirrors the
@@ -101,10 +108,11 @@ void rkp_tev_exit(void);
 const char *rkp_tev_default_group(void);
 void *rkp_tev_create(struct mutex *event_mutex, struct list_head *ftrace_events,
 		     const char *group, const char *name,
-		     const char *print_fmt, int is_return, const struct rkp_field *fields,
-		     int nfields, void *owner);
+		     const char *print_fmt, int kind, const char *target,
+		     const struct rkp_field *fields, int nfields, void *owner);
 int rkp_tev_remove(struct mutex *event_mutex, void *ev);
 void rkp_tev_free(void *ev);
+int rkp_tev_is_ours(const struct trace_event_call *call);
 int rkp_tev_enabled(void *ev);
 unsigned int rkp_tev_wants(void *ev, struct pt_regs *regs);
 void *rkp_tev_reserve(void *ev, struct rkp_tev_rec *rec);

@@ -31,6 +31,7 @@
 struct cred;
 struct module;
 struct pt_regs;
+struct trace_event_file;
 
 typedef int (*rkp_kc_match_fn)(void *data, unsigned long addr);
 typedef int (*rkp_kc_mod_fn)(void *data, const char *name, unsigned long addr);
@@ -78,6 +79,10 @@ typedef int (*rkp_kc_mod_fn)(void *data, const char *name, unsigned long addr);
 	  (regs, store, size, skipnr))					\
 	X(tracing_reset_all_online_cpus, void, (void), ())		\
 	X(kallsyms_show_value, bool, (const struct cred *cred), (cred))	\
+	X(trace_event_trigger_enable_disable, int,			\
+	  (struct trace_event_file *file, int trigger_enable),		\
+	  (file, trigger_enable))					\
+	X(update_cond_flag, void, (struct trace_event_file *file), (file)) \
 	X(notify_die, int,						\
 	  (int val, const char *str, struct pt_regs *regs, long err,	\
 	   int trap, int sig),						\

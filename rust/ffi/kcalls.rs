@@ -92,3 +92,10 @@ kcalls! {
     rkp_kc_fixup_exception / rkp_kc_bind_fixup_exception:
         fn(regs: *mut bindings::pt_regs, trapnr: c_int, error_code: c_ulong, fault_addr: c_ulong) -> c_int;
 }
+
+// Called from C alone (`../events/eprobe.c`): only their setters are
+// Rust's.
+extern "C" {
+    pub(crate) fn rkp_kc_bind_trace_event_trigger_enable_disable(addr: c_ulong);
+    pub(crate) fn rkp_kc_bind_update_cond_flag(addr: c_ulong);
+}

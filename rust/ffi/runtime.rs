@@ -93,6 +93,9 @@ pub(crate) struct Runtime {
     tracing_reset_all_online_cpus: bool,
     /// `kallsyms_show_value()`.
     kallsyms_show_value: bool,
+    /// `trace_event_trigger_enable_disable()` and `update_cond_flag()`,
+    /// which `events/eprobe.c` calls to hook an event probe's trigger.
+    trigger_calls: bool,
     /// `kprobe_int3_handler()`, when the kernel has kprobes.
     kprobe_int3_handler: bool,
 }
@@ -255,6 +258,12 @@ impl Runtime {
                 "kallsyms_show_value",
                 rkp_kc_bind_kallsyms_show_value
             ),
+            trigger_calls: bind!(
+                ksyms,
+                b,
+                "trace_event_trigger_enable_disable",
+                rkp_kc_bind_trace_event_trigger_enable_disable
+            ) && bind!(ksyms, b, "update_cond_flag", rkp_kc_bind_update_cond_flag),
             kprobe_int3_handler: bind!(
                 ksyms,
                 b,
@@ -546,6 +555,12 @@ impl Runtime {
             // SAFETY: the caller's contract.
             unsafe { kc::rkp_kc_module_kallsyms_on_each_symbol(modname, f, data) }
         })
+    }
+
+    /// Whether `trace_event_trigger_enable_disable()` and
+    /// `update_cond_flag()` are bound: `events/eprobe.c` may hook triggers.
+    pub(crate) fn has_trigger_calls(&self) -> bool {
+        self.trigger_calls
     }
 
     /// Whether the kernel has `find_module()`.

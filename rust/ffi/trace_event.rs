@@ -127,7 +127,8 @@ extern "C" {
         group: *const c_char,
         name: *const c_char,
         print_fmt: *const c_char,
-        is_return: c_int,
+        kind: c_int,
+        target: *const c_char,
         fields: *const RkpField,
         nfields: c_int,
         owner: *mut c_void,
@@ -269,4 +270,66 @@ extern "C" {
 
     /// One t probe fewer: the last removes the stub. Process context.
     pub(crate) fn rkp_tp_detach(tp: *mut c_void);
+
+    /// Whether the mirrors of `../events/eprobe.c` match the running
+    /// kernel: `traceon_cmd` is its `trigger_traceon_cmd`, `expect` the
+    /// `n` addresses of the functions that command is built with,
+    /// `common_fields` its `ftrace_common_fields`. Process context.
+    pub(crate) fn rkp_ep_layout_ok(
+        traceon_cmd: *const c_void,
+        expect: *const c_ulong,
+        n: c_uint,
+        common_fields: *const bindings::list_head,
+    ) -> c_int;
+
+    /// The top instance's file of the event `system.event`, with a
+    /// reference, or null when there is none an event probe may attach
+    /// to. Process context, without `event_mutex`.
+    pub(crate) fn rkp_ep_find(system: *const c_char, event: *const c_char) -> *mut c_void;
+
+    /// Gives back what `rkp_ep_find` took. Process context, without
+    /// `event_mutex`.
+    pub(crate) fn rkp_ep_put(file: *mut c_void);
+
+    /// The field `name` of the records of `file`'s event: 0 and `info`, or
+    /// `-ENOENT`. Process context.
+    pub(crate) fn rkp_ep_field(
+        file: *mut c_void,
+        name: *const c_char,
+        info: *mut RkpEpFieldInfo,
+    ) -> c_int;
+
+    /// Hooks the event probe `owner` to `file`'s event: its trigger, or an
+    /// `ERR_PTR`. Process context, with `event_mutex` held.
+    pub(crate) fn rkp_ep_attach(file: *mut c_void, owner: *mut c_void) -> *mut c_void;
+
+    /// Unhooks and frees `trigger`, once no CPU runs it. Process context,
+    /// with `event_mutex` held.
+    pub(crate) fn rkp_ep_detach(file: *mut c_void, trigger: *mut c_void);
+}
+
+/// `struct rkp_ep_field_info` of `../events/eprobe.h`.
+#[repr(C)]
+#[derive(Default)]
+pub(crate) struct RkpEpFieldInfo {
+    /// From the record's start.
+    pub(crate) offset: c_int,
+    /// Bytes.
+    pub(crate) size: c_int,
+    /// Non-zero for a signed number.
+    pub(crate) is_signed: c_int,
+    /// `RKP_EP_STR_*`.
+    pub(crate) string: c_int,
+}
+
+/// `RKP_EP_STR_*` of `../events/eprobe.h`: how a field holds a string.
+pub(crate) mod ep_str {
+    /// `char[N]` in the record.
+    pub(crate) const STATIC: i32 = 1;
+    /// `__data_loc char[]`.
+    pub(crate) const DYN: i32 = 2;
+    /// `__rel_loc char[]`.
+    pub(crate) const RDYN: i32 = 3;
+    /// `char *`: a pointer to the string.
+    pub(crate) const PTR: i32 = 4;
 }

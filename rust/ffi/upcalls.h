@@ -20,6 +20,8 @@ int rkp_event_set_enabled(void *owner, int on);
 void rkp_event_print_args(void *owner, const void *ent, int size, void *seq);
 /* rust/events/hit.rs: a record for perf is filled. */
 void rkp_event_fill(void *ctx, void *ent, unsigned int size);
+/* rust/events/eprobe.rs: an event probe's target recorded @rec. */
+void rkp_eprobe_hit(void *owner, void *rec, unsigned int len);
 
 /* rust/kprobe/kretprobe.rs: the reclaim work of kretprobe instances. */
 void rkp_kretprobe_gc(void);

@@ -284,4 +284,12 @@ impl<E: FetchEnv + ?Sized> FetchEnv for Staged<'_, E> {
     fn task_size(&self) -> u64 {
         self.inner.task_size()
     }
+
+    fn record(&self) -> &[u8] {
+        self.inner.record()
+    }
+
+    fn record_address(&self) -> u64 {
+        self.inner.record_address()
+    }
 }
