@@ -480,23 +480,30 @@ check "rkp_bench opt=1 runs" insmod $MODDIR/rkp_bench.ko iters=${RKP_BENCH_ITERS
 dmesg | sed -n 's/.*rkp_bench: /# /p'
 rmmod rkp_bench
 
-# Wildcards: attaching and detaching about 1,000 and 10,000 functions at
-# once. rkprobes: one f event on a glob (added, then enabled; disabled,
-# then removed). The kernel: bpftrace's `kprobe:` on the same glob, which
-# attaches them with one kprobe_multi link (its time less that of the same
-# bpftrace on one function: bpftrace's own start-up), and, for the
-# smaller count, one f event per function in one write to dynamic_events
-# (added and enabled as a group; disabled and removed). timeit's
-# nanoseconds (instructions under -icount).
-# glob_for N: a `[..]*` glob of letters whose functions in ftrace's list
-# add up to at least N, and their count: "GLOB COUNT".
+# Wildcards: attaching and detaching from a few hundred functions to every
+# function whose name starts with a letter, at once, for the plot against
+# the count (tools/testing/bench-plot --wildcard). rkprobes: one f event on
+# a glob (added, then enabled; disabled, then removed). The kernel:
+# bpftrace's `kprobe:` on the same letters, which attaches them with one
+# kprobe_multi link per letter (its time less that of the same bpftrace on
+# one function: bpftrace's own start-up), at every count, and, for the
+# counts up to RKP_BENCH_WILDCARD_FEVENTS (about a fifth of a second of
+# guest time per function), one f event per function in one write to
+# dynamic_events (added and enabled as a group; disabled and removed).
+# timeit's nanoseconds (instructions under -icount). The counts are
+# RKP_BENCH_WILDCARDS, "all" for every letter.
+# glob_for N: a `[..]*` glob of letters, the rarest first, whose functions
+# in ftrace's list add up to at least N (every letter for "all"), and their
+# count: "GLOB COUNT".
 awk '{ print $1 }' /sys/kernel/tracing/available_filter_functions > /tmp/wc.all
 glob_for() {
+	_want=$1
+	[ "$_want" = all ] && _want=999999999
 	_cls= _n=0
 	for _l in $(cut -c1 /tmp/wc.all | sort | uniq -c | sort -n | awk '$2 ~ /^[a-z]$/ { print $2 }'); do
 		_cls="$_cls$_l"
 		_n=$(grep -c "^[$_cls]" /tmp/wc.all)
-		[ "$_n" -ge "$1" ] && break
+		[ "$_n" -ge "$_want" ] && break
 	done
 	echo "[$_cls]* $_n"
 }
@@ -510,9 +517,13 @@ if has_host_tool bpftrace; then
 	bpf_base=$(host_run /tmp/timeit bpftrace -e 'kprobe:ksys_sync { }' -c /bin/true 2>&1 >/dev/null |
 		sed -n 's/^timeit: \([0-9]*\) ns$/\1/p')
 fi
-for want in 1000 10000; do
+last=
+for want in ${RKP_BENCH_WILDCARDS:-300 1000 3000 10000 all}; do
 	g=$(glob_for $want)
 	pat=${g% *} n=${g#* }
+	# Two counts that need the same letters: one line.
+	[ "$pat" = "$last" ] && continue
+	last=$pat
 	echo > $DE
 	add=$(tm "echo 'f:wild $pat' >> $DE")
 	got=$(grep -c 'FTRACE\]' /sys/kernel/debug/rkprobes/list)
@@ -533,7 +544,7 @@ for want in 1000 10000; do
 		fi
 	fi
 	fev=-
-	if native_fprobes && [ $want -le 1000 ]; then
+	if native_fprobes && [ $want != all ] && [ $want -le ${RKP_BENCH_WILDCARD_FEVENTS:-1000} ]; then
 		grep "^${pat%\*}" /tmp/wc.all | grep -v '[.[]' | sort -u |
 			awk '{ printf "f:wildk/k%d %s\n", NR, $1 }' > /tmp/wc.add
 		a=$(tm "cat /tmp/wc.add >> $NATIVE_DE")
