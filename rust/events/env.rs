@@ -158,15 +158,14 @@ impl ProbeEnv for KernelEnv<'_> {
         Some(self)
     }
 
-    /// Filters on an event probe's target are not taken yet: refused with
-    /// `EINVAL`, as a filter the kernel's filter parser refuses.
     fn check_event_filter(
         &self,
-        _system: &[u8],
-        _event: &[u8],
-        _filter: &EventFilter<'_>,
+        system: &[u8],
+        event: &[u8],
+        filter: &EventFilter<'_>,
     ) -> core::result::Result<(), Errno> {
-        Err(Errno::EINVAL)
+        self.with_target(system, event, |t| t.check_filter(filter))
+            .unwrap_or(Err(Errno::ENODEV))
     }
 
     /// `f` and `t` events' groups: the kernel's (`fprobes`, `tracepoints`)

@@ -39,6 +39,9 @@
 /* The kernel's functions this file calls, bound at load (rust/ffi/kcalls.c). */
 int rkp_kc_trace_event_trigger_enable_disable(struct trace_event_file *file, int enable);
 void rkp_kc_update_cond_flag(struct trace_event_file *file);
+int rkp_kc_create_event_filter(struct trace_array *tr, struct trace_event_call *call,
+			       char *filter_str, bool set_str, struct event_filter **filterp);
+void rkp_kc_free_event_filter(struct event_filter *filter);
 
 /* struct ftrace_event_field of kernel/trace/trace.h. */
 struct rkp_ep_kfield {
@@ -253,17 +256,52 @@ int rkp_ep_field(void *file, const char *name, struct rkp_ep_field_info *info)
 }
 
 /*
- * Puts a trigger for the event probe @owner on @file's event: from now on
- * each of its records is handed to rkp_eprobe_hit(). The trigger, or an
+ * Whether @filter parses as a filter of @file's event's records
+ * (create_event_filter(), which logs its error in the top instance's
+ * error_log): 0 or an errno. Process context.
+ */
+int rkp_ep_filter_check(void *file, const char *filter)
+{
+	struct trace_event_file *f = file;
+	struct event_filter *dummy = NULL;
+	char *copy = kstrdup(filter, GFP_KERNEL);
+	int ret;
+
+	if (!copy)
+		return -ENOMEM;
+	ret = rkp_kc_create_event_filter(f->tr, f->event_call, copy, true, &dummy);
+	rkp_kc_free_event_filter(dummy);
+	kfree(copy);
+	return ret;
+}
+
+/*
+ * Puts a trigger for the event probe @owner on @file's event, with the
+ * filter @filter of the target's records (NULL: none): from now on each
+ * record it passes is handed to rkp_eprobe_hit(). The trigger, or an
  * ERR_PTR. Process context, with event_mutex held.
  */
-void *rkp_ep_attach(void *file, void *owner)
+void *rkp_ep_attach(void *file, void *owner, const char *filter)
 {
 	struct trace_event_file *f = file;
 	struct rkp_ep_trigger *t = kzalloc(sizeof(*t), GFP_KERNEL);
+	struct event_filter *ef = NULL;
 
 	if (!t)
 		return ERR_PTR(-ENOMEM);
+	if (filter) {
+		char *copy = kstrdup(filter, GFP_KERNEL);
+		int ret = copy ? rkp_kc_create_event_filter(f->tr, f->event_call, copy,
+							     false, &ef) : -ENOMEM;
+
+		kfree(copy);
+		if (ret) {
+			rkp_kc_free_event_filter(ef);
+			kfree(t);
+			return ERR_PTR(ret);
+		}
+		RCU_INIT_POINTER(t->filter, ef);
+	}
 	t->flags = RKP_EP_TRIGGER_FL_PROBE;
 	t->count = -1;
 	t->cmd_ops = &rkp_ep_cmd;
@@ -292,5 +330,6 @@ void rkp_ep_detach(void *file, void *trigger)
 	rkp_kc_update_cond_flag(f);
 	/* The trigger runs from the target's tracepoint: RCU-sched. */
 	tracepoint_synchronize_unregister();
+	rkp_kc_free_event_filter(rcu_access_pointer(t->filter));
 	kfree(t);
 }

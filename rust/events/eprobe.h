@@ -29,7 +29,8 @@ int rkp_ep_layout_ok(const void *traceon_cmd, const unsigned long *expect,
 void *rkp_ep_find(const char *system, const char *event);
 void rkp_ep_put(void *file);
 int rkp_ep_field(void *file, const char *name, struct rkp_ep_field_info *info);
-void *rkp_ep_attach(void *file, void *owner);
+int rkp_ep_filter_check(void *file, const char *filter);
+void *rkp_ep_attach(void *file, void *owner, const char *filter);
 void rkp_ep_detach(void *file, void *trigger);
 
 #endif /* RKPROBES_EVENTS_EPROBE_H */

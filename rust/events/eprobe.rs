@@ -17,10 +17,11 @@ use super::{hit, Probe};
 use crate::{
     ffi::{
         self, ep_str, kallsyms::Kallsyms, kallsyms::SymbolBuf, rkp_ep_attach, rkp_ep_detach,
-        rkp_ep_field, rkp_ep_find, rkp_ep_layout_ok, rkp_ep_put, runtime::Runtime, RkpEpFieldInfo,
+        rkp_ep_field, rkp_ep_filter_check, rkp_ep_find, rkp_ep_layout_ok, rkp_ep_put,
+        runtime::Runtime, RkpEpFieldInfo,
     },
     kernel_ext::str::cstring,
-    pure::probe_events::{program::EventField, program::FieldString},
+    pure::probe_events::{program::EventField, program::FieldString, Errno, EventFilter},
 };
 use core::{ptr::NonNull, sync::atomic::Ordering};
 use kernel::{
@@ -80,6 +81,31 @@ impl Target {
             },
         })
     }
+}
+
+impl Target {
+    /// Whether `filter` parses as a filter of the event's records, as
+    /// `create_event_filter()` parses it (which logs its error in the
+    /// tracing core's error_log). Process context.
+    pub(super) fn check_filter(&self, filter: &EventFilter<'_>) -> core::result::Result<(), Errno> {
+        let text = filter_text(filter).ok_or(Errno::ENOMEM)?;
+        // SAFETY: a file the reference keeps; a NUL-terminated text.
+        match unsafe { rkp_ep_filter_check(self.file.as_ptr(), text.as_ptr().cast()) } {
+            0 => Ok(()),
+            e => Err(Errno(-e)),
+        }
+    }
+}
+
+/// `filter`'s text as the kernel rebuilds it (its words joined by single
+/// spaces), NUL-terminated.
+fn filter_text(filter: &EventFilter<'_>) -> Option<KVec<u8>> {
+    let mut v = KVec::with_capacity(filter.len() + 1, GFP_KERNEL).ok()?;
+    filter
+        .write_to(&mut super::output::VecWriter(&mut v))
+        .ok()?;
+    v.push(0, GFP_KERNEL).ok()?;
+    Some(v)
 }
 
 impl Drop for Target {
@@ -152,11 +178,19 @@ impl Probe {
             return Ok(());
         }
         let owner = core::ptr::from_ref(self).cast_mut().cast::<c_void>();
+        let filter = match self.spec.get().filter() {
+            Some(f) => Some(filter_text(&EventFilter::new(f)).ok_or(ENOMEM)?),
+            None => None,
+        };
+        let filter_ptr = filter
+            .as_ref()
+            .map_or(core::ptr::null(), |f| f.as_ptr().cast());
         // SAFETY: a file the target's reference keeps; `owner` is the
         // pinned probe, which detaches before it is freed (`ep_detach` in
-        // its event's disabling, which its removal waits for); process
-        // context with `event_mutex` held (the caller's).
-        let trig = unsafe { rkp_ep_attach(t.file.as_ptr(), owner) };
+        // its event's disabling, which its removal waits for); the filter
+        // is NUL-terminated or null; process context with `event_mutex`
+        // held (the caller's).
+        let trig = unsafe { rkp_ep_attach(t.file.as_ptr(), owner, filter_ptr) };
         let trig = kernel::error::from_err_ptr(trig)?;
         self.ep_trigger.store(trig, Ordering::Relaxed);
         Ok(())

@@ -32,6 +32,9 @@ struct cred;
 struct module;
 struct pt_regs;
 struct trace_event_file;
+struct trace_array;
+struct trace_event_call;
+struct event_filter;
 
 typedef int (*rkp_kc_match_fn)(void *data, unsigned long addr);
 typedef int (*rkp_kc_mod_fn)(void *data, const char *name, unsigned long addr);
@@ -83,6 +86,11 @@ typedef int (*rkp_kc_mod_fn)(void *data, const char *name, unsigned long addr);
 	  (struct trace_event_file *file, int trigger_enable),		\
 	  (file, trigger_enable))					\
 	X(update_cond_flag, void, (struct trace_event_file *file), (file)) \
+	X(create_event_filter, int,					\
+	  (struct trace_array *tr, struct trace_event_call *call,	\
+	   char *filter_str, bool set_str, struct event_filter **filterp), \
+	  (tr, call, filter_str, set_str, filterp))			\
+	X(free_event_filter, void, (struct event_filter *filter), (filter)) \
 	X(notify_die, int,						\
 	  (int val, const char *str, struct pt_regs *regs, long err,	\
 	   int trap, int sig),						\

@@ -98,4 +98,6 @@ kcalls! {
 extern "C" {
     pub(crate) fn rkp_kc_bind_trace_event_trigger_enable_disable(addr: c_ulong);
     pub(crate) fn rkp_kc_bind_update_cond_flag(addr: c_ulong);
+    pub(crate) fn rkp_kc_bind_create_event_filter(addr: c_ulong);
+    pub(crate) fn rkp_kc_bind_free_event_filter(addr: c_ulong);
 }

@@ -93,8 +93,9 @@ pub(crate) struct Runtime {
     tracing_reset_all_online_cpus: bool,
     /// `kallsyms_show_value()`.
     kallsyms_show_value: bool,
-    /// `trace_event_trigger_enable_disable()` and `update_cond_flag()`,
-    /// which `events/eprobe.c` calls to hook an event probe's trigger.
+    /// `trace_event_trigger_enable_disable()`, `update_cond_flag()`,
+    /// `create_event_filter()` and `free_event_filter()`, which
+    /// `events/eprobe.c` calls to hook an event probe's trigger.
     trigger_calls: bool,
     /// `kprobe_int3_handler()`, when the kernel has kprobes.
     kprobe_int3_handler: bool,
@@ -263,7 +264,14 @@ impl Runtime {
                 b,
                 "trace_event_trigger_enable_disable",
                 rkp_kc_bind_trace_event_trigger_enable_disable
-            ) && bind!(ksyms, b, "update_cond_flag", rkp_kc_bind_update_cond_flag),
+            ) && bind!(ksyms, b, "update_cond_flag", rkp_kc_bind_update_cond_flag)
+                && bind!(
+                    ksyms,
+                    b,
+                    "create_event_filter",
+                    rkp_kc_bind_create_event_filter
+                )
+                && bind!(ksyms, b, "free_event_filter", rkp_kc_bind_free_event_filter),
             kprobe_int3_handler: bind!(
                 ksyms,
                 b,

@@ -299,9 +299,19 @@ extern "C" {
         info: *mut RkpEpFieldInfo,
     ) -> c_int;
 
-    /// Hooks the event probe `owner` to `file`'s event: its trigger, or an
-    /// `ERR_PTR`. Process context, with `event_mutex` held.
-    pub(crate) fn rkp_ep_attach(file: *mut c_void, owner: *mut c_void) -> *mut c_void;
+    /// Hooks the event probe `owner` to `file`'s event, with the filter
+    /// `filter` (null: none): its trigger, or an `ERR_PTR`. Process
+    /// context, with `event_mutex` held.
+    pub(crate) fn rkp_ep_attach(
+        file: *mut c_void,
+        owner: *mut c_void,
+        filter: *const c_char,
+    ) -> *mut c_void;
+
+    /// Whether `filter` parses as a filter of `file`'s event's records
+    /// (the tracing core logs its error): 0 or a negative errno. Process
+    /// context.
+    pub(crate) fn rkp_ep_filter_check(file: *mut c_void, filter: *const c_char) -> c_int;
 
     /// Unhooks and frees `trigger`, once no CPU runs it. Process context,
     /// with `event_mutex` held.
