@@ -36,11 +36,14 @@ results() {
 	done
 }
 
-# The dynamic_events tests of fprobe and tprobe events (and BTF arguments,
-# which use both), beside the kprobe ones.
+# The dynamic_events tests of fprobe, tprobe and eprobe events (and BTF
+# arguments, which use both), beside the kprobe ones. The eprobe ones need
+# syscall events (CONFIG_FTRACE_SYSCALLS): unsupported on both sides
+# without them.
 DYN=
 for t in add_remove_fprobe fprobe_args_vfs fprobe_entry_arg fprobe_syntax_errors \
-	add_remove_tprobe tprobe_syntax_errors add_remove_btfarg; do
+	add_remove_tprobe tprobe_syntax_errors add_remove_btfarg \
+	add_remove_eprobe eprobes_syntax_errors; do
 	DYN="$DYN $FT/test.d/dynevent/$t.tc"
 done
 
