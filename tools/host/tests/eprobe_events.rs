@@ -1078,3 +1078,53 @@ fn event_probe_records() {
         "ev: (test.fields) a=(fault)\n"
     );
 }
+
+/// An event probe with strings is staged at a hit (the module stages every
+/// probe that reads a kernel string): the staged environment reads the
+/// same record, so the fields read the same.
+#[test]
+fn staged_hit_reads_the_record() {
+    use rkprobes_host::pure::probe_events::stage::Staged;
+    let env = env();
+    let hit = Hit::new(fields_record());
+    let d = def(
+        &env,
+        "e:p/ev test.fields a=$dl:string c=$st:string n=$u4:u32 p=$ptr:ustring",
+    );
+    let programs: Vec<(Vec<I<u64>>, u32, bool)> = d
+        .args()
+        .map(|a| {
+            let a = a.unwrap();
+            let code = a.program.insns().iter().map(|i| i.map(|_| 0)).collect();
+            (code, a.offset, a.ty.base.is_string())
+        })
+        .collect();
+    let args: Vec<ArgLayout<'_>> = programs
+        .iter()
+        .map(|(code, offset, dynamic)| ArgLayout {
+            code,
+            offset: *offset,
+            dynamic: *dynamic,
+        })
+        .collect();
+    let (hdr, fixed) = (EPROBE_HEADER_SIZE, d.size as usize);
+    let record = |e: &dyn Fn(&mut Vec<u8>) -> usize| {
+        let mut rec = Vec::new();
+        let dsize = e(&mut rec);
+        (dsize, rec)
+    };
+    let (plain_dsize, plain) = record(&|rec| {
+        let dsize = data_size(&args, &hit);
+        rec.resize(hdr + fixed + dsize, 0);
+        store_args(&args, &hit, rec, hdr, fixed, dsize);
+        dsize
+    });
+    let mut scratch = vec![0u8; 4096];
+    let staged = Staged::new(&hit, Some(&mut scratch));
+    let dsize = data_size(&args, &staged);
+    let mut rec = vec![0u8; hdr + fixed + dsize];
+    staged.rewind();
+    store_args(&args, &staged, &mut rec, hdr, fixed, dsize);
+    assert_eq!((dsize, &rec), (plain_dsize, &plain));
+    assert!(plain_dsize > 0, "the strings were read");
+}
