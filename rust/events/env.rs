@@ -44,7 +44,20 @@ pub(super) struct KernelEnv<'a> {
     pub(super) module_btf: OnceCell<Option<ModuleBtf>>,
     /// The target of the `e` command, found when the parser first asks,
     /// with its system and event names; `Events::create` takes it.
-    pub(super) eprobe: Cell<Option<(KVec<u8>, KVec<u8>, Target)>>,
+    pub(super) eprobe: Cell<Option<FoundTarget>>,
+}
+
+/// An `e` command's target and its `SYSTEM` and `EVENT` names.
+pub(super) struct FoundTarget {
+    system: KVec<u8>,
+    event: KVec<u8>,
+    target: Target,
+}
+
+impl FoundTarget {
+    fn is(&self, system: &[u8], event: &[u8]) -> bool {
+        self.system[..] == *system && self.event[..] == *event
+    }
 }
 
 impl KernelEnv<'_> {
@@ -57,15 +70,19 @@ impl KernelEnv<'_> {
         f: impl FnOnce(&Target) -> R,
     ) -> Option<R> {
         let mut cache = self.eprobe.take();
-        if !matches!(&cache, Some((s, e, _)) if s[..] == *system && e[..] == *event) {
-            cache = Target::find(system, event).and_then(|t| {
+        if !cache.as_ref().is_some_and(|c| c.is(system, event)) {
+            cache = Target::find(system, event).and_then(|target| {
                 let (mut s, mut e) = (KVec::new(), KVec::new());
                 s.extend_from_slice(system, GFP_KERNEL).ok()?;
                 e.extend_from_slice(event, GFP_KERNEL).ok()?;
-                Some((s, e, t))
+                Some(FoundTarget {
+                    system: s,
+                    event: e,
+                    target,
+                })
             });
         }
-        let r = cache.as_ref().map(|(_, _, t)| f(t));
+        let r = cache.as_ref().map(|c| f(&c.target));
         self.eprobe.set(cache);
         r
     }
@@ -74,7 +91,7 @@ impl KernelEnv<'_> {
     /// taken for the probe that is made of the command.
     pub(super) fn take_target(&self, system: &[u8], event: &[u8]) -> Option<Target> {
         match self.eprobe.take() {
-            Some((s, e, t)) if s[..] == *system && e[..] == *event => Some(t),
+            Some(c) if c.is(system, event) => Some(c.target),
             _ => Target::find(system, event),
         }
     }

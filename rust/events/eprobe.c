@@ -34,7 +34,6 @@
 
 #include "../ffi/upcalls.h"
 #include "eprobe.h"
-#include "trace_event.h"
 
 /* The kernel's functions this file calls, bound at load (rust/ffi/kcalls.c). */
 int rkp_kc_trace_event_trigger_enable_disable(struct trace_event_file *file, int enable);

@@ -7,7 +7,11 @@
 #define RKPROBES_EVENTS_EPROBE_H
 
 struct list_head;
+struct trace_event_call;
 struct trace_event_file;
+
+/* trace_event.c: whether @call is one of rkprobes' events. */
+int rkp_tev_is_ours(const struct trace_event_call *call);
 
 /* What rkp_ep_field() tells of one field of an event's record. */
 struct rkp_ep_field_info {
