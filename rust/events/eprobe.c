@@ -39,7 +39,7 @@
 int rkp_kc_trace_event_trigger_enable_disable(struct trace_event_file *file, int enable);
 void rkp_kc_update_cond_flag(struct trace_event_file *file);
 int rkp_kc_create_event_filter(struct trace_array *tr, struct trace_event_call *call,
-			       char *filter_str, bool set_str, struct event_filter **filterp);
+			       char *filter_str, int set_str, struct event_filter **filterp);
 void rkp_kc_free_event_filter(struct event_filter *filter);
 
 /* struct ftrace_event_field of kernel/trace/trace.h. */
@@ -268,7 +268,7 @@ int rkp_ep_filter_check(void *file, const char *filter)
 
 	if (!copy)
 		return -ENOMEM;
-	ret = rkp_kc_create_event_filter(f->tr, f->event_call, copy, true, &dummy);
+	ret = rkp_kc_create_event_filter(f->tr, f->event_call, copy, 1, &dummy);
 	rkp_kc_free_event_filter(dummy);
 	kfree(copy);
 	return ret;
@@ -291,7 +291,7 @@ void *rkp_ep_attach(void *file, void *owner, const char *filter)
 	if (filter) {
 		char *copy = kstrdup(filter, GFP_KERNEL);
 		int ret = copy ? rkp_kc_create_event_filter(f->tr, f->event_call, copy,
-							     false, &ef) : -ENOMEM;
+							     0, &ef) : -ENOMEM;
 
 		kfree(copy);
 		if (ret) {

@@ -86,9 +86,11 @@ typedef int (*rkp_kc_mod_fn)(void *data, const char *name, unsigned long addr);
 	  (struct trace_event_file *file, int trigger_enable),		\
 	  (file, trigger_enable))					\
 	X(update_cond_flag, void, (struct trace_event_file *file), (file)) \
+	/* set_str is the kernel's bool, passed as 0 or 1 in an int: the  \
+	 * wrapper stays one jump (a bool parameter would be re-extended). */ \
 	X(create_event_filter, int,					\
 	  (struct trace_array *tr, struct trace_event_call *call,	\
-	   char *filter_str, bool set_str, struct event_filter **filterp), \
+	   char *filter_str, int set_str, struct event_filter **filterp), \
 	  (tr, call, filter_str, set_str, filterp))			\
 	X(free_event_filter, void, (struct event_filter *filter), (filter)) \
 	X(notify_die, int,						\

@@ -193,26 +193,25 @@ check "wildcard exit: remove" sh -c "echo '-:rkfprobes/vret' >> $DE"
 # same listing, format and records.
 kernel_eprobes=
 [ -e $T/dynamic_events ] && grep -q 'e\[:\[<group>/\]\[<event>\]\] <attached-group>' $T/README && kernel_eprobes=1
-EG=$T/events/rkeprobes
 ex_defs="ex sched.sched_process_exec file=\$filename:string pid=\$pid old=\$old_pid:s32 c=\$comm:string
 sw sched.sched_switch prev=\$prev_comm:string next=\$next_pid:s32 st=\$prev_state
 fl sched.sched_process_exec file=\$filename:string if filename ~ \"*/true\""
 for side in r ${kernel_eprobes:+k}; do
-	if [ $side = r ]; then F=$DE; G=rkeprobes; else F=$T/dynamic_events; G=eprobes; fi
+	if [ $side = r ]; then EF=$DE; EG=rkeprobes; else EF=$T/dynamic_events; EG=eprobes; fi
 	echo > $T/trace
-	echo "$ex_defs" | while read -r ev rest; do echo "e:$G/$ev $rest"; done > /tmp/ep-$side.cmds
-	check "$side: e events defined" sh -c "cat /tmp/ep-$side.cmds >> $F"
-	grep "^e:$G/" $F > /tmp/ep-$side.list
-	for ev in ex sw fl; do sed -n '/^format:/,$p' $T/events/$G/$ev/format; done > /tmp/ep-$side.fmt
-	check "$side: enable" sh -c "echo 1 > $T/events/$G/enable"
+	echo "$ex_defs" | while read -r ev rest; do echo "e:$EG/$ev $rest"; done > /tmp/ep-$side.cmds
+	check "$side: e events defined" sh -c "cat /tmp/ep-$side.cmds >> $EF"
+	grep "^e:$EG/" $EF > /tmp/ep-$side.list
+	for ev in ex sw fl; do sed -n '/^format:/,$p' $T/events/$EG/$ev/format; done > /tmp/ep-$side.fmt
+	check "$side: enable" sh -c "echo 1 > $T/events/$EG/enable"
 	/bin/true
 	/bin/echo > /dev/null
-	check "$side: disable" sh -c "echo 0 > $T/events/$G/enable"
+	check "$side: disable" sh -c "echo 0 > $T/events/$EG/enable"
 	grep -E ' (ex|fl): ' $T/trace | grep -v '/proc/self/exe' | sed -E 's/^ *[^ ]+ +\[[0-9]+\] [^ ]+ +[0-9.]+: //; s/pid=(0x)?[0-9a-f]+ old=[0-9-]+/pid old/' > /tmp/ep-$side.recs
 	grep ' sw: ' $T/trace | head -n 2 | sed 's/^/# /'
 	check "$side: sched_switch records with the task's name" grep -qE ' sw: \(sched.sched_switch\) prev="[^"]+" next=[0-9-]+ st=0x[0-9a-f]+$' $T/trace
 	check "$side: the target's trigger file shows no trigger" sh -c "! grep -v '^#' $T/events/sched/sched_process_exec/trigger | grep -q ."
-	check "$side: removed" sh -c "echo '-:$G/*' >> $F || for ev in ex sw fl; do echo \"-:$G/\$ev\" >> $F; done; ! grep -q '^e:$G/' $F"
+	check "$side: removed" sh -c "echo '-:$EG/*' >> $EF || for ev in ex sw fl; do echo \"-:$EG/\$ev\" >> $EF; done; ! grep -q '^e:$EG/' $EF"
 done
 sed 's/^/# /' /tmp/ep-r.list /tmp/ep-r.recs
 check "exec records: the file, pid and comm" grep -qx 'ex: (sched.sched_process_exec) file="/bin/true" pid old c="true"' /tmp/ep-r.recs
