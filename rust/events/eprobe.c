@@ -90,6 +90,8 @@ struct rkp_ep_command {
 struct rkp_ep_data {
 	struct trace_event_file	*file;
 	void			*owner;
+	/* The end of the target's last field: every record is that long. */
+	unsigned int		fixed_end;
 };
 
 /* struct event_trigger_data of kernel/trace/trace.h, and rkprobes' data. */
@@ -115,8 +117,15 @@ struct rkp_ep_trigger {
 static void rkp_ep_trigger_fn(struct rkp_ep_trigger *t, struct trace_buffer *buffer,
 			      void *rec, struct ring_buffer_event *rbe)
 {
+	/*
+	 * A soft-disabled target's record is built in the per-CPU buffered
+	 * event, whose length word ring_buffer_event_length() reads 4 bytes
+	 * short for records over RB_MAX_SMALL_DATA; the fields the record
+	 * was built with are there whatever it says.
+	 */
 	if (rec && rbe)
-		rkp_eprobe_hit(t->data.owner, rec, ring_buffer_event_length(rbe));
+		rkp_eprobe_hit(t->data.owner, rec,
+			       max(ring_buffer_event_length(rbe), t->data.fixed_end));
 }
 
 static int rkp_ep_init(struct rkp_ep_trigger *t)
@@ -202,9 +211,15 @@ void *rkp_ep_find(const char *system, const char *event)
 	if (IS_ERR_OR_NULL(file))
 		return NULL;
 	call = file->event_call;
+	/*
+	 * Nor a user event (user_events, user_events_multi): the reference
+	 * above pins nothing of one (no module, not TRACE_EVENT_FL_DYNAMIC),
+	 * and it can go while the probe exists.
+	 */
 	if ((call->flags & (TRACE_EVENT_FL_IGNORE_ENABLE | TRACE_EVENT_FL_KPROBE |
 			    TRACE_EVENT_FL_UPROBE | TRACE_EVENT_FL_EPROBE)) ||
-	    rkp_tev_is_ours(call)) {
+	    rkp_tev_is_ours(call) ||
+	    (call->class->system && !strncmp(call->class->system, "user_events", 11))) {
 		trace_put_event_file(file);
 		return NULL;
 	}
@@ -252,6 +267,17 @@ int rkp_ep_field(void *file, const char *name, struct rkp_ep_field_info *info)
 		return 0;
 	}
 	return -ENOENT;
+}
+
+/* The end of @call's last field: the least length of its records. */
+static unsigned int rkp_ep_fixed_end(struct trace_event_call *call)
+{
+	const struct rkp_ep_kfield *field;
+	unsigned int end = 0;
+
+	list_for_each_entry(field, trace_get_fields(call), link)
+		end = max_t(unsigned int, end, field->offset + field->size);
+	return end;
 }
 
 /*
@@ -308,6 +334,7 @@ void *rkp_ep_attach(void *file, void *owner, const char *filter)
 	INIT_LIST_HEAD(&t->named_list);
 	t->data.file = f;
 	t->data.owner = owner;
+	t->data.fixed_end = rkp_ep_fixed_end(f->event_call);
 	t->private_data = &t->data;
 	list_add_tail_rcu(&t->list, &f->triggers);
 	rkp_kc_trace_event_trigger_enable_disable(f, 1);

@@ -46,11 +46,22 @@ void *rkp_tp_find(const char *name)
 /*
  * The tracepoint @name of the module @mod, or NULL. The caller holds a
  * reference on @mod. Process context.
+ *
+ * None of a module the tracepoint code leaves out (a taint other than
+ * out-of-tree, staging, unsigned, test or livepatch: its
+ * trace_module_has_bad_taint(), not exported): such a module's
+ * tracepoints are never registered, and its going is never told on the
+ * tracepoint module chain, which rkprobes' t probes on it rely on.
  */
 void *rkp_tp_find_in_module(struct module *mod, const char *name)
 {
 #ifdef CONFIG_TRACEPOINTS
 	unsigned int i;
+
+	if (mod->taints & ~((1 << TAINT_OOT_MODULE) | (1 << TAINT_CRAP) |
+			    (1 << TAINT_UNSIGNED_MODULE) | (1 << TAINT_TEST) |
+			    (1 << TAINT_LIVEPATCH)))
+		return NULL;
 
 	for (i = 0; i < mod->num_tracepoints; i++) {
 		struct tracepoint *tp = tracepoint_ptr_deref(&mod->tracepoints_ptrs[i]);

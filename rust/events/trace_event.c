@@ -670,7 +670,8 @@ static __always_inline void *rkp_tev_reserve_link(const struct rkp_tev *tev,
 	head = trace_event_buffer_reserve(fb, link->file, size);
 	if (!head)
 		return NULL;
-	fb->regs = regs;
+	/* An event probe's record has no registers (options/stacktrace). */
+	fb->regs = tev->kind == RKP_TEV_EPROBE ? NULL : regs;
 	rkp_tev_fill_head(tev, head, a0, a1);
 	return head;
 }
