@@ -281,22 +281,39 @@ static unsigned int rkp_ep_fixed_end(struct trace_event_call *call)
 }
 
 /*
- * Whether @filter parses as a filter of @file's event's records
- * (create_event_filter(), which logs its error in the top instance's
- * error_log): 0 or an errno. Process context.
+ * Makes @filter a filter of @f's event's records in *@ef
+ * (create_event_filter(); with @log, its error is logged in the top
+ * instance's error_log): 0, or an errno and nothing made. Process context.
  */
-int rkp_ep_filter_check(void *file, const char *filter)
+static int rkp_ep_new_filter(struct trace_event_file *f, const char *filter, int log,
+			     struct event_filter **ef)
 {
-	struct trace_event_file *f = file;
-	struct event_filter *dummy = NULL;
 	char *copy = kstrdup(filter, GFP_KERNEL);
 	int ret;
 
+	*ef = NULL;
 	if (!copy)
 		return -ENOMEM;
-	ret = rkp_kc_create_event_filter(f->tr, f->event_call, copy, 1, &dummy);
-	rkp_kc_free_event_filter(dummy);
+	ret = rkp_kc_create_event_filter(f->tr, f->event_call, copy, log, ef);
 	kfree(copy);
+	if (ret) {
+		rkp_kc_free_event_filter(*ef);
+		*ef = NULL;
+	}
+	return ret;
+}
+
+/*
+ * Whether @filter parses as a filter of @file's event's records (its
+ * error logged as the tracing core logs filter errors): 0 or an errno.
+ * Process context.
+ */
+int rkp_ep_filter_check(void *file, const char *filter)
+{
+	struct event_filter *ef;
+	int ret = rkp_ep_new_filter(file, filter, 1, &ef);
+
+	rkp_kc_free_event_filter(ef);
 	return ret;
 }
 
@@ -315,13 +332,9 @@ void *rkp_ep_attach(void *file, void *owner, const char *filter)
 	if (!t)
 		return ERR_PTR(-ENOMEM);
 	if (filter) {
-		char *copy = kstrdup(filter, GFP_KERNEL);
-		int ret = copy ? rkp_kc_create_event_filter(f->tr, f->event_call, copy,
-							     0, &ef) : -ENOMEM;
+		int ret = rkp_ep_new_filter(f, filter, 0, &ef);
 
-		kfree(copy);
 		if (ret) {
-			rkp_kc_free_event_filter(ef);
 			kfree(t);
 			return ERR_PTR(ret);
 		}

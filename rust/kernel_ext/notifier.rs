@@ -153,6 +153,21 @@ pub(crate) enum ModuleState {
     Going,
 }
 
+impl ModuleState {
+    /// The state a module notification's `val` names; `None` for others.
+    fn of(val: c_ulong) -> Option<ModuleState> {
+        if val == ffi::module_state_MODULE_STATE_COMING as c_ulong {
+            Some(ModuleState::Coming)
+        } else if val == ffi::module_state_MODULE_STATE_LIVE as c_ulong {
+            Some(ModuleState::Live)
+        } else if val == ffi::module_state_MODULE_STATE_GOING as c_ulong {
+            Some(ModuleState::Going)
+        } else {
+            None
+        }
+    }
+}
+
 /// A module notification.
 pub(crate) struct ModuleEvent<'a> {
     /// The new state.
@@ -175,15 +190,7 @@ impl Chain for ModuleChain {
     }
 
     unsafe fn event<'a>(val: c_ulong, data: *mut c_void) -> Option<ModuleEvent<'a>> {
-        let state = if val == ffi::module_state_MODULE_STATE_COMING as c_ulong {
-            ModuleState::Coming
-        } else if val == ffi::module_state_MODULE_STATE_LIVE as c_ulong {
-            ModuleState::Live
-        } else if val == ffi::module_state_MODULE_STATE_GOING as c_ulong {
-            ModuleState::Going
-        } else {
-            return None;
-        };
+        let state = ModuleState::of(val)?;
         if data.is_null() {
             return None;
         }
@@ -217,13 +224,8 @@ impl Chain for TracepointModuleChain {
     }
 
     unsafe fn event<'a>(val: c_ulong, data: *mut c_void) -> Option<ModuleEvent<'a>> {
-        let state = if val == ffi::module_state_MODULE_STATE_COMING as c_ulong {
-            ModuleState::Coming
-        } else if val == ffi::module_state_MODULE_STATE_GOING as c_ulong {
-            ModuleState::Going
-        } else {
-            return None;
-        };
+        // This chain tells only of coming and going.
+        let state = ModuleState::of(val)?;
         // SAFETY: this chain passes a `struct tp_module`, live during the
         // notification (the caller's contract).
         let tp_mod = unsafe { data.cast::<ffi::TpModule>().as_ref() }?;

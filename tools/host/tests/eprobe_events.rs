@@ -979,12 +979,10 @@ fn event_field_reads_each_kind_and_size() {
     assert_eq!(event_field(&field("u4"), &short), 0xffff_ffff);
 }
 
-/// Runs `cmd`'s programs against the record of `hit` and prints what the
-/// event probe's record holds.
-fn run(env: &Env<'_>, cmd: &str, hit: &Hit) -> String {
-    let d = def(env, cmd);
-    let programs: Vec<(Vec<I<u64>>, u32, bool)> = d
-        .args()
+/// Each fetcharg of `d`: its program (text resolved to 0), its field's
+/// offset and whether it is dynamic.
+fn programs(d: &ProbeDef<'_>) -> Vec<(Vec<I<u64>>, u32, bool)> {
+    d.args()
         .map(|a| {
             let a = a.unwrap();
             let code = a
@@ -998,15 +996,27 @@ fn run(env: &Env<'_>, cmd: &str, hit: &Hit) -> String {
                 .collect();
             (code, a.offset, a.ty.base.is_string())
         })
-        .collect();
-    let args: Vec<ArgLayout<'_>> = programs
+        .collect()
+}
+
+/// The argument layouts of [`programs`]' programs.
+fn layouts(programs: &[(Vec<I<u64>>, u32, bool)]) -> Vec<ArgLayout<'_>> {
+    programs
         .iter()
         .map(|(code, offset, dynamic)| ArgLayout {
             code,
             offset: *offset,
             dynamic: *dynamic,
         })
-        .collect();
+        .collect()
+}
+
+/// Runs `cmd`'s programs against the record of `hit` and prints what the
+/// event probe's record holds.
+fn run(env: &Env<'_>, cmd: &str, hit: &Hit) -> String {
+    let d = def(env, cmd);
+    let programs = programs(&d);
+    let args = layouts(&programs);
     let hdr = EPROBE_HEADER_SIZE;
     let fixed = d.size as usize;
     let dsize = data_size(&args, hit);
@@ -1091,34 +1101,12 @@ fn staged_hit_reads_the_record() {
         &env,
         "e:p/ev test.fields a=$dl:string c=$st:string n=$u4:u32 p=$ptr:ustring",
     );
-    let programs: Vec<(Vec<I<u64>>, u32, bool)> = d
-        .args()
-        .map(|a| {
-            let a = a.unwrap();
-            let code = a.program.insns().iter().map(|i| i.map(|_| 0)).collect();
-            (code, a.offset, a.ty.base.is_string())
-        })
-        .collect();
-    let args: Vec<ArgLayout<'_>> = programs
-        .iter()
-        .map(|(code, offset, dynamic)| ArgLayout {
-            code,
-            offset: *offset,
-            dynamic: *dynamic,
-        })
-        .collect();
+    let programs = programs(&d);
+    let args = layouts(&programs);
     let (hdr, fixed) = (EPROBE_HEADER_SIZE, d.size as usize);
-    let record = |e: &dyn Fn(&mut Vec<u8>) -> usize| {
-        let mut rec = Vec::new();
-        let dsize = e(&mut rec);
-        (dsize, rec)
-    };
-    let (plain_dsize, plain) = record(&|rec| {
-        let dsize = data_size(&args, &hit);
-        rec.resize(hdr + fixed + dsize, 0);
-        store_args(&args, &hit, rec, hdr, fixed, dsize);
-        dsize
-    });
+    let plain_dsize = data_size(&args, &hit);
+    let mut plain = vec![0u8; hdr + fixed + plain_dsize];
+    store_args(&args, &hit, &mut plain, hdr, fixed, plain_dsize);
     let mut scratch = vec![0u8; 4096];
     let staged = Staged::new(&hit, Some(&mut scratch));
     let dsize = data_size(&args, &staged);
