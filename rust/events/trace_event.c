@@ -89,6 +89,7 @@ struct rkp_tev {
 	struct list_head links;		/* RCU list of rkp_tev_link */
 	void *owner;			/* the Rust event */
 	int kind;			/* RKP_TEV_KPROBE, _KRETPROBE, _EPROBE */
+	unsigned int hdr;		/* RKP_TEV_HEAD_SIZE(kind) */
 	char *target;			/* an event probe's SYSTEM.EVENT */
 	int nfields;
 	struct rkp_field *fields;	/* strings owned by this struct */
@@ -148,7 +149,7 @@ static enum print_line_t rkp_tev_print(struct trace_iterator *iter, int flags,
 {
 	struct rkp_tev *tev = container_of(event, struct rkp_tev, call.event);
 	struct trace_seq *s = &iter->seq;
-	unsigned int hdr = RKP_TEV_HEAD_SIZE(tev->kind);
+	unsigned int hdr = tev->hdr;
 	const struct rkp_kretprobe_head *rh = (const void *)iter->ent;
 	const struct rkp_kprobe_head *kh = (const void *)iter->ent;
 
@@ -340,6 +341,7 @@ void *rkp_tev_create(struct mutex *event_mutex, struct list_head *ftrace_events,
 	tev->call.flags = TRACE_EVENT_FL_DYNAMIC | TRACE_EVENT_FL_TRACEPOINT;
 	tev->owner = owner;
 	tev->kind = kind;
+	tev->hdr = RKP_TEV_HEAD_SIZE(kind);
 
 	mutex_lock(event_mutex);
 	/* As trace_probe_register_event_call(): a name any event has is taken. */
@@ -639,15 +641,13 @@ const unsigned int rkp_tev_wants_bits[3] = { RKP_TEV_TRACE, RKP_TEV_PERF, RKP_TE
 static __always_inline void rkp_tev_fill_head(const struct rkp_tev *tev, void *head,
 					      unsigned long a0, unsigned long a1)
 {
-	if (tev->kind == RKP_TEV_EPROBE)
-		return;
-	if (tev->kind == RKP_TEV_KRETPROBE) {
+	if (tev->kind == RKP_TEV_KPROBE) {
+		((struct rkp_kprobe_head *)head)->ip = a0;
+	} else if (tev->kind == RKP_TEV_KRETPROBE) {
 		struct rkp_kretprobe_head *h = head;
 
 		h->func = a0;
 		h->ret_ip = a1;
-	} else {
-		((struct rkp_kprobe_head *)head)->ip = a0;
 	}
 }
 
@@ -670,8 +670,7 @@ static __always_inline void *rkp_tev_reserve_link(const struct rkp_tev *tev,
 	head = trace_event_buffer_reserve(fb, link->file, size);
 	if (!head)
 		return NULL;
-	/* An event probe's record has no registers (options/stacktrace). */
-	fb->regs = tev->kind == RKP_TEV_EPROBE ? NULL : regs;
+	fb->regs = regs;
 	rkp_tev_fill_head(tev, head, a0, a1);
 	return head;
 }
@@ -683,7 +682,7 @@ static __always_inline void *rkp_tev_reserve_link(const struct rkp_tev *tev,
 static __always_inline void *rkp_tev_reserve_from(struct rkp_tev *tev, struct rkp_tev_rec *rec,
 					  struct list_head *pos)
 {
-	unsigned int hdr = RKP_TEV_HEAD_SIZE(tev->kind);
+	unsigned int hdr = tev->hdr;
 
 	for (; pos != &tev->links; pos = READ_ONCE(pos->next)) {
 		struct rkp_tev_link *link = list_entry(pos, struct rkp_tev_link, list);
@@ -709,6 +708,9 @@ notrace void *rkp_tev_reserve(void *ev, struct rkp_tev_rec *rec)
 {
 	struct rkp_tev *tev = ev;
 
+	/* An event probe's record has no registers (options/stacktrace). */
+	if (tev->kind == RKP_TEV_EPROBE)
+		rec->regs = NULL;
 	return rkp_tev_reserve_from(tev, rec, READ_ONCE(tev->links.next));
 }
 
@@ -856,7 +858,7 @@ static __always_inline void rkp_tev_trace_plain(void *ev, struct pt_regs *regs, 
 	const struct rkp_tev_store *strs = mems + plain->nmems;
 	const struct rkp_tev_store *end = strs + plain->nstrs, *s;
 	unsigned int fixed = plain->fixed;
-	unsigned int hdr = RKP_TEV_HEAD_SIZE(tev->kind);
+	unsigned int hdr = tev->hdr;
 	/* Every member the commit reads is set by the reserve, and regs here. */
 	struct trace_event_buffer fb __attribute__((__uninitialized__));
 	unsigned long dsize = 0;
@@ -967,7 +969,7 @@ notrace void rkp_tev_perf(void *ev, struct rkp_tev_rec *rec, void *ctx)
 	struct rkp_tev *tev = ev;
 	struct trace_event_call *call = &tev->call;
 	struct hlist_head __percpu *events = READ_ONCE(call->perf_events);
-	unsigned int hdr = RKP_TEV_HEAD_SIZE(tev->kind);
+	unsigned int hdr = tev->hdr;
 	void *ent;
 	int rsize, rctx;
 
