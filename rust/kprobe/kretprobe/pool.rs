@@ -83,10 +83,11 @@ pub(super) struct Pool {
     /// The pool's links on `Kretprobes`' list, whose forward links readers
     /// follow.
     pub(super) links: Links<Pool>,
-    /// Taken by an unregistration batch: a second mention of the same
-    /// kretprobe in the batch is skipped. Set with `Kretprobes::pools`
-    /// held.
-    pub(super) retiring: AtomicBool,
+    /// How many registered kretprobes use the pool (more than one only if
+    /// `shared`); the pool is retired when the last of them goes. Changed
+    /// with `Kretprobes::pools` held; meaningless for a chain's `extra`
+    /// pools.
+    pub(super) members: AtomicUsize,
     pub(super) refs: AtomicUsize,
     /// Free list: low 32 bits the top instance's index plus one (0: empty),
     /// high 32 bits a generation tag.
@@ -145,7 +146,7 @@ impl Pool {
             Pool {
                 rp: AtomicPtr::new(rp.as_ptr()),
                 links: Links::new(),
-                retiring: AtomicBool::new(false),
+                members: AtomicUsize::new(1),
                 refs: AtomicUsize::new(1),
                 free: AtomicU64::new(0),
                 max,

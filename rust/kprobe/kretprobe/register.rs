@@ -397,6 +397,7 @@ impl Kretprobes {
             return Err(EINVAL);
         }
         give_pool(r, pool);
+        pool.members.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
 
@@ -418,6 +419,24 @@ impl Kretprobes {
         // A shared pool names the first of its kretprobes.
         let names_it = core::ptr::eq(owner, rp.as_ptr()) || (p.shared() && !owner.is_null());
         names_it.then_some(pool)
+    }
+
+    /// Takes `rp`, whose entry probe was registered with a pool and has
+    /// just been unregistered, off its pool: clears its `rkp_private` and
+    /// returns the pool if `rp` was its last kretprobe, to be retired. A
+    /// shared pool outlives its kretprobes but the last: the entries of the
+    /// others still take its instances. `None` for a kretprobe already
+    /// left. Writer, with the pools' mutex held.
+    fn leave(&self, pools: &Pools, rp: RetClient) -> Option<PoolRef> {
+        // INVARIANT: set by `register` to a listed pool, which is freed only
+        // after the last of its kretprobes has left it (`members`), with
+        // the mutex held.
+        let pool = PoolRef(NonNull::new(rp.private().cast::<Pool>())?);
+        rp.set_private(core::ptr::null_mut());
+        let members = &pool.get(pools).members;
+        let left = members.load(Ordering::Relaxed).saturating_sub(1);
+        members.store(left, Ordering::Relaxed);
+        (left == 0).then_some(pool)
     }
 
     /// Unregisters `rps`. Instances still out keep their pool alive as a
@@ -449,24 +468,22 @@ impl Kretprobes {
             return;
         };
         for rp in rps {
-            let Some(pool) = self.registered_pool(&pools, core, rp) else {
-                continue;
-            };
-            // Cannot fail: capacity reserved.
-            let _ = kps.push(rp.entry(), GFP_KERNEL);
-            let _ = rks.push(rp, GFP_KERNEL);
-            // A pool is retired once: a kretprobe named twice in the batch,
-            // or the other kretprobes of a shared pool, name it again.
-            if !pool.get(&pools).retiring.swap(true, Ordering::Relaxed) {
-                let _ = mine.push(pool, GFP_KERNEL);
+            if self.registered_pool(&pools, core, rp).is_some() {
+                // Cannot fail: capacity reserved.
+                let _ = kps.push(rp.entry(), GFP_KERNEL);
+                let _ = rks.push(rp, GFP_KERNEL);
             }
         }
         // No CPU is in the entry handler of these after this.
         core.unregister_many(&kps);
-        self.retire(&pools, &mine);
         for &rp in rks.iter() {
-            rp.set_private(core::ptr::null_mut());
+            // A kretprobe named twice in the batch is left once.
+            if let Some(pool) = self.leave(&pools, rp) {
+                // Cannot fail: capacity reserved.
+                let _ = mine.push(pool, GFP_KERNEL);
+            }
         }
+        self.retire(&pools, &mine);
         // With the pools their chains grew by, freed now if drained; without
         // memory for the list, by the reclaim work (`retire` asked for it).
         let n: usize = mine.iter().map(|p| p.get(&pools).chain().count()).sum();
@@ -480,8 +497,9 @@ impl Kretprobes {
             }
             mine = all;
         }
-        // SAFETY: `mine` names each pool once (`retiring` for the heads; a
-        // chain's pools are in no other chain), and is not used afterwards.
+        // SAFETY: `mine` names each pool once (`leave` returns a head once,
+        // when its last kretprobe leaves; a chain's pools are in no other
+        // chain), and is not used afterwards.
         unsafe { self.free_drained(&mut pools, &mine) };
     }
 
@@ -489,17 +507,13 @@ impl Kretprobes {
     /// the reclaim work. Process context.
     fn unregister_one(&self, core: &Core, rp: RetClient) {
         let pools = self.pools.lock();
-        let Some(pool) = self.registered_pool(&pools, core, rp) else {
+        if self.registered_pool(&pools, core, rp).is_none() {
             return;
-        };
+        }
         core.unregister_many(&[rp.entry()]);
-        // A shared pool is retired with the first of its kretprobes to go:
-        // the entries of the others, until they go, take instances that
-        // return without a handler.
-        if !pool.get(&pools).retiring.swap(true, Ordering::Relaxed) {
+        if let Some(pool) = self.leave(&pools, rp) {
             self.retire(&pools, &[pool]);
         }
-        rp.set_private(core::ptr::null_mut());
         reclaim::kick_later();
     }
 
