@@ -81,13 +81,6 @@ impl Probe {
             self.ep_detach();
             return Ok(());
         }
-        if self.nr_sites() == 1 {
-            return core.set_enabled(self.client(), on);
-        }
-        let mut kps = KVec::with_capacity(self.nr_sites(), GFP_KERNEL)?;
-        for c in self.clients() {
-            kps.push(c, GFP_KERNEL)?;
-        }
-        core.set_enabled_many(&kps, on)
+        core.set_enabled_each(self.clients(), on)
     }
 }

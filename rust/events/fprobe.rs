@@ -118,7 +118,7 @@ impl Events {
             // A pattern leaves out what rkprobes may not probe (its
             // blacklist, its own text); a name alone is refused at
             // registration.
-            if named && (filter.how() == FilterMatch::Full || !core.refuses(site)) {
+            if named && (filter.how() == FilterMatch::Full || !core.refuses(site)?) {
                 sites.push(site as u64, GFP_KERNEL)?;
             }
         }

@@ -99,11 +99,12 @@ impl Core {
     /// Whether rkprobes refuses any probe at `addr` whatever its kind: the
     /// blacklist (and its origin rule, below), or a site another text
     /// patcher owns. For callers that choose among many addresses (an `f`
-    /// event's pattern) what registration would refuse. Process context.
-    pub(crate) fn refuses(&self, addr: usize) -> bool {
-        self.blacklist.contains(addr)
-            || self.blacklisted_origin(addr).unwrap_or(true)
-            || self.sites.reserved(addr, addr)
+    /// event's pattern) what registration would refuse. Fails only without
+    /// memory for the symbol lookups. Process context.
+    pub(crate) fn refuses(&self, addr: usize) -> Result<bool> {
+        Ok(self.blacklist.contains(addr)
+            || self.blacklisted_origin(addr)?
+            || self.sites.reserved(addr, addr))
     }
 
     /// The second half of the kernel's `within_kprobe_blacklist()`: a

@@ -73,7 +73,7 @@ impl Core {
                 return Err(e);
             }
         }
-        if let Err(e) = self.arm_points(&mut reg, kps) {
+        if let Err(e) = self.arm_points(&mut reg, kps.iter().copied()) {
             // Disarms what was armed, as nothing was registered.
             self.unregister_locked(&mut reg, kps.iter().copied());
             return Err(e);
@@ -198,12 +198,12 @@ impl Core {
     }
 
     /// Arms every point of `kps` that should be and is not. Writer.
-    fn arm_points(&self, reg: &mut Registry, kps: &[Client]) -> Result {
+    fn arm_points(&self, reg: &mut Registry, kps: impl Iterator<Item = Client>) -> Result {
         if !reg.enabled {
             return Ok(());
         }
         let mut batch = Batch::new();
-        for &kp in kps {
+        for kp in kps {
             // SAFETY: a registered probe's `rkp_private` is its point, live
             // while the mutex is held.
             batch.add(unsafe { &*kp.private().cast::<Point>() });
@@ -442,15 +442,20 @@ impl Core {
     /// armed stays disabled, as the kernel's `enable_kprobe()` leaves it.
     /// Process context.
     pub(crate) fn set_enabled(&self, kp: Client, enable: bool) -> Result {
-        self.set_enabled_many(&[kp], enable)
+        self.set_enabled_each(core::iter::once(kp), enable)
     }
 
-    /// [`Core::set_enabled`] of every probe of `kps`, all or none: their
+    /// [`Core::set_enabled`] of every probe `kps` yields, all or none: their
     /// points armed or disarmed as one batch (one text synchronisation, one
-    /// ftrace filter change). Process context.
-    pub(crate) fn set_enabled_many(&self, kps: &[Client], enable: bool) -> Result {
+    /// ftrace filter change). Disarming allocates nothing and fails only
+    /// for a probe that is not registered. Process context.
+    pub(crate) fn set_enabled_each(
+        &self,
+        kps: impl Iterator<Item = Client> + Clone,
+        enable: bool,
+    ) -> Result {
         let mut reg = self.reg.lock();
-        for &kp in kps {
+        for kp in kps.clone() {
             if self.point_of(&reg, kp).is_none() || kp.flags() & flags::GONE != 0 {
                 return Err(EINVAL);
             }
@@ -460,23 +465,23 @@ impl Core {
         } else {
             (flags::DISABLED, 0)
         };
-        for &kp in kps {
+        for kp in kps.clone() {
             kp.update_flags(set, clear);
         }
         // A point is in one batch at a time: `arm_points` makes its own.
         let r = if enable {
-            self.arm_points(&mut reg, kps)
+            self.arm_points(&mut reg, kps.clone())
         } else {
             Ok(())
         };
         if r.is_err() {
-            for &kp in kps {
+            for kp in kps.clone() {
                 kp.update_flags(flags::DISABLED, 0);
             }
         }
         if !enable || r.is_err() {
             let mut batch = Batch::new();
-            for &kp in kps {
+            for kp in kps {
                 if let Some(p) = self.point_of(&reg, kp) {
                     batch.add(p);
                 }

@@ -15,9 +15,11 @@
 # Documentation/reliability.rst says what this covers and what not.
 
 KE=/sys/kernel/debug/rkprobes/kprobe_events
+DE=/sys/kernel/debug/rkprobes/dynamic_events
 LIST=/sys/kernel/debug/rkprobes/list
 T=/sys/kernel/tracing
 EV=$T/events/rkprobes
+FEV=$T/events/rkfprobes/rkp_fn_fret
 DBG=/sys/kernel/debug
 [ -e $T/trace ] || mount -t tracefs nodev $T
 # A bound on N, so that an operation that never completes uninjected fails
@@ -133,7 +135,7 @@ state() {
 	echo "debugfs:" $DBG/rkprobes/*
 	# busybox awk stops at a file that does not exist.
 	set --
-	for f in /proc/modules $LIST $KE $EV/*/enable; do
+	for f in /proc/modules $LIST $KE $DE $EV/*/enable $FEV/enable; do
 		[ -e "$f" ] && set -- "$@" "$f"
 	done
 	[ $# -gt 0 ] || return 0
@@ -345,6 +347,28 @@ for ev in entry site ret; do
 	sweep "$ev: remove" op_remove_$ev undo_remove_$ev 0
 	expect_fail "$ev: removed" grep -q "rkp_fn_$ev " $KE
 done
+# An f return event on a glob: its kretprobes share one pool, which each
+# leaves when the event is removed and the last retires, also when the
+# removal cannot allocate its batch and unregisters them one at a time.
+DEF_FRET="f:rkp_fn_fret vfs_read*%return"
+op_def_fret() { wr "$1" $DE "$DEF_FRET"; }
+undo_def_fret() { echo '-:rkp_fn_fret' >> $DE; }
+op_enable_fret() { wr "$1" $FEV/enable 1; }
+undo_enable_fret() { echo 0 > $FEV/enable; }
+op_disable_fret() { wr "$1" $FEV/enable 0; }
+undo_disable_fret() { echo 1 > $FEV/enable; }
+op_remove_fret() { wr "$1" $DE '-:rkp_fn_fret'; }
+undo_remove_fret() { echo "$DEF_FRET" >> $DE; }
+sweep "dynamic_events: add '$DEF_FRET'" op_def_fret undo_def_fret 0
+expect_eq "fret: a probe on each vfs_read* function" \
+	"$(awk '$1 ~ /^vfs_read/ { print $1 }' $T/available_filter_functions | sort -u | wc -l)" \
+	"$(grep -c ' r  vfs_read' $LIST)"
+sweep "fret: enable" op_enable_fret undo_enable_fret 1
+sweep "fret: disable" op_disable_fret undo_disable_fret 0
+sweep "fret: remove" op_remove_fret undo_remove_fret 0
+expect_fail "fret: removed" grep -q "rkp_fn_fret " $DE
+expect_eq "fret: no probe left" 0 "$(grep -c ' r  vfs_read' $LIST)"
+
 check "the bystander is intact" sh -c "grep -q '^p:rkprobes/rkp_fn_by vfs_write' $KE && test -d $EV/rkp_fn_by"
 check "remove the bystander" sh -c "echo '-:rkp_fn_by' >> $KE"
 
