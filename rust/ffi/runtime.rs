@@ -474,14 +474,14 @@ impl Runtime {
     }
 
     /// `wait_for_kprobe_optimizer()`, when the kernel has optprobes.
-    ///
-    /// # Safety
-    ///
-    /// Process context; may sleep; takes the kernel's `kprobe_mutex` and
-    /// `text_mutex`, so the caller holds neither.
-    pub(crate) unsafe fn wait_for_kprobe_optimizer(&self) {
+    /// Process context, may sleep: it takes the kernel's `kprobe_mutex` and
+    /// `text_mutex`, so the caller must hold neither (a deadlock, not a
+    /// memory error, if it does; rkprobes never takes them itself).
+    pub(crate) fn wait_for_kprobe_optimizer(&self) {
         if self.wait_for_kprobe_optimizer {
-            // SAFETY: the caller's contract.
+            // SAFETY: found at load as the kernel's function of that name,
+            // which takes no arguments and sleeps only in process context,
+            // where every caller of this method runs (its documentation).
             unsafe { kc::rkp_kc_wait_for_kprobe_optimizer() };
         }
     }

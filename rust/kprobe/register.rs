@@ -60,9 +60,9 @@ impl Core {
         // The kernel's own optimizer restores the text of a removed optprobe
         // asynchronously: until it has, the bytes rkprobes would copy are the
         // kernel's jump into a detour buffer that is about to be freed.
-        // SAFETY: process context; it takes only the kernel's kprobe and
-        // text mutexes, never one of rkprobes'.
-        unsafe { self.rt.wait_for_kprobe_optimizer() };
+        // Process context; it takes only the kernel's kprobe and text
+        // mutexes, never one of rkprobes'.
+        self.rt.wait_for_kprobe_optimizer();
         let mut reg = self.reg.lock();
         for (i, &kp) in kps.iter().enumerate() {
             if let Err(e) = self.register_one(&mut reg, kp) {
@@ -291,9 +291,9 @@ impl Core {
             if on {
                 // The kernel's optimizer restores the text of a removed
                 // optprobe asynchronously (see `register_many`).
-                // SAFETY: process context; it takes the kernel's kprobe and
-                // text mutexes, never while calling into rkprobes.
-                unsafe { self.rt.wait_for_kprobe_optimizer() };
+                // Process context; it takes the kernel's kprobe and text
+                // mutexes, never while calling into rkprobes.
+                self.rt.wait_for_kprobe_optimizer();
             }
             let guard = TextGuard::lock(&self.rt);
             for p in todo(false) {
