@@ -45,6 +45,7 @@
 //! is taken before the core's `Core::reg`, never under it or under
 //! `event_mutex`.
 
+mod gc;
 mod pool;
 mod register;
 mod stubs;

@@ -45,8 +45,8 @@
 //!                             the tracing core holds it (and, when removing
 //!                             a trace instance, trace_types_lock under it)
 //!                             when it calls rkp_event_set_enabled().
-//!  3. Kretprobes::pools       kretprobe/register.rs: register, unregister,
-//!                             gc (also the reclaim work), drain.
+//!  3. Kretprobes::pools       kretprobe/register.rs: register, unregister;
+//!                             kretprobe/gc.rs: gc (the reclaim work), drain.
 //!  4. Core::reg               register.rs, gone.rs, debugfs.rs, drop, and
 //!                             the optimizer's work (optimize.rs).
 //!  5. Under Core::reg, each alone: no two of these are ever held together.

@@ -1,20 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Registering and unregistering kretprobes, and reclaiming their pools.
+//! Registering and unregistering kretprobes, and the pools' memory.
 //!
 //! Registration gives each kretprobe a pool, links the pools on the list
 //! whose stubs the lookups know, and registers the entry probes;
 //! unregistration unregisters the entry probes and retires the pools, which
 //! are freed at once when no frame is out, and otherwise live on as zombies
 //! until their frames return. Both cost O(1) per kretprobe: nothing walks
-//! every pool on their way. The reclaim work ([`Kretprobes::gc`]), which
-//! does, gives back the instances of dead tasks and frees drained zombies;
-//! [`Kretprobes::drain`] waits for the last of them at unload.
+//! every pool on their way; the reclaim work (`gc.rs`), which does, frees
+//! drained zombies.
 //!
 //! Context: process context, may sleep. Everything here holds
 //! `Kretprobes::pools`, which is taken before `Core::reg` (the lock table in
-//! `rust/kprobe/mod.rs`), except `drain`'s waiting: the reclaim work that it
-//! flushes takes `pools` itself.
+//! `rust/kprobe/mod.rs`).
 
 use super::{
     is_kretprobe,
@@ -24,18 +22,13 @@ use super::{
 use crate::{
     abi::{RkpKretprobe, KRETPROBE_MAXACTIVE_MAX, KRETPROBE_MAX_DATA_SIZE},
     ffi::runtime::Runtime,
-    kernel_ext::{
-        cpu, module,
-        sync::{synchronize_rcu, synchronize_rcu_tasks},
-        task,
-        work::reclaim,
-    },
+    kernel_ext::{cpu, module, sync::synchronize_rcu, work::reclaim},
     kprobe::{
         client::{Client, RetClient},
         Core,
     },
 };
-use core::{pin::Pin, ptr::NonNull, sync::atomic::Ordering};
+use core::{ptr::NonNull, sync::atomic::Ordering};
 use kernel::{ffi::c_int, prelude::*};
 
 /// A pool that registration gave to the pools' list, as the writers hold
@@ -48,7 +41,7 @@ use kernel::{ffi::c_int, prelude::*};
 /// until [`PoolRef::free`] is called on a copy of the handle; that happens
 /// only with the pools' mutex held, after which no copy is used.
 #[derive(Clone, Copy)]
-struct PoolRef(NonNull<Pool>);
+pub(super) struct PoolRef(NonNull<Pool>);
 
 impl PoolRef {
     /// The handle of `pool`, which the list is to own.
@@ -57,9 +50,14 @@ impl PoolRef {
         PoolRef(NonNull::from(KBox::leak(pool)))
     }
 
+    /// The pool's address, for messages.
+    pub(super) fn as_ptr(self) -> *const Pool {
+        self.0.as_ptr()
+    }
+
     /// The pool, for as long as the caller holds the pools' mutex (`Pools`
     /// is the data the mutex owns).
-    fn get<'a>(self, _pools: &'a Pools) -> &'a Pool {
+    pub(super) fn get<'a>(self, _pools: &'a Pools) -> &'a Pool {
         // SAFETY: the pool lives until `free`, which runs only with the
         // mutex held: not while `'a` holds it (the type invariant).
         unsafe { self.0.as_ref() }
@@ -114,7 +112,7 @@ impl Kretprobes {
 
     /// The listed pools, for a writer (`_pools` is the mutex's guard): the
     /// list does not change while it is borrowed.
-    fn listed<'a>(&'a self, _pools: &'a Pools) -> impl Iterator<Item = PoolRef> + 'a {
+    pub(super) fn listed<'a>(&'a self, _pools: &'a Pools) -> impl Iterator<Item = PoolRef> + 'a {
         // SAFETY: the caller is the writer.
         let listed = unsafe { self.head.iter() };
         // INVARIANT: only `link` lists pools, `PoolRef`s' pools, and they
@@ -210,7 +208,7 @@ impl Kretprobes {
     ///
     /// `retired` names each pool once, and the caller uses none of its
     /// handles, or copies of them, after the call.
-    unsafe fn free_drained(&self, pools: &mut Pools, retired: &[PoolRef]) {
+    pub(super) unsafe fn free_drained(&self, pools: &mut Pools, retired: &[PoolRef]) {
         let drained = |p: &Pool| {
             p.rp.load(Ordering::Acquire).is_null() && p.refs.load(Ordering::Acquire) == 0
         };
@@ -255,7 +253,7 @@ impl Kretprobes {
     /// handler sees the client's structure, and each pool is freed once its
     /// last frame has returned (the chain's others by the reclaim work).
     /// Writer, with the pools' mutex held.
-    fn retire(&self, pools: &Pools, retired: &[PoolRef]) {
+    pub(super) fn retire(&self, pools: &Pools, retired: &[PoolRef]) {
         if retired.is_empty() {
             // Nothing to wait for.
             return;
@@ -288,7 +286,7 @@ impl Kretprobes {
     /// for the work again after new tasks have used half of the smallest
     /// room; stops watching forks when no chain grows. Writer, with the
     /// pools' mutex held; may sleep.
-    fn keep_up(&self, pools: &mut Pools, rt: &Runtime) {
+    pub(super) fn keep_up(&self, pools: &mut Pools, rt: &Runtime) {
         let mut heads: KVec<PoolRef> = KVec::new();
         for p in self.listed(pools) {
             let pool = p.get(pools);
@@ -322,7 +320,7 @@ impl Kretprobes {
     /// Adds a pool of `n` instances to the chain that `head` starts, up to
     /// [`GROW_MAX`] instances in all. Writer, with the pools' mutex held;
     /// may sleep.
-    fn grow(&self, pools: &mut Pools, head: PoolRef, rt: &Runtime, n: usize) {
+    pub(super) fn grow(&self, pools: &mut Pools, head: PoolRef, rt: &Runtime, n: usize) {
         let h = head.get(pools);
         let rp = h.rp.load(Ordering::Acquire);
         // SAFETY: `rp` is cleared, under the mutex held here, before its
@@ -515,98 +513,5 @@ impl Kretprobes {
             self.retire(&pools, &[pool]);
         }
         reclaim::kick_later();
-    }
-
-    /// The reclaim work: gives back the instances of dead tasks and frees
-    /// drained zombie pools; returns how many zombies are left. It walks
-    /// every pool, off the registration paths. Process context, may sleep.
-    pub(crate) fn gc(&self, rt: &Runtime) -> usize {
-        let mut pools = self.pools.lock();
-        let mut wanting: KVec<PoolRef> = KVec::new();
-        for p in self.listed(&pools) {
-            if p.get(&pools).wants_more.load(Ordering::Relaxed)
-                && wanting.push(p, GFP_KERNEL).is_err()
-            {
-                break;
-            }
-        }
-        for p in wanting {
-            // As large as the chain so far.
-            let total: usize = p.get(&pools).chain().map(|q| q.max).sum();
-            self.grow(&mut pools, p, rt, total);
-            // Cleared after the pool is linked: an entry that finds the
-            // new last pool half taken asks again.
-            p.get(&pools).wants_more.store(false, Ordering::Relaxed);
-        }
-        for p in self.listed(&pools) {
-            p.get(&pools).reclaim_dead();
-        }
-        let zombie = |p: &Pool| p.rp.load(Ordering::Acquire).is_null();
-        let mut zombies: KVec<PoolRef> = KVec::new();
-        for p in self.listed(&pools) {
-            if zombie(p.get(&pools)) && zombies.push(p, GFP_KERNEL).is_err() {
-                // The rest on a later pass.
-                break;
-            }
-        }
-        self.keep_up(&mut pools, rt);
-        // Those with frames still out stay, and ask for another pass.
-        // SAFETY: `zombies` holds listed pools, once each, and is not used
-        // afterwards; the walk below no longer yields the freed ones.
-        unsafe { self.free_drained(&mut pools, &zombies) };
-        self.listed(&pools)
-            .filter(|&p| zombie(p.get(&pools)))
-            .count()
-    }
-
-    /// Waits until no frame can return into a stub any more and frees every
-    /// pool. Called at unload, after every kretprobe was unregistered.
-    /// Process context, may sleep.
-    pub(crate) fn drain(&self, rt: &Runtime) {
-        {
-            // Pools still registered lost their entry probe with the rest of
-            // the probes: unregister them as `unregister` would.
-            let pools = self.pools.lock();
-            let mut left: KVec<PoolRef> = KVec::new();
-            for p in self.listed(&pools) {
-                let pool = p.get(&pools);
-                if !pool.rp.load(Ordering::Acquire).is_null()
-                    && !pool.extra
-                    && left.push(p, GFP_KERNEL).is_err()
-                {
-                    // Retire what fits now.
-                    break;
-                }
-            }
-            if !left.is_empty() {
-                pr_warn!("{} kretprobes still registered at unload\n", left.len());
-                self.retire(&pools, &left);
-            }
-        }
-        let mut waited = 0u32;
-        while self.gc(rt) > 0 {
-            if waited % 100 == 0 {
-                pr_info!("waiting for kretprobe frames to return\n");
-            }
-            waited = waited.wrapping_add(1);
-            task::msleep(100);
-        }
-        // Nothing queues reclaim work any more.
-        reclaim::sync();
-        // A task that returned through the trampoline may still be in its
-        // last instructions, in rkprobes' text, possibly preempted there.
-        synchronize_rcu_tasks(rt);
-        synchronize_rcu();
-    }
-}
-
-#[pinned_drop]
-impl PinnedDrop for Kretprobes {
-    fn drop(self: Pin<&mut Self>) {
-        let pools = self.pools.lock();
-        for p in self.listed(&pools) {
-            // Cannot happen after `drain`; leaking beats freeing live stubs.
-            pr_err!("kretprobe pool {:p} left at unload\n", p.0);
-        }
     }
 }

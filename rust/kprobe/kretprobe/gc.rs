@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The kretprobe pools' reclaim work and unload: giving back the instances
+//! of dead tasks, growing chains that asked for more, freeing drained
+//! zombie pools, and waiting for the last frames at unload.
+//!
+//! Context: process context, may sleep; everything here holds
+//! `Kretprobes::pools` but `drain`'s waiting (the lock table in
+//! `rust/kprobe/mod.rs`).
+
+use super::{pool::Pool, register::PoolRef, Kretprobes};
+use crate::{
+    ffi::runtime::Runtime,
+    kernel_ext::{
+        sync::{synchronize_rcu, synchronize_rcu_tasks},
+        task,
+        work::reclaim,
+    },
+};
+use core::{pin::Pin, sync::atomic::Ordering};
+use kernel::prelude::*;
+
+impl Kretprobes {
+    /// The reclaim work: gives back the instances of dead tasks and frees
+    /// drained zombie pools; returns how many zombies are left. It walks
+    /// every pool, off the registration paths. Process context, may sleep.
+    pub(crate) fn gc(&self, rt: &Runtime) -> usize {
+        let mut pools = self.pools.lock();
+        let mut wanting: KVec<PoolRef> = KVec::new();
+        for p in self.listed(&pools) {
+            if p.get(&pools).wants_more.load(Ordering::Relaxed)
+                && wanting.push(p, GFP_KERNEL).is_err()
+            {
+                break;
+            }
+        }
+        for p in wanting {
+            // As large as the chain so far.
+            let total: usize = p.get(&pools).chain().map(|q| q.max).sum();
+            self.grow(&mut pools, p, rt, total);
+            // Cleared after the pool is linked: an entry that finds the
+            // new last pool half taken asks again.
+            p.get(&pools).wants_more.store(false, Ordering::Relaxed);
+        }
+        for p in self.listed(&pools) {
+            p.get(&pools).reclaim_dead();
+        }
+        let zombie = |p: &Pool| p.rp.load(Ordering::Acquire).is_null();
+        let mut zombies: KVec<PoolRef> = KVec::new();
+        for p in self.listed(&pools) {
+            if zombie(p.get(&pools)) && zombies.push(p, GFP_KERNEL).is_err() {
+                // The rest on a later pass.
+                break;
+            }
+        }
+        self.keep_up(&mut pools, rt);
+        // Those with frames still out stay, and ask for another pass.
+        // SAFETY: `zombies` holds listed pools, once each, and is not used
+        // afterwards; the walk below no longer yields the freed ones.
+        unsafe { self.free_drained(&mut pools, &zombies) };
+        self.listed(&pools)
+            .filter(|&p| zombie(p.get(&pools)))
+            .count()
+    }
+
+    /// Waits until no frame can return into a stub any more and frees every
+    /// pool. Called at unload, after every kretprobe was unregistered.
+    /// Process context, may sleep.
+    pub(crate) fn drain(&self, rt: &Runtime) {
+        {
+            // Pools still registered lost their entry probe with the rest of
+            // the probes: unregister them as `unregister` would.
+            let pools = self.pools.lock();
+            let mut left: KVec<PoolRef> = KVec::new();
+            for p in self.listed(&pools) {
+                let pool = p.get(&pools);
+                if !pool.rp.load(Ordering::Acquire).is_null()
+                    && !pool.extra
+                    && left.push(p, GFP_KERNEL).is_err()
+                {
+                    // Retire what fits now.
+                    break;
+                }
+            }
+            if !left.is_empty() {
+                pr_warn!("{} kretprobes still registered at unload\n", left.len());
+                self.retire(&pools, &left);
+            }
+        }
+        let mut waited = 0u32;
+        while self.gc(rt) > 0 {
+            if waited % 100 == 0 {
+                pr_info!("waiting for kretprobe frames to return\n");
+            }
+            waited = waited.wrapping_add(1);
+            task::msleep(100);
+        }
+        // Nothing queues reclaim work any more.
+        reclaim::sync();
+        // A task that returned through the trampoline may still be in its
+        // last instructions, in rkprobes' text, possibly preempted there.
+        synchronize_rcu_tasks(rt);
+        synchronize_rcu();
+    }
+}
+
+#[pinned_drop]
+impl PinnedDrop for Kretprobes {
+    fn drop(self: Pin<&mut Self>) {
+        let pools = self.pools.lock();
+        for p in self.listed(&pools) {
+            // Cannot happen after `drain`; leaking beats freeing live stubs.
+            pr_err!("kretprobe pool {:p} left at unload\n", p.as_ptr());
+        }
+    }
+}
