@@ -80,13 +80,40 @@ pub enum OptimizeRefusal {
         /// The instruction's address.
         addr: u64,
     },
-    /// Relocating a copied instruction failed.
+    /// Relocating a copied instruction failed; for a branch of a planned
+    /// region ([`FuncCode::plan_region`]), [`RelocError::BranchOutOfRange`]
+    /// when its target is out of `rel32` reach from the detour.
     Reloc {
         /// The instruction's address.
         addr: u64,
         /// Why.
         error: RelocError,
     },
+    /// A LOOP, LOOPcc or JrCXZ in a planned region: these exist only with
+    /// an 8-bit displacement, and rewriting one (DEC + JNZ) would change the
+    /// flags.
+    LoopInRegion {
+        /// The instruction's address.
+        addr: u64,
+    },
+    /// A relative JMP, Jcc or CALL in a planned region with a prefix (0x66
+    /// truncates the instruction pointer on some CPUs; REX, segment and
+    /// hint prefixes are not worth an encoding of their own).
+    PrefixedBranch {
+        /// The instruction's address.
+        addr: u64,
+    },
+    /// A relative JMP, Jcc or CALL in a planned region to a retpoline or
+    /// return thunk: those sites are rewritten at boot (`apply_retpolines()`,
+    /// `apply_returns()`), so the branch is an indirect branch or a return
+    /// in disguise.
+    ThunkTarget {
+        /// The instruction's address.
+        addr: u64,
+    },
+    /// The detour's jump back to the instruction after the region is out
+    /// of `rel32` reach.
+    JumpBackOutOfReach,
 }
 
 impl From<AnalyzeError> for OptimizeRefusal {
@@ -195,7 +222,7 @@ impl<'a> FuncCode<'a> {
     }
 
     /// Offset of `addr` from the start, if it is inside the function.
-    fn offset_of(&self, addr: u64) -> Option<usize> {
+    pub(super) fn offset_of(&self, addr: u64) -> Option<usize> {
         let off = usize::try_from(addr.checked_sub(self.start)?).ok()?;
         (off < self.code.len()).then_some(off)
     }
@@ -288,6 +315,25 @@ impl<'a> FuncCode<'a> {
         }
         let lo = paddr.wrapping_add(1);
         let hi = paddr.wrapping_add(JMP32_INSN_SIZE as u64 + 1);
+        self.walk_for_optimize(lo, hi, indirect, in_exception_table, is_thunk)
+    }
+
+    /// The whole-function walk of `can_optimize()`: refuses the first
+    /// instruction with an exception-table entry, an indirect jump (with
+    /// [`IndirectJumpCheck::Refuse`]), or a direct JMP/Jcc/LOOP/JrCXZ
+    /// whose target is in `[lo, hi)`.
+    pub(super) fn walk_for_optimize<E, T>(
+        &self,
+        lo: u64,
+        hi: u64,
+        indirect: IndirectJumpCheck,
+        in_exception_table: E,
+        is_thunk: T,
+    ) -> Result<(), OptimizeRefusal>
+    where
+        E: Fn(u64) -> bool,
+        T: Fn(u64) -> bool,
+    {
         for item in self.insns() {
             if let Ok((addr, _)) = item {
                 if in_exception_table(addr) {

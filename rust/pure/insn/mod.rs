@@ -12,7 +12,9 @@
 //! - [`relocate`]: copying an instruction to another address with its
 //!   RIP-relative displacement adjusted (`__copy_instruction()`);
 //! - [`analyze`]: walking a whole function for `can_probe()`,
-//!   `can_optimize()` and `copy_optimized_instructions()`.
+//!   `can_optimize()` and `copy_optimized_instructions()`;
+//! - [`region`]: an opt-in extension of the latter that also moves relative
+//!   branches into the detour, so that more probes can be jump-optimized.
 //!
 //! Everything runs in int3/NMI context in the module: only `core`, no
 //! allocation, no panics, bounded work, never a read beyond the given
@@ -24,6 +26,7 @@ pub mod analyze;
 pub mod classify;
 pub mod decode;
 pub mod inat;
+pub mod region;
 pub mod relocate;
 mod tables;
 
@@ -35,4 +38,5 @@ pub use classify::{
     Refusal, UdKind,
 };
 pub use decode::{DecodeError, Insn, InsnField, MAX_INSN_SIZE};
+pub use region::{RegionEnd, RegionPlan, MAX_PLAN_OUTPUT, MAX_REGION_LEN};
 pub use relocate::{copy_insn, new_rip_displacement, relocate_branch, Copied, RelocError};
