@@ -7,6 +7,8 @@
 
 #![allow(dead_code)]
 
+pub mod kernel_tables;
+
 use rkprobes_host::pure::insn::{inat, DecodeError, Insn, InsnField};
 use std::ffi::c_int;
 
