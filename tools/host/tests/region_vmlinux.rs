@@ -10,9 +10,10 @@
 //! kernel's rules (`can_optimize` and `copy_for_detour`) accept, it accepts
 //! with the same copy.
 //!
-//! Functions of more than `MAX_WALKED` instructions are planned at
-//! `MAX_WALKED` boundaries spread over them, because every plan walks the
-//! whole function: the work stays linear in the kernel's size.
+//! Functions of more instructions than `RKPROBES_REGION_WALKED` (64 by
+//! default, as `make check` runs it) are planned at that many boundaries
+//! spread over them, because every plan walks the whole function: the work
+//! stays linear in the kernel's size. A large value plans at every one.
 
 mod common;
 
@@ -23,7 +24,16 @@ use rkprobes_host::pure::insn::{
 };
 use std::collections::BTreeMap;
 
-const MAX_WALKED: usize = 400;
+/// Boundaries planned per function, unless `RKPROBES_REGION_WALKED` says.
+const WALKED: usize = 64;
+
+fn max_walked() -> usize {
+    std::env::var("RKPROBES_REGION_WALKED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(WALKED)
+        .max(1)
+}
 /// Where detours go: rkprobes' slots are in module space.
 const REAL: u64 = 0xffff_ffff_a000_0000;
 
@@ -123,7 +133,7 @@ fn plan_region_over_vmlinux() {
     for func in &funcs {
         let f = FuncCode::new(func.padded, func.addr);
         let starts: Vec<u64> = f.insns().map_while(|r| r.ok()).map(|(a, _)| a).collect();
-        let step = starts.len().div_ceil(MAX_WALKED).max(1);
+        let step = starts.len().div_ceil(max_walked()).max(1);
         for &paddr in starts.iter().step_by(step) {
             boundaries += 1;
             let mut out = [0u8; MAX_PLAN_OUTPUT];
