@@ -13,10 +13,24 @@
 //!   +0   the probe point (8 bytes, data)
 //!   +8   regs->ip as an int3 hit presents it: the probe address + 1
 //!   +16  call rkp_optprobe_trampoline      (e8 rel32)
-//!   +21  the instructions the jump replaced, relocated (5 to 19 bytes)
-//!        jmp back after them                (e9 rel32)
+//!   +21  the instructions the jump replaced, relocated, with their
+//!        relative branches moved (`FuncCode::plan_region`)
+//!        jmp back after them, unless they end with a jump or a call
 //!        int3 to the end of the slot
 //! ```
+//!
+//! The region is what the kernel's `copy_optimized_instructions()` copies
+//! (whole instructions covering the jump's 5 bytes), but where the kernel
+//! refuses relative branches, the detour holds them: a `Jcc` as `Jcc rel32`
+//! to its target, a `jmp` as `jmp rel32` ending the region, a final `call`
+//! as a push of the original return address and a `jmp` to the callee (so
+//! the callee returns into the function, as it would have). A branch into
+//! the bytes the jump overwrites is still refused, as are branches to the
+//! retpoline and return thunks, which the kernel rewrites at boot. A region
+//! that ends with a jump before its fifth byte takes those bytes too: no
+//! branch reaches them (the same function-wide check). The code must fit
+//! the slot: a region whose relocated code is longer than 27 bytes is not
+//! optimized.
 //!
 //! The trampoline (`optprobe_trampoline.S`, in rkprobes' text) saves the
 //! registers as an int3 hit's `pt_regs`, finds the header below the return
@@ -55,7 +69,6 @@ use detour_offsets::{DETOUR_CALL as ENTRY, DETOUR_COPY as COPY, DETOUR_IP, DETOU
 const CALL_LEN: usize = 5;
 const _: () = assert!(COPY == ENTRY + CALL_LEN && DETOUR_POINT + 8 <= DETOUR_IP);
 const _: () = assert!(DETOUR_IP + 8 <= ENTRY);
-const _: () = assert!(COPY + MAX_REGION + JMP32_INSN_SIZE <= SLOT_SIZE);
 
 /// The largest function the optimizer decodes whole (the kernel has no
 /// limit; this bounds the work of one optimizer pass per probe).
@@ -126,10 +139,12 @@ pub(crate) fn prepare_optimized(
     let mut code = KVec::from_elem(0u8, fsize, GFP_KERNEL).map_err(|_| OptRefusal::NotNow)?;
     read_resting(core, reg, func, &mut code).map_err(|_| OptRefusal::Never)?;
     let f = FuncCode::new(&code, func as u64);
-    f.can_optimize(addr as u64, INDIRECT, in_extable, |_| false)
-        .map_err(|_| OptRefusal::Never)?;
+    let mut names = SymbolBuf::new().map_err(|_| OptRefusal::NotNow)?;
+    let names = core::cell::RefCell::new(&mut names);
     let slot = core.slots().alloc().map_err(|_| OptRefusal::NotNow)?;
-    let image = detour_image(&f, point, slot.addr(), in_extable);
+    let image = detour_image(&f, point, slot.addr(), in_extable, |a| {
+        is_thunk(&mut names.borrow_mut(), a)
+    });
     let reserved = image
         .as_ref()
         .map_or(true, |&(_, size)| region_reserved(core, addr, size));
@@ -191,29 +206,53 @@ fn rel32(at: usize, to: usize) -> Option<[u8; 4]> {
         .map(i32::to_le_bytes)
 }
 
-/// The detour of `point` for the slot at `at`, and the size of its region.
+/// Whether `addr` is one of the kernel's retpoline or return thunks, which
+/// the kernel rewrites at boot and whose callers a region never moves: by
+/// name, as `objtool` and the kernel's `__x86_indirect_thunk_array` know
+/// them. A name that cannot be looked up counts as a thunk. Process
+/// context.
+fn is_thunk(buf: &mut SymbolBuf, addr: u64) -> bool {
+    const THUNKS: [&str; 6] = [
+        "__x86_indirect_",
+        "__x86_return_thunk",
+        "srso_",
+        "retbleed_",
+        "entry_untrain_ret",
+        "call_depth_return_thunk",
+    ];
+    buf.symbolise(addr as usize)
+        .map_or(true, |s| THUNKS.iter().any(|t| s.name.starts_with(t)))
+}
+
+/// The detour of `point` for the slot at `at`, and how many bytes at the
+/// probe it takes (`RegionPlan::taken`): the region's instructions,
+/// relocated by [`FuncCode::plan_region`] with their relative branches, and
+/// the jump back unless the region ends with a branch.
 fn detour_image(
     f: &FuncCode<'_>,
     point: &Point,
     at: usize,
     in_extable: impl Fn(u64) -> bool,
+    is_thunk: impl Fn(u64) -> bool,
 ) -> Result<([u8; SLOT_SIZE], usize), OptRefusal> {
     let addr = point.addr;
     let mut image = [INT3; SLOT_SIZE];
-    let never = |_| OptRefusal::Never;
-    let copy = image
-        .get_mut(COPY..COPY + MAX_REGION)
-        .ok_or(OptRefusal::Never)?;
-    let size = f
-        .copy_for_detour(addr as u64, (at + COPY) as u64, copy, in_extable)
-        .map_err(|e: OptimizeRefusal| never(e))?;
-    if size > MAX_REGION {
+    let copy = image.get_mut(COPY..).ok_or(OptRefusal::Never)?;
+    let plan = f
+        .plan_region(
+            addr as u64,
+            (at + COPY) as u64,
+            copy,
+            INDIRECT,
+            in_extable,
+            is_thunk,
+        )
+        .map_err(|_: OptimizeRefusal| OptRefusal::Never)?;
+    if plan.taken > MAX_REGION {
         return Err(OptRefusal::Never);
     }
     let trampoline = ffi::rkp_optprobe_trampoline as *const () as usize;
     let call = rel32(at + ENTRY, trampoline).ok_or(OptRefusal::Never)?;
-    let back_at = at + COPY + size;
-    let back = rel32(back_at, addr + size).ok_or(OptRefusal::Never)?;
     // The probe's jump must reach the detour too.
     rel32(addr, at + ENTRY).ok_or(OptRefusal::Never)?;
     let point_ptr = core::ptr::from_ref(point) as usize;
@@ -226,9 +265,7 @@ fn detour_image(
     put(DETOUR_IP, &(addr + 1).to_le_bytes());
     put(ENTRY, &[CALL32]);
     put(ENTRY + 1, &call);
-    put(back_at - at, &[JMP32]);
-    put(back_at - at + 1, &back);
-    Ok((image, size))
+    Ok((image, plan.taken))
 }
 
 /// Queues the jump into `point`'s detour over its int3 (the kernel's
