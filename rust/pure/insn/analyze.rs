@@ -114,6 +114,12 @@ pub enum OptimizeRefusal {
     /// The detour's jump back to the instruction after the region is out
     /// of `rel32` reach.
     JumpBackOutOfReach,
+    /// The first instruction of a region planned with a gap after it
+    /// ([`FuncCode::plan_region_gap`]) is a relative branch.
+    BranchBeforeGap {
+        /// The instruction's address.
+        addr: u64,
+    },
 }
 
 impl From<AnalyzeError> for OptimizeRefusal {

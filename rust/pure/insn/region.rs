@@ -106,6 +106,9 @@ pub struct RegionPlan {
     /// Bytes written to the output (at most [`MAX_PLAN_OUTPUT`]), the jump
     /// back included.
     pub emitted: usize,
+    /// Bytes of the first instruction's copy: where the gap of
+    /// [`FuncCode::plan_region_gap`] starts.
+    pub first_emitted: usize,
     /// How the detour code ends.
     pub end: RegionEnd,
 }
@@ -226,6 +229,30 @@ impl FuncCode<'_> {
         E: Fn(u64) -> bool,
         T: Fn(u64) -> bool,
     {
+        self.plan_region_gap(paddr, real, out, 0, indirect, in_exception_table, is_thunk)
+    }
+
+    /// [`FuncCode::plan_region`] with `gap` bytes left after the copy of the
+    /// first instruction (filled with int3, at [`RegionPlan::first_emitted`]),
+    /// for the caller's own code between that instruction and the rest: the
+    /// rest is relocated for where it lands after the gap. With a gap the
+    /// first instruction must be no relative branch, which would leave the
+    /// region before the gap ([`OptimizeRefusal::BranchBeforeGap`]).
+    #[allow(clippy::too_many_arguments)]
+    pub fn plan_region_gap<E, T>(
+        &self,
+        paddr: u64,
+        real: u64,
+        out: &mut [u8],
+        gap: usize,
+        indirect: IndirectJumpCheck,
+        in_exception_table: E,
+        is_thunk: T,
+    ) -> Result<RegionPlan, OptimizeRefusal>
+    where
+        E: Fn(u64) -> bool,
+        T: Fn(u64) -> bool,
+    {
         let off = self.offset_of(paddr).ok_or(AnalyzeError::OutsideFunction)?;
         if self.size().saturating_sub(off) < JMP32_INSN_SIZE {
             return Err(OptimizeRefusal::TooSmall);
@@ -241,7 +268,17 @@ impl FuncCode<'_> {
         };
         let mut len: usize = 0;
         let mut end = RegionEnd::JumpBack;
+        let mut first_emitted = None;
         while len < JMP32_INSN_SIZE {
+            if len > 0 && first_emitted.is_none() {
+                first_emitted = Some(emit.len);
+                for _ in 0..gap {
+                    emit.put(&[&[0xcc]]).map_err(|()| OptimizeRefusal::Reloc {
+                        addr: paddr,
+                        error: RelocError::BufferTooSmall,
+                    })?;
+                }
+            }
             let addr = paddr.wrapping_add(len as u64);
             let insn = self.insn_at(addr)?;
             let too_small = |()| OptimizeRefusal::Reloc {
@@ -263,6 +300,9 @@ impl FuncCode<'_> {
             {
                 if !is_plain_branch(&insn) {
                     return Err(OptimizeRefusal::PrefixedBranch { addr });
+                }
+                if gap > 0 && len == insn.length() {
+                    return Err(OptimizeRefusal::BranchBeforeGap { addr });
                 }
                 // The function walk has seen this branch already when
                 // `paddr` is one of its instruction boundaries, as callers
@@ -312,6 +352,21 @@ impl FuncCode<'_> {
                 }
             }
         }
+        // A region of one instruction has its gap after it, before the jump
+        // back.
+        let first_emitted = match first_emitted {
+            Some(n) => n,
+            None => {
+                let n = emit.len;
+                for _ in 0..gap {
+                    emit.put(&[&[0xcc]]).map_err(|()| OptimizeRefusal::Reloc {
+                        addr: paddr,
+                        error: RelocError::BufferTooSmall,
+                    })?;
+                }
+                n
+            }
+        };
         if end == RegionEnd::JumpBack {
             let back = paddr.wrapping_add(len as u64);
             emit.branch32(&[0xe9], back)
@@ -332,6 +387,7 @@ impl FuncCode<'_> {
             region_len: len,
             taken: len.max(JMP32_INSN_SIZE),
             emitted: code.len(),
+            first_emitted,
             end,
         })
     }

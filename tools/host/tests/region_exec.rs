@@ -528,6 +528,7 @@ fn detour_runs_like_the_original() {
     let mut master = Rng(seed);
     let mut refused: BTreeMap<String, u64> = BTreeMap::new();
     let mut accepted = 0u64;
+    let mut gaps = 0u64;
     let mut forms: BTreeMap<&str, u64> = BTreeMap::new();
     let mut ends: BTreeMap<&str, u64> = BTreeMap::new();
     let mut landed: BTreeMap<&str, u64> = BTreeMap::new();
@@ -560,10 +561,14 @@ fn detour_runs_like_the_original() {
         let real = base + detour as u64;
         let f = FuncCode::new(&code, paddr);
         let mut out = [0u8; MAX_PLAN_OUTPUT];
-        let plan = f.plan_region(
+        // Half the cases leave a 5-byte gap after the first instruction, as
+        // the module does for a post-handler's call; it runs as a NOP here.
+        let gap = if rng.below(2) == 0 { 0 } else { 5 };
+        let plan = f.plan_region_gap(
             paddr,
             real,
             &mut out,
+            gap,
             IndirectJumpCheck::Refuse,
             |_| false,
             |_| false,
@@ -622,6 +627,15 @@ fn detour_runs_like_the_original() {
             })
             .or_default() += 1;
         m[detour..detour + plan.emitted].copy_from_slice(&out[..plan.emitted]);
+        if gap > 0 {
+            gaps += 1;
+            let at = detour + plan.first_emitted;
+            assert!(
+                m[at..at + gap].iter().all(|&b| b == 0xcc),
+                "case seed {case_seed:#x}: the gap is not int3"
+            );
+            m[at..at + gap].copy_from_slice(&[0x0f, 0x1f, 0x44, 0x00, 0x00]);
+        }
 
         let mut regs = [0u64; 15];
         for r in &mut regs {
@@ -687,10 +701,11 @@ fn detour_runs_like_the_original() {
     }
     eprintln!(
         "region_exec: seed {seed:#x}, {iters} cases: {accepted} planned and run alike, \
-         max emitted {max_emitted} bytes, {calls_run} calls made from a detour\n  refused: {refused:?}\n  forms run: {forms:?}\n  \
+         max emitted {max_emitted} bytes, {calls_run} calls made from a detour, {gaps} with a gap after the first instruction\n  refused: {refused:?}\n  forms run: {forms:?}\n  \
          region ends: {ends:?}\n  landed at: {landed:?}"
     );
     assert!(accepted > iters / 2, "too few cases planned");
+    assert!(gaps > iters / 8, "too few cases with a gap ({gaps})");
     for k in [
         "jcc rel8",
         "jcc rel32",
