@@ -90,6 +90,15 @@ extern "C" {
 
     /// Zeroes every possible CPU's `rkp_ctl_area`. Process context.
     pub(crate) fn rkp_ctl_area_reset();
+
+    /// `local_irq_disable()`: interrupts off, as lockdep and the irq
+    /// tracepoints see it. Any context.
+    pub(crate) fn rkp_local_irq_disable();
+
+    /// `trace_hardirqs_on()`: tells lockdep and the irq tracepoints that
+    /// interrupts are about to be on again, before a `popf` turns them on.
+    /// Interrupts off.
+    pub(crate) fn rkp_trace_hardirqs_on();
 }
 
 // `../arch/x86/trap_path.h`: rkprobes' own int3.
@@ -163,6 +172,11 @@ extern "C" {
     /// (`optprobe_trampoline.S`), called by the detour buffers. Not a
     /// function to call from Rust: only its address is used.
     pub(crate) fn rkp_optprobe_trampoline();
+
+    /// The trampoline that a detour of a point with post-handlers calls
+    /// after its first instruction (`optprobe_trampoline.S`). Only its
+    /// address is used.
+    pub(crate) fn rkp_optprobe_post_trampoline();
 }
 
 // `../arch/x86/ftrace.h`: rkprobes' ftrace_ops, built with

@@ -7,9 +7,9 @@
 //!
 //! A probe at an int3 site is armed as an int3 first. When it is armed (or
 //! enabled, or optimization is switched on), an armed, enabled int3 point
-//! without a post-handler, with no other probe (rkprobes' or the kernel's)
-//! inside its region, that the architecture can optimize, has its detour
-//! prepared (once per point) and is *queued*, as the kernel's
+//! with no other probe (rkprobes' or the kernel's) inside its region, that
+//! the architecture can optimize, has its detour prepared and is *queued*,
+//! as the kernel's
 //! `optimize_kprobe()` queues it: `OPTIMIZED` is set, and from now on an
 //! int3 hit at it runs the whole region from the detour, so nothing enters
 //! the region's bytes after the first in the text any more. The optimizer,
@@ -41,6 +41,12 @@
 //! a post-handler joins it, and when the `optimization` knob goes to 0. A
 //! detour is freed with its point, after a Tasks RCU grace period (a task
 //! may be preempted in it: it runs with interrupts on).
+//!
+//! Beyond the kernel, a point with post-handlers is optimized too: its
+//! detour calls them after the first instruction (`arch::opt`). A detour is
+//! made for one kind of point, with or without post-handlers; when a point
+//! whose clients changed kind is queued again, the optimizer pass releases
+//! its old detour after a Tasks RCU grace period and makes the other.
 //!
 //! Context: process context. The optimizer pass takes `Core::reg`, then,
 //! never together, the slot cache's mutex and `text_mutex`, and waits for
@@ -110,16 +116,15 @@ impl Core {
 
     /// The kernel's `optimize_kprobe()` conditions for `p`, before the
     /// architecture's: an armed, enabled int3 point, not queued or
-    /// optimized yet, with no post-handler among its clients (the jump runs
-    /// no post-handler), and no other rkprobes point in the four bytes
-    /// after it (which any region covers). Writer.
+    /// optimized yet, and no other rkprobes point in the four bytes after
+    /// it (which any region covers). Unlike the kernel's, a point with a
+    /// post-handler qualifies (its detour calls it). Writer.
     fn wants_optimizing(&self, reg: &Registry, p: &Point) -> bool {
         p.opt_state() == OptState::None
             && !p.w(reg).opt_refused
             && p.is_armed()
             && !p.arch.is_ftrace()
             && p.any_enabled()
-            && !p.has_post()
             && (1..5).all(|k| self.table.lookup(p.addr + k).is_none())
     }
 
@@ -193,7 +198,10 @@ impl Core {
                 p.w_mut(reg).opt_refused = true;
                 return Queue::No;
             }
-            Err(OptRefusal::NotNow) => return Queue::Later,
+            Err(OptRefusal::NotNow | OptRefusal::Stale) => return Queue::Later,
+            // Looked at again when its clients change
+            // (`todo_after_removal`).
+            Err(OptRefusal::NotWithPost) => return Queue::No,
         }
         // Keeps the kernel's kprobes out of the jump from now on: the
         // kernel's `register_kprobe()` refuses blacklisted addresses. A
@@ -240,6 +248,7 @@ impl Core {
             }
         }
         drop(todo);
+        self.release_stale_detours(&mut reg, &batch);
         let mut queued = Batch::new();
         for p in batch.take() {
             // SAFETY: live points: the mutex is held.
@@ -288,6 +297,28 @@ impl Core {
             let dropped = batch.iter().filter(|p| p.opt_state() == OptState::None);
             self.blacklist
                 .release(dropped.filter_map(|p| p.w_mut(reg).reservation.take()));
+        }
+    }
+
+    /// Releases the detours of the points of `batch` that were made for the
+    /// other kind of point (with or without post-handlers) and are not in
+    /// use (neither queued nor optimized), after a Tasks RCU grace period:
+    /// a task may still be preempted in one from when it was. They are made
+    /// again when the point is queued. Writer, may sleep.
+    pub(super) fn release_stale_detours(&self, reg: &mut Registry, batch: &Batch) {
+        let stale = |reg: &Registry, p: &Point| {
+            p.opt_state() == OptState::None
+                && p.opt_w(reg).is_prepared()
+                && p.opt_w(reg).has_post() != p.has_post()
+        };
+        if !batch.iter().any(|p| stale(reg, p)) {
+            return;
+        }
+        synchronize_rcu_tasks(&self.rt);
+        for p in batch.iter() {
+            if stale(reg, p) {
+                arch::release_optimized(&self.slots, &p.optinsn, p.opt_w_mut(reg));
+            }
         }
     }
 

@@ -7,6 +7,7 @@
  * which rkp_ctl_area_reset() gives every possible CPU at load. The Rust
  * side checks that a Ctl fits. notrace: parts run on the hit paths.
  */
+#include <linux/irqflags.h>
 #include <linux/percpu.h>
 #include <linux/string.h>
 
@@ -28,4 +29,22 @@ void rkp_ctl_area_reset(void)
 
 	for_each_possible_cpu(cpu)
 		memset(per_cpu_ptr(&rkp_ctl_area, cpu), 0, sizeof(struct rkp_ctl_area));
+}
+
+/*
+ * An optimized probe with post-handlers runs its first instruction with
+ * interrupts off, as an int3 hit runs its copy (rust/arch/x86/kprobes.rs):
+ * turned off, as lockdep sees it, at the end of the pre-handlers' callback,
+ * and announced on again before the post-handlers' trampoline restores the
+ * probed code's flags. Both run on the hit path (notrace; the kernel's
+ * trace_hardirqs_on/off are NOKPROBE_SYMBOL).
+ */
+notrace void rkp_local_irq_disable(void)
+{
+	local_irq_disable();
+}
+
+notrace void rkp_trace_hardirqs_on(void)
+{
+	trace_hardirqs_on();
 }

@@ -19,5 +19,7 @@ DECLARE_PER_CPU(struct rkp_ctl_area, rkp_ctl_area);
 extern const unsigned int rkp_ctl_area_size;
 void *rkp_ctl_area_this_cpu(void);
 void rkp_ctl_area_reset(void);
+void rkp_local_irq_disable(void);
+void rkp_trace_hardirqs_on(void);
 
 #endif /* RKPROBES_ARCH_X86_CTL_H */

@@ -59,6 +59,11 @@ pub(crate) const DIE_NOTIFIER_PRIORITY: c_int = 0x7fff_fff0;
 /// probed code, preemption off (interrupts usually on); may not sleep,
 /// allocate or take locks.
 pub(super) fn optimized_hit(point: &Point, regs: *mut ffi::pt_regs) {
+    if super::opt::post_ret(&point.optinsn) != 0 {
+        // SAFETY: the trampoline's saved registers (the caller's).
+        optimized_hit_post(point, unsafe { &mut *regs });
+        return;
+    }
     // Preemption is off (the caller): the CPU stays.
     if Ctl::this_cpu_depth() > 0 {
         point.missed();
@@ -70,6 +75,94 @@ pub(super) fn optimized_hit(point: &Point, regs: *mut ffi::pt_regs) {
     // returned.
     let _ = point.run_pre_handlers(regs);
     Ctl::this_cpu_pop_first();
+}
+
+/// [`optimized_hit`] of a point whose detour calls the post-handlers after
+/// its first instruction: as an int3 hit with a post-handler, the frame
+/// pushed for the pre-handlers stays, stepping (`HitSs`, or `Reenter` for a
+/// hit inside another probe, which runs no handler), and the first
+/// instruction runs with interrupts off, its IF kept in the frame; the
+/// post-handlers' callback ([`optimized_post`]) restores it and pops the
+/// frame. With interrupts off from here to there the CPU cannot change.
+/// If no frame can be pushed (nested deeper than `MAX_DEPTH`), the
+/// instruction runs as the probed code had it and nothing is handled.
+fn optimized_hit_post(point: &Point, regs: &mut ffi::pt_regs) {
+    let ctl = this_cpu();
+    let saved = regs.flags as u64 & FLAG_IF;
+    let status = if ctl.depth() > 0 {
+        point.missed();
+        Status::Reenter
+    } else {
+        Status::HitActive
+    };
+    if !ctl.push(point, status, Some(saved)) {
+        return;
+    }
+    if status == Status::HitActive {
+        // As for the kernel's optimized probes, a changed `regs->ip` is
+        // ignored: the first instruction runs; a pre-handler that asked to
+        // skip it only skips the post-handlers, as at an int3 hit.
+        let go_on = point.run_pre_handlers(regs);
+        if let Some(f) = ctl.top() {
+            f.set_saved_flags(saved);
+            f.set_status(if go_on {
+                Status::HitSs
+            } else {
+                Status::Reenter
+            });
+        }
+    }
+    regs.flags = (regs.flags as u64 & !FLAG_IF) as _;
+    if saved != 0 {
+        // SAFETY: a plain call; interrupts go off here, and the trampoline's
+        // popf keeps them off (IF cleared above).
+        unsafe { ffi::rkp_local_irq_disable() };
+    }
+}
+
+/// After the first instruction of a detour that calls the post-handlers,
+/// `ret` naming which (see `rkp_optprobe_post_callback`): if this CPU's
+/// innermost frame is that point's, stepping, `ip` goes after the original
+/// instruction, IF as the probed code had it, the post-handlers run (a
+/// `HitSs` frame), and the frame is popped: the int3 path's `resume`.
+/// Interrupts off.
+///
+/// Every way into the detour's first instruction pushes a frame for it,
+/// at the pre-handlers' callback or at the int3 hit that sent it there (a
+/// hit inside another probe pushes a `Reenter` frame), and anything that
+/// nests meanwhile (an NMI, or an exception the instruction raises) pops
+/// what it pushed before the instruction completes: the innermost frame is
+/// this one's. The one exception is a nesting deeper than `MAX_DEPTH`,
+/// where no frame could be pushed: an innermost frame of the same point,
+/// stepping, would then be taken for its own (four nested hits of one
+/// point inside its own first instruction).
+pub(super) fn optimized_post(ret: usize, regs: &mut ffi::pt_regs) {
+    let ctl = this_cpu();
+    let Some(frame) = ctl.top() else {
+        return;
+    };
+    let status = frame.status();
+    let Some(point) = frame.point() else {
+        return;
+    };
+    if !matches!(status, Status::HitSs | Status::Reenter)
+        || super::opt::post_ret(&point.optinsn) != ret
+    {
+        return;
+    }
+    regs.ip = point.addr.wrapping_add(point.arch.len as usize) as _;
+    let saved = frame.saved_flags();
+    regs.flags = (regs.flags as u64 | saved) as _;
+    if status == Status::HitSs {
+        frame.set_status(Status::HitSsDone);
+        point.run_post_handlers(regs, 0);
+    }
+    ctl.pop();
+    if saved != 0 {
+        // SAFETY: a plain call, interrupts off; the trampoline's popf turns
+        // them on (IF set above).
+        unsafe { ffi::rkp_trace_hardirqs_on() };
+    }
 }
 
 /// The handler of the die notifier (the kernel's
@@ -178,12 +271,30 @@ fn setup(point: &Point, regs: &mut ffi::pt_regs, ctl: &Ctl, reenter: bool, post:
         // whole region runs from the detour, so that nothing executes its
         // bytes after the first in the text (the kernel's
         // `setup_detour_execution()`). It runs with the interrupted flags,
-        // as a boosted copy. A point with a detour has no post-handler
-        // (registration unoptimizes first).
-        if !reenter {
-            ctl.pop_first();
-        }
+        // as a boosted copy. A detour without the post-handlers' call is a
+        // point's without post-handlers: registering one unoptimizes the
+        // point first, and the optimizer makes the detour again with it.
         regs.ip = copy as _;
+        if super::opt::post_ret(&point.optinsn) == 0 {
+            if !reenter {
+                ctl.pop_first();
+            }
+            return true;
+        }
+        // A detour that calls the post-handlers after its first
+        // instruction: the frame stays for them (`optimized_post`), as when
+        // the copy is stepped below, and the instruction runs with
+        // interrupts off. The int3's return restores the flags.
+        let saved = regs.flags as u64 & FLAG_IF;
+        if reenter {
+            if !ctl.push(point, Status::Reenter, Some(saved)) {
+                return false;
+            }
+        } else if let Some(f) = ctl.top() {
+            f.set_saved_flags(saved);
+            f.set_status(Status::HitSs);
+        }
+        regs.flags = (regs.flags as u64 & !FLAG_IF) as _;
         return true;
     }
     let insn = &point.arch;
@@ -423,8 +534,10 @@ fn fault(core: &Core, regs: &mut ffi::pt_regs, trapnr: c_int, gp: Option<c_ulong
 /// Whether `regs.ip` lies in the copy of `point` that runs with a
 /// trailing int3.
 fn in_copy(point: &Point, regs: &ffi::pt_regs) -> bool {
-    let ip = regs.ip;
+    let ip = regs.ip as usize;
     step_range(point).is_some_and(|(copy, end)| (copy..end).contains(&ip))
+        || super::opt::post_step_range(&point.optinsn)
+            .is_some_and(|(copy, end)| (copy..end).contains(&ip))
 }
 
 /// Takes the copy of `point`, the innermost frame's, out of a fault: `ip`

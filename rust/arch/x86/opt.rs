@@ -11,10 +11,12 @@
 //!
 //! ```text
 //!   +0   the probe point (8 bytes, data)
-//!   +8   regs->ip as an int3 hit presents it: the probe address + 1
+//!   +8   0, or the return address of the post-handlers' call (data)
 //!   +16  call rkp_optprobe_trampoline      (e8 rel32)
 //!   +21  the instructions the jump replaced, relocated, with their
-//!        relative branches moved (`FuncCode::plan_region`)
+//!        relative branches moved (`FuncCode::plan_region`); for a point
+//!        with post-handlers, `call rkp_optprobe_post_trampoline` after
+//!        the first of them
 //!        jmp back after them, unless they end with a jump or a call
 //!        int3 to the end of the slot
 //! ```
@@ -47,15 +49,18 @@
 //! functions with `text_mutex` held too.
 
 use super::{
+    arch_insn::Op,
     insn::read_resting,
-    opt_insn::{OptInsn, OptW, MAX_REGION},
+    opt_insn::{OptInsn, OptW, CALL_LEN, MAX_REGION},
     slot::{INT3, SLOT_SIZE},
 };
 use crate::{
     ffi::{self, kallsyms::SymbolBuf},
     kernel_ext::{sync::PreemptNotraceGuard, text::TextGuard},
     kprobe::{slots::SlotCache, Core, Point, Registry},
-    pure::insn::{analyze::JMP32_INSN_SIZE, FuncCode, IndirectJumpCheck, OptimizeRefusal},
+    pure::insn::{
+        analyze::JMP32_INSN_SIZE, FuncCode, IndirectJumpCheck, OptimizeRefusal, RelocError,
+    },
 };
 use core::sync::atomic::Ordering;
 use kernel::{ffi::c_ulong, prelude::*};
@@ -64,11 +69,9 @@ use kernel::{ffi::c_ulong, prelude::*};
 mod detour_offsets {
     include!("detour_offsets.rs");
 }
-use detour_offsets::{DETOUR_CALL as ENTRY, DETOUR_COPY as COPY, DETOUR_IP, DETOUR_POINT};
-/// `call rel32`.
-const CALL_LEN: usize = 5;
-const _: () = assert!(COPY == ENTRY + CALL_LEN && DETOUR_POINT + 8 <= DETOUR_IP);
-const _: () = assert!(DETOUR_IP + 8 <= ENTRY);
+use detour_offsets::{DETOUR_CALL as ENTRY, DETOUR_COPY as COPY, DETOUR_POINT, DETOUR_POST_RET};
+const _: () = assert!(COPY == ENTRY + CALL_LEN && DETOUR_POINT + 8 <= DETOUR_POST_RET);
+const _: () = assert!(DETOUR_POST_RET + 8 <= ENTRY);
 
 /// The largest function the optimizer decodes whole (the kernel has no
 /// limit; this bounds the work of one optimizer pass per probe).
@@ -88,6 +91,17 @@ pub(crate) enum OptRefusal {
     Never,
     /// Not now (no memory for a detour): asked again at the next pass.
     NotNow,
+    /// Not while a client has a post-handler: the first instruction cannot
+    /// run alone in the detour (it is emulated at an int3 hit, or a
+    /// branch), or the region's code and the post-handlers' call do not
+    /// fit the slot. Asked again when the clients change.
+    NotWithPost,
+    /// The detour was made for the other kind of point (with or without
+    /// post-handlers): the optimizer releases it once no task can be in it
+    /// ([`Core::release_stale_detours`]) and makes it again.
+    ///
+    /// [`Core::release_stale_detours`]: crate::kprobe::Core
+    Stale,
 }
 
 /// Whether the kernel lets rkprobes optimize at all: its live patching and
@@ -116,7 +130,11 @@ pub(crate) fn prepare_optimized(
     reg: &mut Registry,
     point: &Point,
 ) -> Result<(), OptRefusal> {
+    let post = point.has_post();
     if point.opt_w(reg).is_prepared() {
+        if point.opt_w(reg).post != post {
+            return Err(OptRefusal::Stale);
+        }
         return Ok(());
     }
     let addr = point.addr;
@@ -142,17 +160,22 @@ pub(crate) fn prepare_optimized(
     let mut names = SymbolBuf::new().map_err(|_| OptRefusal::NotNow)?;
     let names = core::cell::RefCell::new(&mut names);
     let slot = core.slots().alloc().map_err(|_| OptRefusal::NotNow)?;
-    let image = detour_image(&f, point, slot.addr(), in_extable, |a| {
-        is_thunk(&mut names.borrow_mut(), a)
-    });
+    let image = detour_image(
+        &f,
+        point,
+        slot.addr(),
+        in_extable,
+        |a| is_thunk(&mut names.borrow_mut(), a),
+        post,
+    );
     let reserved = image
         .as_ref()
-        .map_or(true, |&(_, size)| region_reserved(core, addr, size));
+        .map_or(true, |d| region_reserved(core, addr, d.taken));
     let written = match image {
-        Ok((image, size)) if !reserved => core
+        Ok(d) if !reserved => core
             .slots()
-            .write(slot, &image)
-            .map(|()| size)
+            .write(slot, &d.image)
+            .map(|()| d.taken)
             .map_err(|_| OptRefusal::NotNow),
         Ok(_) => Err(OptRefusal::Never),
         Err(e) => Err(e),
@@ -173,6 +196,7 @@ pub(crate) fn prepare_optimized(
     }
     *point.opt_w_mut(reg) = OptW {
         slot: Some(slot),
+        post,
         size: size as u8,
         orig,
         func_end: func + fsize,
@@ -224,33 +248,62 @@ fn is_thunk(buf: &mut SymbolBuf, addr: u64) -> bool {
         .map_or(true, |s| THUNKS.iter().any(|t| s.name.starts_with(t)))
 }
 
-/// The detour of `point` for the slot at `at`, and how many bytes at the
-/// probe it takes (`RegionPlan::taken`): the region's instructions,
-/// relocated by [`FuncCode::plan_region`] with their relative branches, and
-/// the jump back unless the region ends with a branch.
+/// The detour of `point` for the slot at `at`: the region's instructions,
+/// relocated by [`FuncCode::plan_region_gap`] with their relative
+/// branches, and the jump back unless the region ends with a branch; with
+/// `post`, the call of the post-handlers' trampoline after the first
+/// instruction.
 fn detour_image(
     f: &FuncCode<'_>,
     point: &Point,
     at: usize,
     in_extable: impl Fn(u64) -> bool,
     is_thunk: impl Fn(u64) -> bool,
-) -> Result<([u8; SLOT_SIZE], usize), OptRefusal> {
+    post: bool,
+) -> Result<Detour, OptRefusal> {
     let addr = point.addr;
+    // With post-handlers, the first instruction runs alone, as an int3 hit
+    // steps it, and the post-handlers' call follows it.
+    if post && !matches!(point.arch.op, Op::Step) {
+        return Err(OptRefusal::NotWithPost);
+    }
     let mut image = [INT3; SLOT_SIZE];
     let copy = image.get_mut(COPY..).ok_or(OptRefusal::Never)?;
+    let gap = if post { CALL_LEN } else { 0 };
     let plan = f
-        .plan_region(
+        .plan_region_gap(
             addr as u64,
             (at + COPY) as u64,
             copy,
+            gap,
             INDIRECT,
             in_extable,
             is_thunk,
         )
-        .map_err(|_: OptimizeRefusal| OptRefusal::Never)?;
+        .map_err(|e: OptimizeRefusal| match e {
+            OptimizeRefusal::BranchBeforeGap { .. }
+            | OptimizeRefusal::Reloc {
+                error: RelocError::BufferTooSmall,
+                ..
+            } if post => OptRefusal::NotWithPost,
+            _ => OptRefusal::Never,
+        })?;
     if plan.taken > MAX_REGION {
         return Err(OptRefusal::Never);
     }
+    let post_ret = if post {
+        let call_at = at + COPY + plan.first_emitted;
+        let trampoline = ffi::rkp_optprobe_post_trampoline as *const () as usize;
+        let rel = rel32(call_at, trampoline).ok_or(OptRefusal::Never)?;
+        if let Some(d) =
+            image.get_mut(COPY + plan.first_emitted..COPY + plan.first_emitted + CALL_LEN)
+        {
+            d.copy_from_slice(&[CALL32, rel[0], rel[1], rel[2], rel[3]]);
+        }
+        call_at + CALL_LEN
+    } else {
+        0
+    };
     let trampoline = ffi::rkp_optprobe_trampoline as *const () as usize;
     let call = rel32(at + ENTRY, trampoline).ok_or(OptRefusal::Never)?;
     // The probe's jump must reach the detour too.
@@ -262,10 +315,20 @@ fn detour_image(
         }
     };
     put(DETOUR_POINT, &point_ptr.to_le_bytes());
-    put(DETOUR_IP, &(addr + 1).to_le_bytes());
+    put(DETOUR_POST_RET, &post_ret.to_le_bytes());
     put(ENTRY, &[CALL32]);
     put(ENTRY + 1, &call);
-    Ok((image, plan.taken))
+    Ok(Detour {
+        image,
+        taken: plan.taken,
+    })
+}
+
+/// A detour written for a slot ([`detour_image`]).
+struct Detour {
+    image: [u8; SLOT_SIZE],
+    /// The bytes the probe takes (`RegionPlan::taken`).
+    taken: usize,
 }
 
 /// Queues the jump into `point`'s detour over its int3 (the kernel's
@@ -341,6 +404,7 @@ pub(crate) unsafe fn unoptimize_finish(guard: &TextGuard<'_>, point: &Point, w: 
 pub(crate) fn release_optimized(slots: &SlotCache, opt: &OptInsn, w: &mut OptW) {
     if let Some(slot) = w.slot.take() {
         opt.copy.store(0, Ordering::Relaxed);
+        w.post = false;
         slots.free(slot);
     }
 }
@@ -368,5 +432,55 @@ pub(crate) unsafe extern "C" fn rkp_optprobe_callback(
     let _preempt = PreemptNotraceGuard::new();
     // SAFETY: the caller's contract.
     let point = unsafe { &*point };
+    // SAFETY: the trampoline's saved registers (the caller's contract).
+    let r = unsafe { &mut *regs };
+    // As an int3 hit presents it.
+    r.ip = point.addr.wrapping_add(1) as _;
     super::kprobes::optimized_hit(point, regs);
+}
+
+/// The return address of the post-handlers' call in `opt`'s detour, or 0
+/// when it has none (or no detour). Hit path; the caller has seen the
+/// point's state say the detour is in use, or holds the frame that the
+/// detour's callback pushed.
+#[inline(always)]
+pub(super) fn post_ret(opt: &OptInsn) -> usize {
+    match opt.copy() {
+        // SAFETY: the detour's header word at `DETOUR_POST_RET`, written
+        // with the detour before it was published, and readable while the
+        // detour is in use (the slot is freed a Tasks RCU grace period
+        // after its last use).
+        Some(copy) => unsafe { ((copy - COPY + DETOUR_POST_RET) as *const usize).read_unaligned() },
+        None => 0,
+    }
+}
+
+/// The copy of the first instruction in a detour that calls the
+/// post-handlers after it, as an int3 hit's stepped copy. Hit path.
+pub(super) fn post_step_range(opt: &OptInsn) -> Option<(usize, usize)> {
+    match (opt.copy(), post_ret(opt)) {
+        (Some(c), r) if r > c + CALL_LEN => Some((c, r - CALL_LEN)),
+        _ => None,
+    }
+}
+
+/// Called by `rkp_optprobe_post_trampoline`, which the detour of a point
+/// with post-handlers calls after the copy of its first instruction, with
+/// `ret` that call's return address (which detour) and the registers after
+/// the instruction. Interrupts are off (the first instruction ran with
+/// them off, as an int3 hit steps its copy): may not sleep, allocate or
+/// take locks. The post-handlers run if this CPU's innermost frame is the
+/// one that the detour's pre-handlers' callback, or an int3 hit sending
+/// the point's hits to its detour, pushed; `ip` and `sp` changes are
+/// ignored, as for the pre-handlers.
+///
+/// # Safety
+///
+/// Only called by the trampoline, with its saved registers.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rkp_optprobe_post_callback(ret: usize, regs: *mut ffi::pt_regs) {
+    let _preempt = PreemptNotraceGuard::new();
+    // SAFETY: the caller's contract: the trampoline's frame.
+    let regs = unsafe { &mut *regs };
+    super::kprobes::optimized_post(ret, regs);
 }

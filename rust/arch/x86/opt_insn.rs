@@ -13,6 +13,9 @@ use core::sync::atomic::{AtomicUsize, Ordering};
 /// 15 long.
 pub(crate) const MAX_REGION: usize = JMP32_INSN_SIZE - 1 + 15;
 
+/// `call rel32`.
+pub(crate) const CALL_LEN: usize = 5;
+
 /// What the hit path reads of an optimized probe's detour (the kernel's
 /// `arch_optimized_insn`, whose other half is [`OptW`]).
 ///
@@ -20,7 +23,7 @@ pub(crate) const MAX_REGION: usize = JMP32_INSN_SIZE - 1 + 15;
 ///
 /// `copy` is 0 until the detour is written, then the address of the
 /// relocated copy in the point's [`OptW::slot`]; it stays so until the
-/// point is freed.
+/// detour is released.
 pub(crate) struct OptInsn {
     pub(super) copy: AtomicUsize,
 }
@@ -54,6 +57,8 @@ impl OptInsn {
 /// whose original bytes are `orig`.
 pub(crate) struct OptW {
     pub(super) slot: Option<Slot>,
+    /// The detour calls the post-handlers after the first instruction.
+    pub(super) post: bool,
     pub(super) size: u8,
     pub(super) orig: [u8; MAX_REGION],
     /// The end of the probed function.
@@ -65,6 +70,7 @@ impl OptW {
     pub(crate) const fn new() -> Self {
         Self {
             slot: None,
+            post: false,
             size: 0,
             orig: [0; MAX_REGION],
             func_end: 0,
@@ -88,6 +94,12 @@ impl OptW {
     /// Whether the detour is written.
     pub(crate) fn is_prepared(&self) -> bool {
         self.slot.is_some()
+    }
+
+    /// Whether the detour calls the post-handlers after the first
+    /// instruction.
+    pub(crate) fn has_post(&self) -> bool {
+        self.post
     }
 
     /// How many bytes the jump's region covers (0 before preparation).

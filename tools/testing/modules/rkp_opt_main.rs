@@ -6,12 +6,13 @@
 //! known. Each check prints a KTAP line (`rkp_opt_test: ok N desc`); the
 //! module fails to load if any failed. What is checked:
 //!
-//! - a probe without a post-handler is optimized: `RKP_FLAG_OPTIMIZED`, and
-//!   a `jmp rel32` (0xe9) at the probed address;
-//! - a hit through the jump shows its handler the registers an int3 hit
-//!   shows (a probe with a post-handler at the same address, never
-//!   optimized, is the reference): ip, sp, IF, cs, orig_ax, the argument
-//!   registers; the stack trace above the probed function is the same;
+//! - a probe is optimized: `RKP_FLAG_OPTIMIZED`, and a `jmp rel32` (0xe9)
+//!   at the probed address;
+//! - a hit through the jump shows its handlers the registers an int3 hit
+//!   shows (the same probe kept an int3 by a neighbour inside its region is
+//!   the reference): ip, sp, IF, cs, orig_ax, the argument registers, and,
+//!   for a post-handler, the registers after the first instruction; the
+//!   stack trace above the probed function is the same;
 //! - the function's result is unchanged, a RIP-relative instruction runs
 //!   relocated from the detour, every hit counts once, and a hit from inside
 //!   a handler counts in `nmissed`;
@@ -112,7 +113,40 @@ struct Seen {
     flags: u64,
     cs: u64,
     orig_ax: u64,
+    ax: u64,
     args: [u64; 6],
+}
+
+impl Seen {
+    const ZERO: Seen = Seen {
+        ip: 0,
+        sp: 0,
+        flags: 0,
+        cs: 0,
+        orig_ax: 0,
+        ax: 0,
+        args: [0; 6],
+    };
+
+    /// The registers of `regs`.
+    fn of(regs: &Regs) -> Seen {
+        let r = core::ptr::from_ref(regs).cast::<bindings::pt_regs>();
+        // SAFETY: `Regs` is a transparent `pt_regs`.
+        let (cs, orig_ax) = unsafe { ((*r).__bindgen_anon_1.csx, (*r).orig_ax) };
+        let mut args = [0u64; 6];
+        for (i, a) in args.iter_mut().enumerate() {
+            *a = regs.arg(i).unwrap_or(0);
+        }
+        Seen {
+            ip: regs.ip(),
+            sp: regs.sp(),
+            flags: regs.flags() & FLAGS_COMPARED,
+            cs,
+            orig_ax: orig_ax as u64,
+            ax: regs.ax(),
+            args,
+        }
+    }
 }
 
 /// The stack trace at the last hit, from the probed function's frame up.
@@ -123,6 +157,9 @@ static TRACE_BUF: [AtomicUsize; TRACE] = [const { AtomicUsize::new(0) }; TRACE];
 struct Recorder {
     hits: AtomicU64,
     seen: core::cell::Cell<Seen>,
+    /// What the post-handler saw at its last call, and how many calls.
+    post_seen: core::cell::Cell<Seen>,
+    posts: AtomicU64,
     recurse: AtomicBool,
     trace: AtomicBool,
 }
@@ -135,14 +172,9 @@ impl Recorder {
     const fn new() -> Self {
         Self {
             hits: AtomicU64::new(0),
-            seen: core::cell::Cell::new(Seen {
-                ip: 0,
-                sp: 0,
-                flags: 0,
-                cs: 0,
-                orig_ax: 0,
-                args: [0; 6],
-            }),
+            seen: core::cell::Cell::new(Seen::ZERO),
+            post_seen: core::cell::Cell::new(Seen::ZERO),
+            posts: AtomicU64::new(0),
             recurse: AtomicBool::new(false),
             trace: AtomicBool::new(false),
         }
@@ -151,21 +183,7 @@ impl Recorder {
     fn record(&self, regs: &Regs) {
         self.hits.fetch_add(1, Ordering::Relaxed);
         if self.trace.load(Ordering::Relaxed) {
-            let r = core::ptr::from_ref(regs).cast::<bindings::pt_regs>();
-            // SAFETY: `Regs` is a transparent `pt_regs`.
-            let (cs, orig_ax) = unsafe { ((*r).__bindgen_anon_1.csx, (*r).orig_ax) };
-            let mut args = [0u64; 6];
-            for (i, a) in args.iter_mut().enumerate() {
-                *a = regs.arg(i).unwrap_or(0);
-            }
-            self.seen.set(Seen {
-                ip: regs.ip(),
-                sp: regs.sp(),
-                flags: regs.flags() & FLAGS_COMPARED,
-                cs,
-                orig_ax: orig_ax as u64,
-                args,
-            });
+            self.seen.set(Seen::of(regs));
             let mut buf = [0usize; 32];
             let n = stack_trace(&mut buf);
             // From the probed function's frame (its ip) up.
@@ -202,7 +220,12 @@ impl<const POST: bool> KprobeHandler for Rec<POST> {
         Action::Continue
     }
 
-    fn post(&self, _p: &ProbeInfo, _regs: &mut Regs, _flags: u64) {}
+    fn post(&self, _p: &ProbeInfo, regs: &mut Regs, _flags: u64) {
+        self.0.posts.fetch_add(1, Ordering::Relaxed);
+        if self.0.trace.load(Ordering::Relaxed) {
+            self.0.post_seen.set(Seen::of(regs));
+        }
+    }
 }
 
 static REF: Recorder = Recorder::new();
@@ -301,7 +324,15 @@ fn run(t: &mut Ktap) -> Result {
     let target = entry(rkp_opt_target as *const () as usize);
     let before = bytes::<16>(target);
 
-    // The reference: an int3 hit (a post-handler keeps the probe an int3).
+    // The reference: an int3 hit, with a post-handler after the stepped
+    // first instruction (a neighbour inside the region keeps the point an
+    // int3).
+    let mut nb = probe::<false>(Target::Addr(target + 3), &OTHER)?;
+    t.check_eq(
+        errno_of(nb.as_mut().register()),
+        0,
+        "register a neighbour inside the region",
+    );
     let mut r = probe::<true>(Target::Addr(target), &REF)?;
     t.check_eq(
         errno_of(r.as_mut().register()),
@@ -311,12 +342,66 @@ fn run(t: &mut Ktap) -> Result {
     REF.trace.store(true, Ordering::Relaxed);
     t.check_eq(call_target(), expected(ARGS), "int3: result");
     let int3_seen = REF.seen.get();
+    let int3_post = REF.post_seen.get();
     let int3_trace: [usize; TRACE] = core::array::from_fn(|i| TRACE_BUF[i].load(Ordering::Relaxed));
     sleep_ms(200);
     t.check(
         !r.is_optimized() && bytes::<1>(target)[0] == INT3,
-        "a probe with a post-handler stays an int3",
+        "a neighbour inside the region keeps the point an int3",
     );
+    // The first instruction, `movq %rdi, %rax`, ran before the
+    // post-handler: ip after it, ax the first argument, the rest as at the
+    // pre-handler.
+    t.check_eq(int3_post.ip, target + 3, "int3: the post-handler's ip");
+    t.check(
+        int3_post.ax == ARGS[0]
+            && int3_post.args == ARGS
+            && int3_post.sp == int3_seen.sp
+            && int3_post.flags == int3_seen.flags,
+        "int3: the post-handler's registers",
+    );
+
+    // Without the neighbour, the point with a post-handler is optimized:
+    // its detour calls the post-handler after the first instruction.
+    drop(nb);
+    t.check(
+        wait_jump(target, true) && r.is_optimized(),
+        "a probe with a post-handler is optimized",
+    );
+    let (h, p0) = (
+        REF.hits.load(Ordering::Relaxed),
+        REF.posts.load(Ordering::Relaxed),
+    );
+    t.check_eq(
+        call_target(),
+        expected(ARGS),
+        "optimized with a post-handler: result",
+    );
+    t.check(
+        REF.hits.load(Ordering::Relaxed) == h + 1 && REF.posts.load(Ordering::Relaxed) == p0 + 1,
+        "optimized with a post-handler: one pre- and one post-handler call",
+    );
+    t.check_eq(
+        REF.post_seen.get(),
+        int3_post,
+        "optimized: the post-handler's registers as at an int3 hit",
+    );
+    t.check_eq(
+        REF.seen.get(),
+        int3_seen,
+        "optimized with a post-handler: the pre-handler's registers",
+    );
+    let mut ok = true;
+    for i in 0..100u64 {
+        let a = [i, i + 1, i * 7, !i, i << 3, 42];
+        // SAFETY: a plain function of the test.
+        ok &= unsafe { rkp_opt_target(a[0], a[1], a[2], a[3], a[4], a[5]) } == expected(a);
+    }
+    t.check(
+        ok && REF.posts.load(Ordering::Relaxed) == p0 + 101,
+        "100 calls with a post-handler: results right, every post-handler called",
+    );
+    REF.trace.store(false, Ordering::Relaxed);
     drop(r);
     t.check_eq(
         bytes::<16>(target),
@@ -397,7 +482,8 @@ fn run(t: &mut Ktap) -> Result {
     let _ = call_target();
     t.check_eq(p.nmissed(), 1, "a hit inside the handler counts in nmissed");
 
-    // A post-handler joins: unoptimized at once; when it goes, optimized again.
+    // A post-handler joins: unoptimized at once, then optimized again with a
+    // detour made anew, which calls it; when it goes, still optimized.
     let mut q = probe::<true>(Target::Addr(target), &OTHER)?;
     t.check_eq(
         errno_of(q.as_mut().register()),
@@ -418,10 +504,25 @@ fn run(t: &mut Ktap) -> Result {
             && OTHER.hits.load(Ordering::Relaxed) == h.1 + 1,
         "both pre-handlers run",
     );
+    t.check(
+        wait_jump(target, true) && p.is_optimized(),
+        "optimized again with the post-handler",
+    );
+    let posts = OTHER.posts.load(Ordering::Relaxed);
+    t.check_eq(
+        call_target(),
+        expected(ARGS),
+        "result through the new detour",
+    );
+    t.check_eq(
+        OTHER.posts.load(Ordering::Relaxed),
+        posts + 1,
+        "the post-handler runs through the jump",
+    );
     drop(q);
     t.check(
         wait_jump(target, true) && p.is_optimized(),
-        "optimized again after it went",
+        "optimized after it went",
     );
 
     // A neighbour inside the region: the same.
