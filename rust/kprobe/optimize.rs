@@ -198,7 +198,12 @@ impl Core {
                 p.w_mut(reg).opt_refused = true;
                 return Queue::No;
             }
-            Err(OptRefusal::NotNow | OptRefusal::Stale) => return Queue::Later,
+            Err(OptRefusal::NotNow) => return Queue::Later,
+            // The next pass releases the detour and makes the other kind.
+            Err(OptRefusal::Stale) => {
+                optimizer::kick(OPTIMIZE_DELAY);
+                return Queue::Later;
+            }
             // Looked at again when its clients change
             // (`todo_after_removal`).
             Err(OptRefusal::NotWithPost) => return Queue::No,

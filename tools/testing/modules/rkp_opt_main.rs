@@ -279,6 +279,35 @@ fn call_target() -> u64 {
     core::hint::black_box(unsafe { rkp_opt_target(a, b, c, d, e, f) })
 }
 
+/// The arithmetic flags: CF, PF, AF, ZF, SF, OF.
+const ARITH_FLAGS: u64 = 0x1 | 0x4 | 0x10 | 0x40 | 0x80 | 0x800;
+
+/// The arithmetic flags of `cmp b, a` (`a - b`), as the Intel SDM
+/// defines them.
+fn cmp_flags(a: u64, b: u64) -> u64 {
+    let r = a.wrapping_sub(b);
+    let mut f = 0;
+    if a < b {
+        f |= 0x1;
+    }
+    if (r as u8).count_ones() % 2 == 0 {
+        f |= 0x4;
+    }
+    if (a ^ b ^ r) & 0x10 != 0 {
+        f |= 0x10;
+    }
+    if r == 0 {
+        f |= 0x40;
+    }
+    if (r as i64) < 0 {
+        f |= 0x80;
+    }
+    if (((a ^ b) & (a ^ r)) as i64) < 0 {
+        f |= 0x800;
+    }
+    f
+}
+
 fn expected(a: [u64; 6]) -> u64 {
     (a[0] ^ a[1])
         .wrapping_add(a[2] ^ a[3])
@@ -614,6 +643,43 @@ fn run(t: &mut Ktap) -> Result {
     t.check_eq(got, [1, 0], "flags: the cmp's carry reaches the setb");
     drop(p);
     t.check_eq(bytes::<16>(ff), ff_before, "flags: text restored");
+
+    // A post-handler after the cmp sees its flags, at an int3 hit (kept so
+    // by a neighbour in the region) and through the jump.
+    let mut nb = probe::<false>(Target::Addr(ff + 3), &OTHER)?;
+    let mut p = probe::<true>(Target::Addr(ff), &REF)?;
+    t.check(
+        errno_of(nb.as_mut().register()) == 0 && errno_of(p.as_mut().register()) == 0,
+        "register a post-handler at a cmp, a neighbour after it",
+    );
+    REF.trace.store(true, Ordering::Relaxed);
+    let post_flags = |a: u64, b: u64| {
+        // SAFETY: a plain function of the test.
+        let r = unsafe { rkp_opt_target_flags(a, b) };
+        let (pre, post) = (REF.seen.get(), REF.post_seen.get());
+        let want = (pre.flags & !ARITH_FLAGS) | cmp_flags(a, b);
+        r == u64::from(a < b) && post.flags == want & FLAGS_COMPARED && post.ip == ff + 3
+    };
+    t.check(
+        post_flags(1, 2) && post_flags(2, 1) && post_flags(7, 7),
+        "int3: the post-handler sees the cmp's flags",
+    );
+    drop(nb);
+    t.check(
+        wait_jump(ff, true) && p.is_optimized(),
+        "a post-handler at a cmp: optimized",
+    );
+    t.check(
+        post_flags(1, 2) && post_flags(2, 1) && post_flags(7, 7) && post_flags(0, u64::MAX),
+        "optimized: the post-handler sees the cmp's flags",
+    );
+    REF.trace.store(false, Ordering::Relaxed);
+    drop(p);
+    t.check_eq(
+        bytes::<16>(ff),
+        ff_before,
+        "post-handler at a cmp: text restored",
+    );
 
     // A jump into the region: never optimized.
     let jf = entry(rkp_opt_target_jump as *const () as usize);
