@@ -610,7 +610,9 @@ done
 # is what each list shows: [OPTIMIZED] or [FTRACE]. The time is sweeploop's,
 # whose every call enters the function once (fork, open, pread, pwrite; mix
 # for the random functions), and the cost per hit is its time with the probe
-# less its time with none just before, over the hits it counted. An offset
+# less its time with none (the lesser of a loop before the four probes and
+# one after), over the hits it counted; each loop starts 50 ms after the
+# last removal, whose deferred work would otherwise count. An offset
 # is reached when all four probes there were hit at least once a call; the
 # costs are over the reached offsets. Instructions: -icount runs alone.
 if grep -qw rkp_bench_icount /proc/cmdline; then
@@ -650,6 +652,9 @@ if grep -qw rkp_bench_icount /proc/cmdline; then
 		grep -q "[ 	]$2+.*\[\(OPTIMIZED\|FTRACE\)\]" $l && tf=1
 		r=$(sw_loop $5)
 		echo off > $SW
+		# A removal leaves work behind (grace periods, ftrace's
+		# trampolines), on either CPU: let it out of the next loop.
+		sleep 0.05
 		echo "$tf ${r#* }"
 	}
 	# sw_offset GROUP FN OFF MODE: one offset's line in /tmp/sw.res; false
@@ -657,11 +662,14 @@ if grep -qw rkp_bench_icount /proc/cmdline; then
 	sw_offset() {
 		echo "k $2 $3 0" > $SW 2> /dev/null || return
 		echo off > $SW
+		sleep 0.05
 		none=$(sw_loop $4)
 		kp=$(sw_probe k $2 $3 0 $4)
 		rp=$(sw_probe rk $2 $3 0 $4)
 		kq=$(sw_probe k $2 $3 1 $4)
 		rq=$(sw_probe rk $2 $3 1 $4)
+		# The baseline: the lesser of the loops before and after.
+		none=$({ echo "$none"; sw_loop $4; } | sort -n -k2 | head -n 1)
 		echo "$1 $2 $3 $none ${kp:-- - -} ${rp:-- - -} ${kq:-- - -} ${rq:-- - -}" >> /tmp/sw.res
 	}
 	: > /tmp/sw.res
