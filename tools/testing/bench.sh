@@ -733,12 +733,12 @@ if grep -qw rkp_bench_icount /proc/cmdline; then
 			tf[i] = $(7 + 3 * i); t[i] = $(8 + 3 * i); h[i] = $(9 + 3 * i)
 			if (h[i] == "-" || h[i] < n) ok = 0
 		}
-		if (tf[1] == "-") tf[1] = 0
+		for (i = 0; i < 4; i++) if (tf[i] == "-") tf[i] = 0
 		c = ok ? sprintf("pre kprobes %d rkprobes %d, post kprobes %d rkprobes %d", cost(t[0], h[0]), cost(t[1], h[1]), cost(t[2], h[2]), cost(t[3], h[3])) : "pre - -, post - -"
-		printf "# sweep offset %s+%d: trap-free kprobes %d rkprobes %d, reached %d (hits a call %.2f), %s\n", fn, off, tf[0], tf[1], ok, (h[0] == "-" ? 0 : h[0] / n), c
+		printf "# sweep offset %s+%d: trap-free kprobes %d rkprobes %d, with a post-handler kprobes %d rkprobes %d, reached %d (hits a call %.2f), %s\n", fn, off, tf[0], tf[1], tf[2], tf[3], ok, (h[0] == "-" ? 0 : h[0] / n), c
 		for (gi = 0; gi < 2; gi++) {
 			k = gi ? "all" : g
-			tried[k]++; ktf[k] += tf[0]; rtf[k] += tf[1]
+			tried[k]++; ktf[k] += tf[0]; rtf[k] += tf[1]; kqtf[k] += tf[2]; rqtf[k] += tf[3]
 			if (!ok) continue
 			m = ++reached[k]
 			for (i = 0; i < 4; i++) { v[k, i, m] = cost(t[i], h[i]); sum[k, i] += v[k, i, m] }
@@ -760,7 +760,7 @@ if grep -qw rkp_bench_icount /proc/cmdline; then
 			k = order[o]
 			if (!(k in tried)) continue
 			m = reached[k]
-			line = sprintf("# sweep %s: %d offsets tried, %d reached; trap-free kprobes %d rkprobes %d (trapping kprobes %d rkprobes %d)", name[k], tried[k], m, ktf[k], rtf[k], tried[k] - ktf[k], tried[k] - rtf[k])
+			line = sprintf("# sweep %s: %d offsets tried, %d reached; trap-free kprobes %d rkprobes %d (trapping kprobes %d rkprobes %d), with a post-handler kprobes %d rkprobes %d", name[k], tried[k], m, ktf[k], rtf[k], tried[k] - ktf[k], tried[k] - rtf[k], kqtf[k], rqtf[k])
 			if (m) {
 				for (p = 0; p < 2; p++) {
 					km = sum[k, 2 * p] / m; rm = sum[k, 2 * p + 1] / m
