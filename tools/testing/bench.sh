@@ -681,6 +681,8 @@ if grep -qw rkp_bench_icount /proc/cmdline; then
 		for off in $(seq 0 $((${RKP_BENCH_SWEEP_OFFSETS:-256} - 1))); do
 			sw_offset named $fn $off $mode
 		done
+		# Progress: the runner takes five minutes without a line for a hang.
+		diag "sweep: $fn done, $(($(date +%s) - sw_t0)) s"
 	done
 	# The random functions: those the function tracer saw sweeploop's mix
 	# call at least once a call in 20 calls, with a name that is unique in
@@ -718,6 +720,8 @@ if grep -qw rkp_bench_icount /proc/cmdline; then
 			[ $got -lt $SW_PER_FN ] || break
 		done
 		[ $got -gt 0 ] && drawn=$((drawn + 1))
+		[ $((drawn % 10)) -ne 0 ] || [ $got -eq 0 ] ||
+			diag "sweep: $drawn random functions done, $(($(date +%s) - sw_t0)) s"
 	done
 	check "rmmod rkp_trapfree" rmmod rkp_trapfree
 	check "the sweep rows ran on $SW_RANDOM random functions ($drawn)" test "$drawn" -eq "$SW_RANDOM"
