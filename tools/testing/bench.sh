@@ -597,4 +597,185 @@ for want in ${RKP_BENCH_WILDCARDS:-300 1000 3000 10000 all}; do
 	echo "# wildcard $pat ($n in ftrace's list): rkprobes $got functions: attach $((add + on)) ns (add $add, enable $on), detach $((off + del)) ns (disable $off, remove $del); kernel kprobe_multi (bpftrace, less its start-up) attach+detach $multi ns; kernel f events one per function (attach detach count): $fev; bpftrace's front end alone (--emit-elf, less on one function) $front ns"
 done
 
+# The sweep rows (issue 32): trap-free probes and their cost per offset.
+# At every offset 0..255 of kernel_clone, do_sys_openat2, vfs_read and
+# vfs_write that the kernel's kprobes accept, and at RKP_BENCH_SWEEP_PER_FN
+# offsets (0..255, below the function's end, in a seeded random order,
+# those the kernel accepts) of RKP_BENCH_SWEEP_RANDOM functions drawn with
+# the same seed from those that sweeploop's mix workload calls (below),
+# rkp_trapfree puts one probe at a time on one side: the kernel's kprobe,
+# then rkprobes', each with a pre-handler that only counts its hits, then
+# each again with an empty post-handler too. Each probe is timed alone,
+# once its jump is in when its side's list shows it [OPTIMIZED]; trap-free
+# is what each list shows: [OPTIMIZED] or [FTRACE]. The time is sweeploop's,
+# whose every call enters the function once (fork, open, pread, pwrite; mix
+# for the random functions), and the cost per hit is its time with the probe
+# less its time with none (the lesser of a loop before the four probes and
+# one after), over the hits it counted; each loop starts 50 ms after the
+# last removal, whose deferred work would otherwise count. An offset
+# is reached when all four probes there were hit at least once a call; the
+# costs are over the reached offsets. Instructions: -icount runs alone.
+if grep -qw rkp_bench_icount /proc/cmdline; then
+	SW=/sys/kernel/debug/rkp_trapfree
+	RL=/sys/kernel/debug/rkprobes/list
+	NL=/sys/kernel/debug/kprobes/list
+	TR=/sys/kernel/tracing
+	SW_SEED=${RKP_BENCH_SWEEP_SEED:-32}
+	SW_RANDOM=${RKP_BENCH_SWEEP_RANDOM:-50}
+	SW_PER_FN=${RKP_BENCH_SWEEP_PER_FN:-5}
+	SW_FUNCS=${RKP_BENCH_SWEEP_FUNCS:-kernel_clone do_sys_openat2 vfs_read vfs_write}
+	sw_t0=$(date +%s)
+	check "insmod rkp_trapfree.ko" insmod $MODDIR/rkp_trapfree.ko
+	# sw_loop MODE: "N NS HITS", sweeploop's calls, its time and the hits.
+	# vfork()'s time moves by a few thousand instructions a call now and
+	# then (another task's work landing in the loop): the least of five.
+	sw_loop() {
+		case $1 in
+		fork) n=100 r=5 ;; open) n=1000 r=1 ;; mix) n=300 r=1 ;; *) n=2000 r=1 ;;
+		esac
+		for _ in $(seq $r); do
+			/bin/sweeploop $1 $n $SW |
+				sed -n 's/^sweeploop: \([0-9]*\) calls in \([0-9]*\) ns, \([0-9-]*\) hits$/\1 \2 \3/p'
+		done | sort -n -k2 | head -n 1
+	}
+	# sw_probe SIDE FN OFF POST MODE: "TRAPFREE NS HITS", the probe of SIDE
+	# (k or rk) timed, or nothing when SIDE refused it.
+	sw_probe() {
+		echo "$1 $2 $3 $4" > $SW 2> /dev/null || return
+		l=$NL
+		[ $1 = rk ] && l=$RL
+		if [ $1 = rk ] || grep -q "[ 	]$2+.*OPTIMIZED" $l; then
+			echo wait > $SW 2> /dev/null ||
+				{ [ $1 = k ] && diag "sweep $2+$3: the kernel's jump not in after 5 s"; }
+		fi
+		tf=0
+		grep -q "[ 	]$2+.*\[\(OPTIMIZED\|FTRACE\)\]" $l && tf=1
+		r=$(sw_loop $5)
+		echo off > $SW
+		# A removal leaves work behind (grace periods, ftrace's
+		# trampolines), on either CPU: let it out of the next loop.
+		sleep 0.05
+		echo "$tf ${r#* }"
+	}
+	# sw_offset GROUP FN OFF MODE: one offset's line in /tmp/sw.res; false
+	# when the kernel's kprobes refuse the offset.
+	sw_offset() {
+		echo "k $2 $3 0" > $SW 2> /dev/null || return
+		echo off > $SW
+		sleep 0.05
+		none=$(sw_loop $4)
+		kp=$(sw_probe k $2 $3 0 $4)
+		rp=$(sw_probe rk $2 $3 0 $4)
+		kq=$(sw_probe k $2 $3 1 $4)
+		rq=$(sw_probe rk $2 $3 1 $4)
+		# The baseline: the lesser of the loops before and after.
+		none=$({ echo "$none"; sw_loop $4; } | sort -n -k2 | head -n 1)
+		echo "$1 $2 $3 $none ${kp:-- - -} ${rp:-- - -} ${kq:-- - -} ${rq:-- - -}" >> /tmp/sw.res
+	}
+	: > /tmp/sw.res
+	for fn in $SW_FUNCS; do
+		case $fn in
+		kernel_clone) mode=fork ;; do_sys_openat2) mode=open ;;
+		vfs_read) mode=read ;; *) mode=write ;;
+		esac
+		for off in $(seq 0 $((${RKP_BENCH_SWEEP_OFFSETS:-256} - 1))); do
+			sw_offset named $fn $off $mode
+		done
+		# Progress: the runner takes five minutes without a line for a hang.
+		diag "sweep: $fn done, $(($(date +%s) - sw_t0)) s"
+	done
+	# The random functions: those the function tracer saw sweeploop's mix
+	# call at least once a call in 20 calls, with a name that is unique in
+	# ftrace's list, has no '.' (no .cold or .isra part), and is on neither
+	# side's blacklist; drawn in a seeded random order.
+	echo 0 > $TR/tracing_on
+	echo function > $TR/current_tracer
+	echo > $TR/trace
+	sh -c "echo \$\$ > $TR/set_ftrace_pid; echo 1 > $TR/tracing_on; exec /bin/sweeploop mix 20" > /dev/null
+	echo 0 > $TR/tracing_on
+	sed -n 's/.*: \([A-Za-z0-9_]*\) <-.*/\1/p' $TR/trace | sort | uniq -c |
+		awk '$1 >= 20 { print $2 }' > /tmp/sw.seen
+	echo nop > $TR/current_tracer
+	echo > $TR/set_ftrace_pid
+	echo > $TR/trace
+	echo 1 > $TR/tracing_on
+	awk '{ print $1 }' $TR/available_filter_functions | sort | uniq -u > /tmp/sw.uniq
+	{ sed -n 's/^[^	]*	//p' /sys/kernel/debug/rkprobes/blacklist
+	  awk '{ print $2 }' /sys/kernel/debug/kprobes/blacklist 2> /dev/null
+	  echo "$SW_FUNCS" | tr ' ' '\n'; } | sort -u > /tmp/sw.bl
+	grep -x -F -f /tmp/sw.uniq /tmp/sw.seen | grep -v -x -F -f /tmp/sw.bl | grep -v '\.' |
+		awk -v s=$SW_SEED 'BEGIN { srand(s) } { printf "%.9f %s\n", rand(), $1 }' |
+		sort | awk '{ print $2 }' > /tmp/sw.pool
+	diag "sweep: $(wc -l < /tmp/sw.seen) functions called once a mix call or more, $(wc -l < /tmp/sw.pool) in the pool"
+	drawn=0
+	for fn in $(cat /tmp/sw.pool); do
+		[ $drawn -lt $SW_RANDOM ] || break
+		echo "size $fn" > $SW 2> /dev/null || continue
+		size=$(sed -n 's/^size //p' $SW)
+		[ "$size" -gt 256 ] && size=256
+		got=0
+		for off in $(awk -v s=$SW_SEED -v n=$size 'BEGIN { srand(s); for (i = 0; i < n; i++) printf "%.9f %d\n", rand(), i }' |
+			sort | awk '{ print $2 }'); do
+			sw_offset random $fn $off mix && got=$((got + 1))
+			[ $got -lt $SW_PER_FN ] || break
+		done
+		[ $got -gt 0 ] && drawn=$((drawn + 1))
+		[ $((drawn % 10)) -ne 0 ] || [ $got -eq 0 ] ||
+			diag "sweep: $drawn random functions done, $(($(date +%s) - sw_t0)) s"
+	done
+	check "rmmod rkp_trapfree" rmmod rkp_trapfree
+	check "the sweep rows ran on $SW_RANDOM random functions ($drawn)" test "$drawn" -eq "$SW_RANDOM"
+	# One line per offset (bench-plot --sweep draws one function's), then
+	# the summary rows: the four functions, the random ones, all.
+	awk '
+	function cost(ns, h) { return (ns - none) / h }
+	{
+		g = $1; fn = $2; off = $3; n = $4; none = $5
+		# k pre, rk pre, k post, rk post: TRAPFREE NS HITS each.
+		ok = 1
+		for (i = 0; i < 4; i++) {
+			tf[i] = $(7 + 3 * i); t[i] = $(8 + 3 * i); h[i] = $(9 + 3 * i)
+			if (h[i] == "-" || h[i] < n) ok = 0
+		}
+		for (i = 0; i < 4; i++) if (tf[i] == "-") tf[i] = 0
+		c = ok ? sprintf("pre kprobes %d rkprobes %d, post kprobes %d rkprobes %d", cost(t[0], h[0]), cost(t[1], h[1]), cost(t[2], h[2]), cost(t[3], h[3])) : "pre - -, post - -"
+		printf "# sweep offset %s+%d: trap-free kprobes %d rkprobes %d, with a post-handler kprobes %d rkprobes %d, reached %d (hits a call %.2f), %s\n", fn, off, tf[0], tf[1], tf[2], tf[3], ok, (h[0] == "-" ? 0 : h[0] / n), c
+		for (gi = 0; gi < 2; gi++) {
+			k = gi ? "all" : g
+			tried[k]++; ktf[k] += tf[0]; rtf[k] += tf[1]; kqtf[k] += tf[2]; rqtf[k] += tf[3]
+			if (!ok) continue
+			m = ++reached[k]
+			for (i = 0; i < 4; i++) { v[k, i, m] = cost(t[i], h[i]); sum[k, i] += v[k, i, m] }
+		}
+	}
+	function median(k, i,   m, a, j, x, y, tmp) {
+		m = reached[k]
+		for (j = 1; j <= m; j++) a[j] = v[k, i, j]
+		for (x = 2; x <= m; x++) for (y = x; y > 1 && a[y - 1] > a[y]; y--) { tmp = a[y]; a[y] = a[y - 1]; a[y - 1] = tmp }
+		return m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
+	}
+	function ratio(a, b) { return b > 0 ? a / b : 0 }
+	END {
+		split("named random all", order, " ")
+		name["named"] = "kernel_clone, do_sys_openat2, vfs_read, vfs_write (every offset the kernel accepts)"
+		name["random"] = "random functions (sampled offsets)"
+		name["all"] = "all"
+		for (o = 1; o <= 3; o++) {
+			k = order[o]
+			if (!(k in tried)) continue
+			m = reached[k]
+			line = sprintf("# sweep %s: %d offsets tried, %d reached; trap-free kprobes %d rkprobes %d (trapping kprobes %d rkprobes %d), with a post-handler kprobes %d rkprobes %d", name[k], tried[k], m, ktf[k], rtf[k], tried[k] - ktf[k], tried[k] - rtf[k], kqtf[k], rqtf[k])
+			if (m) {
+				for (p = 0; p < 2; p++) {
+					km = sum[k, 2 * p] / m; rm = sum[k, 2 * p + 1] / m
+					kd = median(k, 2 * p); rd = median(k, 2 * p + 1)
+					line = line sprintf("; %s: mean kprobes %d rkprobes %d (%.2fx), median kprobes %d rkprobes %d (%.2fx)", p ? "pre+post" : "pre", km, rm, ratio(rm, km), kd, rd, ratio(rd, kd))
+				}
+			}
+			print line
+		}
+	}' /tmp/sw.res
+	diag "sweep rows: $(($(date +%s) - sw_t0)) s of guest time"
+fi
+
 check "rmmod rkprobes" rmmod rkprobes
