@@ -59,7 +59,7 @@ pub(crate) const DIE_NOTIFIER_PRIORITY: c_int = 0x7fff_fff0;
 /// probed code, preemption off (interrupts usually on); may not sleep,
 /// allocate or take locks.
 pub(super) fn optimized_hit(point: &Point, regs: *mut ffi::pt_regs) {
-    if super::opt::post_ret(&point.optinsn) != 0 {
+    if point.optinsn.post_ret() != 0 {
         // SAFETY: the trampoline's saved registers (the caller's).
         optimized_hit_post(point, unsafe { &mut *regs });
         return;
@@ -145,9 +145,7 @@ pub(super) fn optimized_post(ret: usize, regs: &mut ffi::pt_regs) {
     let Some(point) = frame.point() else {
         return;
     };
-    if !matches!(status, Status::HitSs | Status::Reenter)
-        || super::opt::post_ret(&point.optinsn) != ret
-    {
+    if !matches!(status, Status::HitSs | Status::Reenter) || point.optinsn.post_ret() != ret {
         return;
     }
     regs.ip = point.addr.wrapping_add(point.arch.len as usize) as _;
@@ -275,7 +273,7 @@ fn setup(point: &Point, regs: &mut ffi::pt_regs, ctl: &Ctl, reenter: bool, post:
         // point's without post-handlers: registering one unoptimizes the
         // point first, and the optimizer makes the detour again with it.
         regs.ip = copy as _;
-        if super::opt::post_ret(&point.optinsn) == 0 {
+        if point.optinsn.post_ret() == 0 {
             if !reenter {
                 ctl.pop_first();
             }
@@ -534,9 +532,11 @@ fn fault(core: &Core, regs: &mut ffi::pt_regs, trapnr: c_int, gp: Option<c_ulong
 /// Whether `regs.ip` lies in the copy of `point` that runs with a
 /// trailing int3.
 fn in_copy(point: &Point, regs: &ffi::pt_regs) -> bool {
-    let ip = regs.ip as usize;
+    let ip = regs.ip;
     step_range(point).is_some_and(|(copy, end)| (copy..end).contains(&ip))
-        || super::opt::post_step_range(&point.optinsn)
+        || point
+            .optinsn
+            .post_step_range()
             .is_some_and(|(copy, end)| (copy..end).contains(&ip))
 }
 

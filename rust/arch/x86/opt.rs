@@ -65,11 +65,9 @@ use crate::{
 use core::sync::atomic::Ordering;
 use kernel::{ffi::c_ulong, prelude::*};
 
-/// The detour's layout as `detour.h` gives it to the trampoline too.
-mod detour_offsets {
-    include!("detour_offsets.rs");
-}
-use detour_offsets::{DETOUR_CALL as ENTRY, DETOUR_COPY as COPY, DETOUR_POINT, DETOUR_POST_RET};
+use super::opt_insn::detour_offsets::{
+    DETOUR_CALL as ENTRY, DETOUR_COPY as COPY, DETOUR_POINT, DETOUR_POST_RET,
+};
 const _: () = assert!(COPY == ENTRY + CALL_LEN && DETOUR_POINT + 8 <= DETOUR_POST_RET);
 const _: () = assert!(DETOUR_POST_RET + 8 <= ENTRY);
 
@@ -437,31 +435,6 @@ pub(crate) unsafe extern "C" fn rkp_optprobe_callback(
     // As an int3 hit presents it.
     r.ip = point.addr.wrapping_add(1) as _;
     super::kprobes::optimized_hit(point, regs);
-}
-
-/// The return address of the post-handlers' call in `opt`'s detour, or 0
-/// when it has none (or no detour). Hit path; the caller has seen the
-/// point's state say the detour is in use, or holds the frame that the
-/// detour's callback pushed.
-#[inline(always)]
-pub(super) fn post_ret(opt: &OptInsn) -> usize {
-    match opt.copy() {
-        // SAFETY: the detour's header word at `DETOUR_POST_RET`, written
-        // with the detour before it was published, and readable while the
-        // detour is in use (the slot is freed a Tasks RCU grace period
-        // after its last use).
-        Some(copy) => unsafe { ((copy - COPY + DETOUR_POST_RET) as *const usize).read_unaligned() },
-        None => 0,
-    }
-}
-
-/// The copy of the first instruction in a detour that calls the
-/// post-handlers after it, as an int3 hit's stepped copy. Hit path.
-pub(super) fn post_step_range(opt: &OptInsn) -> Option<(usize, usize)> {
-    match (opt.copy(), post_ret(opt)) {
-        (Some(c), r) if r > c + CALL_LEN => Some((c, r - CALL_LEN)),
-        _ => None,
-    }
 }
 
 /// Called by `rkp_optprobe_post_trampoline`, which the detour of a point

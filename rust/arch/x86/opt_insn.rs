@@ -16,6 +16,12 @@ pub(crate) const MAX_REGION: usize = JMP32_INSN_SIZE - 1 + 15;
 /// `call rel32`.
 pub(crate) const CALL_LEN: usize = 5;
 
+/// The detour's layout as `detour.h` gives it to the trampoline too.
+pub(super) mod detour_offsets {
+    include!("detour_offsets.rs");
+}
+use detour_offsets::{DETOUR_COPY, DETOUR_POST_RET};
+
 /// What the hit path reads of an optimized probe's detour (the kernel's
 /// `arch_optimized_insn`, whose other half is [`OptW`]).
 ///
@@ -33,6 +39,33 @@ impl OptInsn {
     pub(crate) const fn new() -> Self {
         Self {
             copy: AtomicUsize::new(0),
+        }
+    }
+
+    /// The return address of the post-handlers' call in the detour, or 0
+    /// when it has none (or there is no detour). Hit path; the caller has
+    /// seen the point's state say the detour is in use, or holds the frame
+    /// that the detour's callback pushed.
+    #[inline(always)]
+    pub(crate) fn post_ret(&self) -> usize {
+        match self.copy() {
+            // SAFETY: the detour's header word at `DETOUR_POST_RET`, written
+            // with the detour before it was published, and readable while
+            // the detour is in use (the slot is freed a Tasks RCU grace
+            // period after its last use).
+            Some(copy) => unsafe {
+                ((copy - DETOUR_COPY + DETOUR_POST_RET) as *const usize).read_unaligned()
+            },
+            None => 0,
+        }
+    }
+
+    /// The copy of the first instruction in a detour that calls the
+    /// post-handlers after it, as an int3 hit's stepped copy. Hit path.
+    pub(crate) fn post_step_range(&self) -> Option<(usize, usize)> {
+        match (self.copy(), self.post_ret()) {
+            (Some(c), r) if r > c + CALL_LEN => Some((c, r - CALL_LEN)),
+            _ => None,
         }
     }
 

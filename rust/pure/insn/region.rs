@@ -452,6 +452,7 @@ mod tests {
                 region_len: 10,
                 taken: 10,
                 emitted: 15,
+                first_emitted: 1,
                 end: RegionEnd::JumpBack
             }
         );
@@ -520,6 +521,7 @@ mod tests {
                 region_len: 2,
                 taken: 5,
                 emitted: 5,
+                first_emitted: 5,
                 end: RegionEnd::Jump { target: F + 0x12 }
             }
         );
@@ -588,6 +590,7 @@ mod tests {
                 region_len: 6,
                 taken: 6,
                 emitted: 1 + CALL_FORM_LEN,
+                first_emitted: 1,
                 end: RegionEnd::Call {
                     target: F + 6 + 0x1000
                 }
