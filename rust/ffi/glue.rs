@@ -173,7 +173,12 @@ extern "C" {
     /// function to call from Rust: only its address is used.
     pub(crate) fn rkp_optprobe_trampoline();
 
-    /// The trampoline that a detour of a point with post-handlers calls
+    /// The trampoline that the detour of a point with post-handlers calls
+    /// first, for the pre-handlers (`optprobe_trampoline.S`). Only its
+    /// address is used.
+    pub(crate) fn rkp_optprobe_entry_post_trampoline();
+
+    /// The trampoline that the detour of a point with post-handlers calls
     /// after its first instruction (`optprobe_trampoline.S`). Only its
     /// address is used.
     pub(crate) fn rkp_optprobe_post_trampoline();

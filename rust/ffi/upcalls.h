@@ -37,6 +37,7 @@ void rkp_page_fault(struct pt_regs *regs);
 void rkp_kretprobe_trampoline_callback(struct pt_regs *regs);
 /* rust/arch/x86/opt.rs: called by optprobe_trampoline.S. */
 void rkp_optprobe_callback(const void *point, struct pt_regs *regs);
+void rkp_optprobe_entry_post_callback(const void *point, struct pt_regs *regs);
 void rkp_optprobe_post_callback(unsigned long ret, struct pt_regs *regs);
 
 #endif /* RKPROBES_UPCALLS_H */

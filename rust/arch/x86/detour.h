@@ -10,10 +10,12 @@
 /* The probe point (struct Point *), read by the trampoline. */
 #define RKP_DETOUR_POINT	0
 /*
- * 0, or, in a detour that calls the post-handlers after the copy of the
- * first instruction, that call's return address (read by the callbacks).
+ * regs->ip as an int3 hit presents it, the probed address + 1 (read by
+ * rkp_optprobe_trampoline); in a detour that calls the post-handlers after
+ * the copy of the first instruction, that call's return address instead
+ * (read by the callbacks; its entry trampoline sets regs->ip itself).
  */
-#define RKP_DETOUR_POST_RET	8
+#define RKP_DETOUR_IP		8
 /* call rkp_optprobe_trampoline (e8 rel32): where the probe's jump lands. */
 #define RKP_DETOUR_CALL		16
 /* The relocated copy: the call's return address, then a jmp back. */

@@ -59,11 +59,6 @@ pub(crate) const DIE_NOTIFIER_PRIORITY: c_int = 0x7fff_fff0;
 /// probed code, preemption off (interrupts usually on); may not sleep,
 /// allocate or take locks.
 pub(super) fn optimized_hit(point: &Point, regs: *mut ffi::pt_regs) {
-    if point.optinsn.post_ret() != 0 {
-        // SAFETY: the trampoline's saved registers (the caller's).
-        optimized_hit_post(point, unsafe { &mut *regs });
-        return;
-    }
     // Preemption is off (the caller): the CPU stays.
     if Ctl::this_cpu_depth() > 0 {
         point.missed();
@@ -86,7 +81,7 @@ pub(super) fn optimized_hit(point: &Point, regs: *mut ffi::pt_regs) {
 /// frame. With interrupts off from here to there the CPU cannot change.
 /// If no frame can be pushed (nested deeper than `MAX_DEPTH`), the
 /// instruction runs as the probed code had it and nothing is handled.
-fn optimized_hit_post(point: &Point, regs: &mut ffi::pt_regs) {
+pub(super) fn optimized_hit_post(point: &Point, regs: &mut ffi::pt_regs) {
     let ctl = this_cpu();
     let saved = regs.flags as u64 & FLAG_IF;
     let status = if ctl.depth() > 0 {

@@ -11,7 +11,8 @@
 //!
 //! ```text
 //!   +0   the probe point (8 bytes, data)
-//!   +8   0, or the return address of the post-handlers' call (data)
+//!   +8   regs->ip as an int3 hit presents it: the probe address + 1;
+//!        with post-handlers, the return address of their call (data)
 //!   +16  call rkp_optprobe_trampoline      (e8 rel32)
 //!   +21  the instructions the jump replaced, relocated, with their
 //!        relative branches moved (`FuncCode::plan_region`); for a point
@@ -66,10 +67,10 @@ use core::sync::atomic::Ordering;
 use kernel::{ffi::c_ulong, prelude::*};
 
 use super::opt_insn::detour_offsets::{
-    DETOUR_CALL as ENTRY, DETOUR_COPY as COPY, DETOUR_POINT, DETOUR_POST_RET,
+    DETOUR_CALL as ENTRY, DETOUR_COPY as COPY, DETOUR_IP, DETOUR_POINT,
 };
-const _: () = assert!(COPY == ENTRY + CALL_LEN && DETOUR_POINT + 8 <= DETOUR_POST_RET);
-const _: () = assert!(DETOUR_POST_RET + 8 <= ENTRY);
+const _: () = assert!(COPY == ENTRY + CALL_LEN && DETOUR_POINT + 8 <= DETOUR_IP);
+const _: () = assert!(DETOUR_IP + 8 <= ENTRY);
 
 /// The largest function the optimizer decodes whole (the kernel has no
 /// limit; this bounds the work of one optimizer pass per probe).
@@ -302,7 +303,11 @@ fn detour_image(
     } else {
         0
     };
-    let trampoline = ffi::rkp_optprobe_trampoline as *const () as usize;
+    let trampoline = if post {
+        ffi::rkp_optprobe_entry_post_trampoline as *const () as usize
+    } else {
+        ffi::rkp_optprobe_trampoline as *const () as usize
+    };
     let call = rel32(at + ENTRY, trampoline).ok_or(OptRefusal::Never)?;
     // The probe's jump must reach the detour too.
     rel32(addr, at + ENTRY).ok_or(OptRefusal::Never)?;
@@ -313,7 +318,10 @@ fn detour_image(
         }
     };
     put(DETOUR_POINT, &point_ptr.to_le_bytes());
-    put(DETOUR_POST_RET, &post_ret.to_le_bytes());
+    // The post-handlers' call's return address, or regs->ip as an int3 hit
+    // presents it, for the trampoline that enters the detour.
+    let word = if post { post_ret } else { addr + 1 };
+    put(DETOUR_IP, &word.to_le_bytes());
     put(ENTRY, &[CALL32]);
     put(ENTRY + 1, &call);
     Ok(Detour {
@@ -430,11 +438,30 @@ pub(crate) unsafe extern "C" fn rkp_optprobe_callback(
     let _preempt = PreemptNotraceGuard::new();
     // SAFETY: the caller's contract.
     let point = unsafe { &*point };
-    // SAFETY: the trampoline's saved registers (the caller's contract).
-    let r = unsafe { &mut *regs };
-    // As an int3 hit presents it.
-    r.ip = point.addr.wrapping_add(1) as _;
     super::kprobes::optimized_hit(point, regs);
+}
+
+/// [`rkp_optprobe_callback`] for the detour of a point with post-handlers,
+/// called by `rkp_optprobe_entry_post_trampoline`: `regs->ip` as an int3
+/// hit presents it, then the pre-handlers, leaving this CPU's frame for
+/// the post-handlers' callback and interrupts off
+/// (`kprobes::optimized_hit_post`).
+///
+/// # Safety
+///
+/// As for [`rkp_optprobe_callback`].
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rkp_optprobe_entry_post_callback(
+    point: *const Point,
+    regs: *mut ffi::pt_regs,
+) {
+    let _preempt = PreemptNotraceGuard::new();
+    // SAFETY: the caller's contract.
+    let point = unsafe { &*point };
+    // SAFETY: the trampoline's saved registers (the caller's contract).
+    let regs = unsafe { &mut *regs };
+    regs.ip = point.addr.wrapping_add(1) as _;
+    super::kprobes::optimized_hit_post(point, regs);
 }
 
 /// Called by `rkp_optprobe_post_trampoline`, which the detour of a point

@@ -5,6 +5,7 @@
 //! replaced. A leaf, so that the probe point can hold it; writing and
 //! removing the jump is `opt.rs`'s.
 
+use super::slot::SLOT_SIZE;
 use crate::{kprobe::slots::Slot, pure::insn::analyze::JMP32_INSN_SIZE};
 use core::sync::atomic::{AtomicUsize, Ordering};
 
@@ -20,7 +21,7 @@ pub(crate) const CALL_LEN: usize = 5;
 pub(super) mod detour_offsets {
     include!("detour_offsets.rs");
 }
-use detour_offsets::{DETOUR_COPY, DETOUR_POST_RET};
+use detour_offsets::{DETOUR_COPY, DETOUR_IP};
 
 /// What the hit path reads of an optimized probe's detour (the kernel's
 /// `arch_optimized_insn`, whose other half is [`OptW`]).
@@ -48,15 +49,20 @@ impl OptInsn {
     /// that the detour's callback pushed.
     #[inline(always)]
     pub(crate) fn post_ret(&self) -> usize {
-        match self.copy() {
-            // SAFETY: the detour's header word at `DETOUR_POST_RET`, written
-            // with the detour before it was published, and readable while
-            // the detour is in use (the slot is freed a Tasks RCU grace
-            // period after its last use).
-            Some(copy) => unsafe {
-                ((copy - DETOUR_COPY + DETOUR_POST_RET) as *const usize).read_unaligned()
-            },
-            None => 0,
+        let Some(copy) = self.copy() else {
+            return 0;
+        };
+        // SAFETY: the detour's header word at `DETOUR_IP`, written with the
+        // detour before it was published, and readable while the detour is
+        // in use (the slot is freed a Tasks RCU grace period after its last
+        // use).
+        let word = unsafe { ((copy - DETOUR_COPY + DETOUR_IP) as *const usize).read_unaligned() };
+        // A detour without the post call holds the probed address + 1
+        // there, which is never inside its own slot.
+        if word > copy + CALL_LEN && word <= copy - DETOUR_COPY + SLOT_SIZE {
+            word
+        } else {
+            0
         }
     }
 

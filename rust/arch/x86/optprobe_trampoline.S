@@ -6,23 +6,24 @@
  * An optimized probe's text holds a jmp into its detour buffer, whose code
  * is a call of this trampoline, the relocated copy of the instructions the
  * jump replaced, and a jmp back after them. The detour starts with a small
- * header: the probe point, and the return address of the post-handlers'
- * call if the detour has one. The call pushes the address of the copy, right
- * after it in the detour, which is how the trampoline finds that header.
+ * header: the probe point, and regs->ip as an int3 hit presents it (the
+ * probed address + 1). The call pushes the address of the copy, right after
+ * it in the detour, which is how the trampoline finds that header.
  *
  * The trampoline saves the registers as the struct pt_regs an int3 hit
  * would have (flags, sp, cs, ip, orig_ax as the exception entry sets them),
  * marks the frame for the ORC unwinder as a pt_regs frame, so that a stack
  * trace taken in a handler goes on at regs->ip, in the probed function,
- * exactly as from an int3 hit (the callback sets regs->ip to the probed
- * address + 1, as an int3 hit presents it), and calls
- * rkp_optprobe_callback(point, regs). It then restores every register from regs (the handlers may have
+ * exactly as from an int3 hit, and calls rkp_optprobe_callback(point,
+ * regs). It then restores every register from regs (the handlers may have
  * changed them; ip and sp changes are ignored, as the kernel's optimized
  * probes ignore them) and returns into the detour with RET, the return
  * thunk: the detour itself holds no return.
  *
- * The detour of a point with post-handlers calls a second trampoline after
- * the copy of its first instruction, which builds the same frame and calls
+ * The detour of a point with post-handlers is entered through a trampoline
+ * of its own (its header's second word is the return address of the call
+ * below, and its callback sets regs->ip), and calls a third one after the
+ * copy of its first instruction, which builds the same frame and calls
  * rkp_optprobe_post_callback(return address, regs); the return address
  * tells the callback which detour called it (Documentation/kprobes-design.rst,
  * "Post-handlers in the detour").
@@ -42,6 +43,7 @@
 
 /* The detour's header, below the copy whose address the call pushed. */
 #define DETOUR_HDR_POINT	(RKP_DETOUR_POINT - RKP_DETOUR_COPY)
+#define DETOUR_HDR_IP		(RKP_DETOUR_IP - RKP_DETOUR_COPY)
 
 /*
  * The frame both trampolines build: pt_regs as an int3 hit's, below the
@@ -103,9 +105,9 @@
  */
 SYM_CODE_START(rkp_optprobe_trampoline)
 	OPTPROBE_SAVE
-	/* regs->ip is the callback's to set, before any handler runs. */
 	movq	PT_WORDS * 8(%rsp), %rdi
-	movq	%rdi, PT_IP * 8(%rsp)
+	movq	DETOUR_HDR_IP(%rdi), %rax
+	movq	%rax, PT_IP * 8(%rsp)
 	movq	DETOUR_HDR_POINT(%rdi), %rdi
 	movq	%rsp, %rsi
 	/* From here the unwinder goes on from regs->ip, as from an int3. */
@@ -113,6 +115,22 @@ SYM_CODE_START(rkp_optprobe_trampoline)
 	call	rkp_optprobe_callback
 	OPTPROBE_RESTORE
 SYM_CODE_END(rkp_optprobe_trampoline)
+
+/*
+ * Where the jump of a point with post-handlers lands: the pre-handlers,
+ * through rkp_optprobe_entry_post_callback(point, regs), which sets
+ * regs->ip (the header's second word is the post call's return address).
+ */
+SYM_CODE_START(rkp_optprobe_entry_post_trampoline)
+	OPTPROBE_SAVE
+	movq	PT_WORDS * 8(%rsp), %rdi
+	movq	%rdi, PT_IP * 8(%rsp)
+	movq	DETOUR_HDR_POINT(%rdi), %rdi
+	movq	%rsp, %rsi
+	UNWIND_HINT_REGS
+	call	rkp_optprobe_entry_post_callback
+	OPTPROBE_RESTORE
+SYM_CODE_END(rkp_optprobe_entry_post_trampoline)
 
 /*
  * Called by the detour of a point with post-handlers, after the copy of
