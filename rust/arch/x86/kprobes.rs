@@ -276,19 +276,8 @@ fn setup(point: &Point, regs: &mut ffi::pt_regs, ctl: &Ctl, reenter: bool, post:
         }
         // A detour that calls the post-handlers after its first
         // instruction: the frame stays for them (`optimized_post`), as when
-        // the copy is stepped below, and the instruction runs with
-        // interrupts off. The int3's return restores the flags.
-        let saved = regs.flags as u64 & FLAG_IF;
-        if reenter {
-            if !ctl.push(point, Status::Reenter, Some(saved)) {
-                return false;
-            }
-        } else if let Some(f) = ctl.top() {
-            f.set_saved_flags(saved);
-            f.set_status(Status::HitSs);
-        }
-        regs.flags = (regs.flags as u64 & !FLAG_IF) as _;
-        return true;
+        // the copy is stepped below.
+        return start_step(point, regs, ctl, reenter);
     }
     let insn = &point.arch;
     // A discriminant test: `!=` is the derived `PartialEq`, which LLVM
@@ -320,12 +309,23 @@ fn setup(point: &Point, regs: &mut ffi::pt_regs, ctl: &Ctl, reenter: bool, post:
             return true;
         }
     }
+    regs.ip = copy as _;
+    start_step(point, regs, ctl, reenter)
+}
+
+/// Readies this CPU's frame for a copy of `point`'s instruction that runs
+/// with interrupts off until the frame's path resumes (the copy's trailing
+/// int3, or a detour's call of the post-handlers): the interrupted IF kept
+/// in the frame, pushed as `Reenter` for a hit inside another probe, and
+/// IF cleared. False when nested deeper than `MAX_DEPTH`: the kernel's
+/// "unrecoverable kprobe" case, where leaving the trap unhandled makes the
+/// kernel report it rather than corrupt the interrupted probe's state.
+/// int3 context.
+#[inline(always)]
+fn start_step(point: &Point, regs: &mut ffi::pt_regs, ctl: &Ctl, reenter: bool) -> bool {
     let saved = regs.flags as u64 & FLAG_IF;
     if reenter {
         if !ctl.push(point, Status::Reenter, Some(saved)) {
-            // Nested deeper than MAX_DEPTH: the kernel's "unrecoverable
-            // kprobe" case. Leaving the trap unhandled makes the kernel report
-            // it rather than corrupt the interrupted probe's state.
             return false;
         }
     } else if let Some(f) = ctl.top() {
@@ -333,7 +333,6 @@ fn setup(point: &Point, regs: &mut ffi::pt_regs, ctl: &Ctl, reenter: bool, post:
         f.set_status(Status::HitSs);
     }
     regs.flags = (regs.flags as u64 & !FLAG_IF) as _;
-    regs.ip = copy as _;
     true
 }
 

@@ -169,6 +169,10 @@ impl Emit {
     }
 }
 
+/// The int3 bytes a gap is filled with, as many as the largest gap
+/// ([`FuncCode::plan_region_gap`] refuses a larger one).
+const INT3_GAP: [u8; MAX_PLAN_OUTPUT] = [0xcc; MAX_PLAN_OUTPUT];
+
 /// The plain encodings of the relative branches that [`FuncCode::plan_region`]
 /// moves: Jcc rel8/rel32, JMP rel8/rel32, CALL rel32, without prefixes.
 fn is_plain_branch(insn: &Insn) -> bool {
@@ -237,7 +241,9 @@ impl FuncCode<'_> {
     /// for the caller's own code between that instruction and the rest: the
     /// rest is relocated for where it lands after the gap. With a gap the
     /// first instruction must be no relative branch, which would leave the
-    /// region before the gap ([`OptimizeRefusal::BranchBeforeGap`]).
+    /// region before the gap ([`OptimizeRefusal::BranchBeforeGap`]); a gap
+    /// that cannot fit the output is refused as
+    /// [`RelocError::BufferTooSmall`].
     #[allow(clippy::too_many_arguments)]
     pub fn plan_region_gap<E, T>(
         &self,
@@ -270,15 +276,6 @@ impl FuncCode<'_> {
         let mut end = RegionEnd::JumpBack;
         let mut first_emitted = None;
         while len < JMP32_INSN_SIZE {
-            if len > 0 && first_emitted.is_none() {
-                first_emitted = Some(emit.len);
-                for _ in 0..gap {
-                    emit.put(&[&[0xcc]]).map_err(|()| OptimizeRefusal::Reloc {
-                        addr: paddr,
-                        error: RelocError::BufferTooSmall,
-                    })?;
-                }
-            }
             let addr = paddr.wrapping_add(len as u64);
             let insn = self.insn_at(addr)?;
             let too_small = |()| OptimizeRefusal::Reloc {
@@ -351,22 +348,15 @@ impl FuncCode<'_> {
                     emit.len = emit.len.saturating_add(copied.len);
                 }
             }
-        }
-        // A region of one instruction has its gap after it, before the jump
-        // back.
-        let first_emitted = match first_emitted {
-            Some(n) => n,
-            None => {
-                let n = emit.len;
-                for _ in 0..gap {
-                    emit.put(&[&[0xcc]]).map_err(|()| OptimizeRefusal::Reloc {
-                        addr: paddr,
-                        error: RelocError::BufferTooSmall,
-                    })?;
-                }
-                n
+            // The gap follows the first instruction (never a branch that
+            // ended the region when there is one: refused above).
+            if first_emitted.is_none() {
+                first_emitted = Some(emit.len);
+                emit.put(&[INT3_GAP.get(..gap).ok_or_else(|| too_small(()))?])
+                    .map_err(too_small)?;
             }
-        };
+        }
+        let first_emitted = first_emitted.unwrap_or(emit.len);
         if end == RegionEnd::JumpBack {
             let back = paddr.wrapping_add(len as u64);
             emit.branch32(&[0xe9], back)
