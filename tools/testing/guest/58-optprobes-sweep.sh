@@ -15,7 +15,9 @@
 # show alike must be the same through the jump (but a dead register that
 # differs between the two jump rounds), and the calls' results must not
 # change. Offsets 24 bytes apart or more are done side by side, in the four
-# functions at once, so that one optimizer pass serves many.
+# functions at once, so that one optimizer pass serves many. The same
+# rounds again with a post-handler (rkp_postregs): the registers it sees
+# through the jump must be those after the int3 path's step.
 
 # On the kernel without kprobes, the sweep finds where rkprobes optimizes
 # alone, and the register comparison runs on those offsets.
@@ -159,6 +161,7 @@ total=0
 for fn in kernel_clone do_sys_openat2 vfs_read vfs_write; do
 	eval "set -- \$opt_$fn"
 	total=$((total + $#))
+	eval "post_$fn=\$opt_$fn"
 done
 # A difference is looked at again, up to twice, and counts only if it
 # shows every time: a scratch register that a callee left behind can hold
@@ -253,8 +256,148 @@ while :; do
 	rounds=$((rounds + 1))
 	echo "# register round $rounds: $compared offsets compared"
 done
+
+# The same for post-handlers, at the same offsets: a probe with a
+# post-handler alone (rkp_postregs) is optimized where its first
+# instruction is one the int3 path steps out of line and the detour has
+# room to call the post-handler after it. There, the registers the
+# post-handler sees through the jump (after the detour ran the
+# instruction) must be those it sees at an int3 hit (after the step), in
+# the same four rounds; the rest stay trapping, counted.
+PR=/sys/kernel/debug/rkp_postregs
+# pjudge A B: A the module's output after the jump rounds (probe flags,
+# phases 0 and 1 int3, 2 and 3 through the jump), B after the int3 round
+# that follows (phase 4). One line per probe: "unreached", "trapping",
+# "nojump ..." or "ok"/"bad" as judge's.
+pjudge() {
+	awk -v a="$1" -v b="$2" '
+	function rec(line, arr,   w, n, i, kv) {
+		delete arr; sub(/^[0-9] [^ ]* /, "", line); n = split(line, w, " ")
+		for (i = 1; i <= n; i++) { split(w[i], kv, "="); arr[kv[1]] = kv[2] }
+	}
+	BEGIN {
+		while ((getline l < a) > 0) {
+			split(l, w, " ")
+			if (l ~ /^rg_/) { order[++n] = w[1]; flags[w[1]] = substr(w[2], 7); continue }
+			nm = w[2]; sub(/:$/, "", nm)
+			if (w[1] < 4) R[nm, w[1]] = l
+		}
+		while ((getline l < b) > 0) {
+			split(l, w, " "); nm = w[2]; sub(/:$/, "", nm)
+			if (w[1] == 4) R[nm, 4] = l
+		}
+		for (i = 1; i <= n; i++) {
+			e = order[i]
+			if (!((e, 0) in R)) { print e, "unreached"; continue }
+			if (int(flags[e] / 4) % 2 == 0) { print e, "trapping"; continue }
+			rec(R[e, 0], A); rec(R[e, 1], B); rec(R[e, 2], C); rec(R[e, 3], H); rec(R[e, 4], G)
+			if (A["op"] != "0xcc" || B["op"] != "0xcc" || C["op"] != "0xe9" || G["op"] != "0xcc") {
+				print e, "nojump", A["op"], B["op"], C["op"], G["op"]; continue
+			}
+			d = ""; s = ""
+			for (k in A) {
+				if (k == "op" || A[k] != B[k] || A[k] != G[k] || C[k] == A[k]) continue
+				if (H["op"] == "0xe9" && H[k] != C[k]) s = s " " k
+				else d = d " " k ": int3 " A[k] ", jump " C[k] ";"
+			}
+			print e, (d == "" ? "ok" : "bad" d) (s == "" ? "" : " scratch" s)
+		}
+	}'
+}
+check "insmod rkp_postregs.ko" insmod $MODDIR/rkp_postregs.ko
+echo "pid $hpid" > $PR
+pt0=$(date +%s)
+prounds=0 pcompared=0 pbad=0 ptrap=0 punopt=0 punreached=0 pretried=0
+pattempt=1
+while :; do
+	if [ -z "$(eval echo \$post_kernel_clone\$post_do_sys_openat2\$post_vfs_read\$post_vfs_write)" ]; then
+		[ $pattempt -lt 2 ] || break
+		pattempt=$((pattempt + 1))
+		for fn in kernel_clone do_sys_openat2 vfs_read vfs_write; do
+			eval "post_$fn=\$pretry_$fn pretry_$fn="
+		done
+	fi
+	n=0
+	for fn in kernel_clone do_sys_openat2 vfs_read vfs_write; do
+		eval "left=\$post_$fn"
+		last=-100 rest=""
+		for off in $left; do
+			if [ "$off" -lt $((last + 24)) ]; then
+				rest="$rest $off"
+				continue
+			fi
+			last=$off
+			if echo "add $fn $off" > $PR; then
+				n=$((n + 1))
+			else
+				pbad=$((pbad + 1))
+				diag "$fn+$off: a probe with a post-handler could not be registered"
+			fi
+		done
+		eval "post_$fn=\"\$rest\""
+	done
+	[ $n -gt 0 ] || continue
+	echo 0 > $OPT
+	echo "phase 0" > $PR; calls; r1=$res
+	echo "phase 1" > $PR; calls; r2=$res
+	echo 1 > $OPT
+	echo "phase 2" > $PR
+	t=0
+	while :; do
+		calls; r3=$res
+		cat $PR > /tmp/pr.a
+		# Every optimized probe that the calls reach has its record of
+		# phase 2 through the jump.
+		awk '/^rg_/ { opt[$1] = int(substr($2, 7) / 4) % 2 }
+			/^2 / { nm = $2; sub(/:$/, "", nm); if (opt[nm] && $3 != "op=0xe9") bad = 1 }
+			END { exit bad }' /tmp/pr.a && break
+		t=$((t + 1))
+		[ $t -lt 100 ] || break
+		echo "retake 2" > $PR
+		sleep 0.1
+	done
+	echo "phase 3" > $PR; calls; r5=$res
+	cat $PR > /tmp/pr.a
+	echo 0 > $OPT
+	echo "phase 4" > $PR; calls; r4=$res
+	cat $PR > /tmp/pr.b
+	echo 1 > $OPT
+	pjudge /tmp/pr.a /tmp/pr.b > /tmp/pjudge.out
+	while read -r e verdict rest; do
+		case $verdict in
+		unreached) punreached=$((punreached + 1)) ;;
+		trapping) ptrap=$((ptrap + 1)) ;;
+		nojump) punopt=$((punopt + 1)); diag "$e (post): not int3, int3, jump, int3: $rest" ;;
+		ok)
+			pcompared=$((pcompared + 1))
+			[ -z "$rest" ] || diag "$e (post): differs between the jump rounds, not compared:${rest#scratch}" ;;
+		*)
+			diag "$e (post, attempt $pattempt):$rest"
+			if [ $pattempt -lt 2 ]; then
+				pretried=$((pretried + 1))
+				x=${e#rg_} fn=${x%_*}
+				eval "pretry_$fn=\"\$pretry_$fn ${x##*_}\""
+			else
+				pcompared=$((pcompared + 1))
+				pbad=$((pbad + 1))
+			fi ;;
+		esac
+	done < /tmp/pjudge.out
+	if [ "$r1" != "$r2" ] || [ "$r1" != "$r3" ] || [ "$r1" != "$r4" ] || [ "$r1" != "$r5" ]; then
+		res_bad=$((res_bad + 1))
+		diag "post round $prounds: results '$r1' '$r2' '$r3' '$r4' '$r5'"
+	fi
+	echo clear > $PR
+	prounds=$((prounds + 1))
+	echo "# post round $prounds: $pcompared offsets compared"
+done
 exec 3>&-
 wait
+check "rmmod rkp_postregs" rmmod rkp_postregs
+diag "post-handler registers compared at $pcompared of $total optimized offsets in $prounds rounds, $(($(date +%s) - pt0)) s ($ptrap with a post-handler left trapping, $punreached not on the path of opt-call's calls; $pretried looked at again)"
+expect_eq "every offset optimized with a post-handler that the calls reach hit through its jump, after two int3 hits" 0 "$punopt"
+expect_eq "post-handler registers through the jump as at an int3 hit, at every offset optimized with one" 0 "$pbad"
+check "post-handler registers compared at 100 optimized offsets or more ($pcompared)" test "$pcompared" -ge 100
 diag "registers compared at $compared of $total optimized offsets in $rounds rounds, $(($(date +%s) - t0)) s ($unreached not on the path of opt-call's calls; $retried looked at again)"
 expect_eq "every optimized offset that the calls reach hit through its jump, after two int3 hits" 0 "$unopt"
 expect_eq "registers through the jump as at an int3 hit, at every optimized offset reached" 0 "$regs_bad"
