@@ -625,6 +625,8 @@ if grep -qw rkp_bench_icount /proc/cmdline; then
 	SW_PER_FN=${RKP_BENCH_SWEEP_PER_FN:-5}
 	SW_FUNCS=${RKP_BENCH_SWEEP_FUNCS:-kernel_clone do_sys_openat2 vfs_read vfs_write}
 	sw_t0=$(date +%s)
+	sw_native=0
+	[ -e $NL ] && sw_native=1
 	check "insmod rkp_trapfree.ko" insmod $MODDIR/rkp_trapfree.ko
 	# sw_loop MODE: "N NS HITS", sweeploop's calls, its time and the hits.
 	# vfork()'s time moves by a few thousand instructions a call now and
@@ -659,14 +661,21 @@ if grep -qw rkp_bench_icount /proc/cmdline; then
 	}
 	# sw_offset GROUP FN OFF MODE: one offset's line in /tmp/sw.res; false
 	# when the kernel's kprobes refuse the offset.
+	# Without the kernel's kprobes, the offsets are those rkprobes
+	# accepts, and only its side is timed: its coverage alone.
 	sw_offset() {
-		echo "k $2 $3 0" > $SW 2> /dev/null || return
+		if [ $sw_native = 1 ]; then
+			echo "k $2 $3 0" > $SW 2> /dev/null || return
+		else
+			echo "rk $2 $3 0" > $SW 2> /dev/null || return
+		fi
 		echo off > $SW
 		sleep 0.05
 		none=$(sw_loop $4)
-		kp=$(sw_probe k $2 $3 0 $4)
+		kp= kq=
+		[ $sw_native = 0 ] || kp=$(sw_probe k $2 $3 0 $4)
 		rp=$(sw_probe rk $2 $3 0 $4)
-		kq=$(sw_probe k $2 $3 1 $4)
+		[ $sw_native = 0 ] || kq=$(sw_probe k $2 $3 1 $4)
 		rq=$(sw_probe rk $2 $3 1 $4)
 		# The baseline: the lesser of the loops before and after.
 		none=$({ echo "$none"; sw_loop $4; } | sort -n -k2 | head -n 1)
@@ -727,19 +736,22 @@ if grep -qw rkp_bench_icount /proc/cmdline; then
 	check "the sweep rows ran on $SW_RANDOM random functions ($drawn)" test "$drawn" -eq "$SW_RANDOM"
 	# One line per offset (bench-plot --sweep draws one function's), then
 	# the summary rows: the four functions, the random ones, all.
-	awk '
+	awk -v native=$sw_native '
 	function cost(ns, h) { return (ns - none) / h }
 	{
 		g = $1; fn = $2; off = $3; n = $4; none = $5
-		# k pre, rk pre, k post, rk post: TRAPFREE NS HITS each.
+		# k pre, rk pre, k post, rk post: TRAPFREE NS HITS each; without
+		# kprobes in the kernel, only the rk sides count.
 		ok = 1
 		for (i = 0; i < 4; i++) {
 			tf[i] = $(7 + 3 * i); t[i] = $(8 + 3 * i); h[i] = $(9 + 3 * i)
+			if (!native && i % 2 == 0) { t[i] = none; h[i] = 1; continue }
 			if (h[i] == "-" || h[i] < n) ok = 0
 		}
 		for (i = 0; i < 4; i++) if (tf[i] == "-") tf[i] = 0
 		c = ok ? sprintf("pre kprobes %d rkprobes %d, post kprobes %d rkprobes %d", cost(t[0], h[0]), cost(t[1], h[1]), cost(t[2], h[2]), cost(t[3], h[3])) : "pre - -, post - -"
-		printf "# sweep offset %s+%d: trap-free kprobes %d rkprobes %d, with a post-handler kprobes %d rkprobes %d, reached %d (hits a call %.2f), %s\n", fn, off, tf[0], tf[1], tf[2], tf[3], ok, (h[0] == "-" ? 0 : h[0] / n), c
+		if (ok && !native) c = sprintf("pre kprobes - rkprobes %d, post kprobes - rkprobes %d", cost(t[1], h[1]), cost(t[3], h[3]))
+		printf "# sweep offset %s+%d: trap-free kprobes %d rkprobes %d, with a post-handler kprobes %d rkprobes %d, reached %d (hits a call %.2f), %s\n", fn, off, tf[0], tf[1], tf[2], tf[3], ok, (h[native ? 0 : 1] == "-" ? 0 : h[native ? 0 : 1] / n), c
 		for (gi = 0; gi < 2; gi++) {
 			k = gi ? "all" : g
 			tried[k]++; ktf[k] += tf[0]; rtf[k] += tf[1]; kqtf[k] += tf[2]; rqtf[k] += tf[3]
@@ -757,7 +769,7 @@ if grep -qw rkp_bench_icount /proc/cmdline; then
 	function ratio(a, b) { return b > 0 ? a / b : 0 }
 	END {
 		split("named random all", order, " ")
-		name["named"] = "kernel_clone, do_sys_openat2, vfs_read, vfs_write (every offset the kernel accepts)"
+		name["named"] = "kernel_clone, do_sys_openat2, vfs_read, vfs_write (every offset " (native ? "the kernel" : "rkprobes") " accepts)"
 		name["random"] = "random functions (sampled offsets)"
 		name["all"] = "all"
 		for (o = 1; o <= 3; o++) {
@@ -765,7 +777,11 @@ if grep -qw rkp_bench_icount /proc/cmdline; then
 			if (!(k in tried)) continue
 			m = reached[k]
 			line = sprintf("# sweep %s: %d offsets tried, %d reached; trap-free kprobes %d rkprobes %d (trapping kprobes %d rkprobes %d), with a post-handler kprobes %d rkprobes %d", name[k], tried[k], m, ktf[k], rtf[k], tried[k] - ktf[k], tried[k] - rtf[k], kqtf[k], rqtf[k])
-			if (m) {
+			if (!native) {
+				line = sprintf("# sweep %s, no kprobes in the kernel: %d offsets tried, %d reached; trap-free rkprobes %d (trapping %d), with a post-handler %d", name[k], tried[k], m, rtf[k], tried[k] - rtf[k], rqtf[k])
+				for (p = 0; p < 2 && m; p++)
+					line = line sprintf("; %s: mean rkprobes %d, median %d", p ? "pre+post" : "pre", sum[k, 2 * p + 1] / m, median(k, 2 * p + 1))
+			} else if (m) {
 				for (p = 0; p < 2; p++) {
 					km = sum[k, 2 * p] / m; rm = sum[k, 2 * p + 1] / m
 					kd = median(k, 2 * p); rd = median(k, 2 * p + 1)
