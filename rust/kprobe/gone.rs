@@ -46,7 +46,7 @@ impl Core {
         // The init text's bounds are only compared.
         let init = module.init_text();
         let in_init = |a: usize| init.contains(&a);
-        let module = module.as_ptr();
+        let module = module.id();
         let mut reg = self.reg.lock();
         // Nothing here allocates: the batch runs through the points.
         let mut dying = Batch::new();
@@ -66,16 +66,15 @@ impl Core {
             for kp in p.clients() {
                 kp.update_flags(flags::GONE, 0);
             }
-            // SAFETY: the registration mutex is held; the point is live.
-            unsafe { self.table.remove(p) };
-            reg.move_to_gone(p);
+            if self.table.remove(&mut reg.table_w, p) {
+                reg.move_to_gone(p);
+            }
         }
         let killed = dying.iter().count();
         drop(dying);
         // No CPU is in a handler of, or stepping, the points after this.
         synchronize_rcu();
-        // SAFETY: the registration mutex is held and a grace period passed.
-        unsafe { self.table.reclaim() };
+        self.table.reclaim(&mut reg.table_w);
         pr_info!("{} probes of unloaded code marked gone\n", killed);
     }
 }

@@ -56,14 +56,14 @@ impl Core {
         rt: Runtime,
         blacklist: Blacklist,
     ) -> Result<Pin<KBox<Self>>> {
-        let table = Table::new()?;
+        let (table, table_w) = Table::new()?;
         arch::init_ctl()?;
         arch::check_ftrace_ops()?;
         let sites = TextSites::new(rt)?;
         let core = KBox::try_pin_init(
             try_pin_init!(Self {
                 reg <- new_mutex!(
-                    Registry::new(),
+                    Registry::new(table_w),
                     "rkprobes_reg"
                 ),
                 table,

@@ -23,9 +23,16 @@
 //! sleep, allocate or take locks. The rest is the writer's: process context
 //! with `Core::reg` held.
 
-use super::{blacklist::Reservation, client::Client, table::Chained};
+use super::{
+    blacklist::Reservation,
+    client::Client,
+    table::{Chained, TableW},
+};
 use crate::abi::RkpKprobe;
-use crate::kernel_ext::list::{self, Head, Link, Linked, Links, List};
+use crate::kernel_ext::{
+    list::{self, Head, Link, Linked, Links, List},
+    module::ModuleId,
+};
 use crate::{arch, ffi, impl_linked};
 use core::{
     ptr::NonNull,
@@ -74,7 +81,7 @@ const ARMED_FTRACE: u8 = 2;
 /// `clients` is the head of a list of registered probes in registration
 /// order, linked through their `rkp_next`, non-empty while the point is in
 /// the table. `module` is the module containing
-/// `addr` (null for vmlinux), only ever compared: as in the kernel, a probe
+/// `addr` (`ModuleId::VMLINUX` for vmlinux), only ever compared: as in the kernel, a probe
 /// holds no reference on it, and the module notifier kills the module's
 /// points when it goes (`Core::kill_module_points`).
 pub(crate) struct Point {
@@ -103,7 +110,7 @@ pub(crate) struct Point {
     opt: AtomicU8,
     /// The detour of an optimized probe, once prepared.
     pub(crate) optinsn: arch::OptInsn,
-    pub(super) module: *mut ffi::module,
+    pub(super) module: ModuleId,
     /// The writer's state.
     w: LockedBy<PointW, Registry>,
     /// The point's links on the registry's lists (`Registry::points`, or
@@ -140,12 +147,6 @@ pub(super) struct PointW {
     pub(super) opt: arch::OptW,
 }
 
-// SAFETY: the reservation is an entry of the kernel's blacklist, which any
-// CPU holding the registration mutex may release; the rest is plain data.
-unsafe impl Send for PointW {}
-// SAFETY: shared references to it only read (`LockedBy::access`).
-unsafe impl Sync for PointW {}
-
 /// Which list of the registry holds a point.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
@@ -170,14 +171,6 @@ unsafe impl Chained for Point {
         &self.chain[parity & 1]
     }
 }
-
-// SAFETY: a `Point` is shared between the writer (under `Core::reg`, whose
-// guard alone reaches `w`) and lock-free readers on the hit path, which only
-// read `addr`, `arch` and the published client list, and update counters
-// atomically; `module` is only compared.
-unsafe impl Sync for Point {}
-// SAFETY: as above; a `Point` is freed by the writer after a grace period.
-unsafe impl Send for Point {}
 
 /// The client probes of a point, walked lock-free.
 pub(super) struct ClientIter<'a> {
@@ -204,7 +197,7 @@ impl Point {
         addr: usize,
         func: usize,
         arch: arch::ArchInsn,
-        module: *mut ffi::module,
+        module: ModuleId,
         reg: &Mutex<Registry>,
     ) -> Self {
         Self {
@@ -505,11 +498,15 @@ pub(crate) struct Registry {
     /// `opt_todo` lost an address (no memory): the next pass looks at every
     /// point.
     pub(super) opt_todo_all: bool,
+    /// The probe table's writer's half: changing the table takes `&mut` of
+    /// it, so only the registration mutex's holder can.
+    pub(super) table_w: TableW<Point>,
 }
 
 impl Registry {
-    /// No points, probes armed, optimization on.
-    pub(super) fn new() -> Self {
+    /// No points, probes armed, optimization on; `table_w` is the writer's
+    /// half of the probe table.
+    pub(super) fn new(table_w: TableW<Point>) -> Self {
         Self {
             points: List::new(),
             gone: List::new(),
@@ -519,6 +516,7 @@ impl Registry {
             stopping: false,
             opt_todo: KVec::new(),
             opt_todo_all: false,
+            table_w,
         }
     }
 

@@ -28,6 +28,7 @@ use crate::{
     arch,
     kernel_ext::{
         self,
+        module::ModuleId,
         sync::{synchronize_rcu, synchronize_rcu_tasks},
         text::TextGuard,
     },
@@ -82,11 +83,9 @@ impl Core {
         // array to readers until a grace period: wait for one now rather
         // than keep it until the next removal. Growth doubles the table, so
         // few registrations pay this.
-        // SAFETY: the registration mutex is held.
-        if unsafe { self.table.has_retired() } {
+        if reg.table_w.has_retired() {
             synchronize_rcu();
-            // SAFETY: the mutex is held, and a grace period passed.
-            unsafe { self.table.reclaim() };
+            self.table.reclaim(&mut reg.table_w);
         }
         Ok(())
     }
@@ -181,17 +180,14 @@ impl Core {
         // fail before the point owns it.
         let room = KBox::<Point>::new_uninit(GFP_KERNEL)?;
         let insn = arch::prepare(self, reg, t.addr, t.func, t.ftrace)?;
-        let module = t
-            .module
-            .as_ref()
-            .map_or(core::ptr::null_mut(), |m| m.as_ptr());
+        let module = t.module.as_ref().map_or(ModuleId::VMLINUX, |m| m.id());
         let point = KBox::into_raw(KBox::write(
             room,
             Point::new(t.addr, t.func, insn, module, &self.reg),
         ));
-        // SAFETY: the registration mutex is held; the point lives until
-        // removed and a grace period passed (`finish_removal`).
-        unsafe { self.table.insert(point) };
+        // SAFETY: the point lives until removed and a grace period passed
+        // (`finish_removal`).
+        unsafe { self.table.insert(&mut reg.table_w, point) };
         // SAFETY: just made; live until unlisted (`finish_removal`).
         unsafe { reg.push_live(&*point) };
         Ok(point)
@@ -203,10 +199,9 @@ impl Core {
             return Ok(());
         }
         let mut batch = Batch::new();
-        for kp in kps {
-            // SAFETY: a registered probe's `rkp_private` is its point, live
-            // while the mutex is held.
-            batch.add(unsafe { &*kp.private().cast::<Point>() });
+        // Only registered probes come here: each is found at its point.
+        for p in kps.filter_map(|kp| self.point_of(reg, kp)) {
+            batch.add(p);
         }
         let r = self.set_armed(reg, &batch, true, Point::any_enabled);
         for p in batch.iter() {
@@ -407,12 +402,12 @@ impl Core {
         let mut boosted = false;
         for p in removal.points.iter().filter(|p| is_dead(p)) {
             boosted |= p.was_boosted.load(Ordering::Relaxed);
-            // A point of unloaded code was unpublished when its code went.
-            if p.w(reg).listed == Listed::Live {
-                // SAFETY: the registration mutex is held; the point is live.
-                unsafe { self.table.remove(p) };
+            // A point of unloaded code was unpublished when its code went. A
+            // point the table did not give up stays listed, and so is not
+            // freed below.
+            if p.w(reg).listed == Listed::Gone || self.table.remove(&mut reg.table_w, p) {
+                reg.unlist(p);
             }
-            reg.unlist(p);
         }
         // A point that lost a neighbour or a post-handler may be optimized.
         self.todo_after_removal(reg, &removal.points);
@@ -424,11 +419,11 @@ impl Core {
         if boosted {
             synchronize_rcu_tasks(&self.rt);
         }
-        // SAFETY: the registration mutex is held and a grace period passed.
-        unsafe { self.table.reclaim() };
+        self.table.reclaim(&mut reg.table_w);
         for point in removal.points.take() {
             // SAFETY: the points of a removal are live until freed here.
-            if is_dead(unsafe { &*point }) {
+            let p = unsafe { &*point };
+            if is_dead(p) && p.w(reg).listed == Listed::No {
                 // SAFETY: unpublished and unlisted above, past a grace period
                 // (and a Tasks RCU one if it ever had its detour in use).
                 let p = unsafe { KBox::from_raw(point) };
