@@ -10,7 +10,13 @@
 //! (`Documentation/kprobes-design.rst`, "Layers").
 
 use super::{blacklist::Blacklist, sites::TextSites};
-use super::{kretprobe, point::Registry, slots::SlotCache, table::Table, Core, CORE};
+use super::{
+    kretprobe,
+    point::{Points, Reg, Registry},
+    slots::SlotCache,
+    table::Table,
+    Core, CORE,
+};
 use crate::{
     arch,
     ffi::{self, kallsyms::Kallsyms, runtime::Runtime},
@@ -63,7 +69,10 @@ impl Core {
         let core = KBox::try_pin_init(
             try_pin_init!(Self {
                 reg <- new_mutex!(
-                    Registry::new(table_w),
+                    Reg {
+                        points: Points::new(table_w),
+                        reg: Registry::new(),
+                    },
                     "rkprobes_reg"
                 ),
                 table,

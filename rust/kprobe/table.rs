@@ -121,6 +121,14 @@ pub(crate) struct TableW<P> {
 }
 
 impl<P> TableW<P> {
+    /// Whether this is `table`'s writer's half.
+    pub(crate) fn is_for(&self, table: &Table<P>) -> bool
+    where
+        P: Chained,
+    {
+        self.id == table.id
+    }
+
     /// Whether growth left a replaced bucket array for [`Table::reclaim`].
     /// Any context.
     pub(crate) fn has_retired(&self) -> bool {

@@ -14,7 +14,7 @@ use common::Rng;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicPtr, Ordering};
 use rkprobes_host::impl_linked;
-use rkprobes_host::list::{is_listed, Head, Link, Linked, Links, List, Tail};
+use rkprobes_host::list::{is_listed, BorrowList, Head, Link, Linked, Links, List, Tail};
 use std::collections::VecDeque;
 
 struct Node {
@@ -265,4 +265,58 @@ fn forward_only_list_knows_membership_against_model() {
         let ids: Vec<usize> = l.iter().map(|e| unsafe { e.as_ref() }.id).collect();
         assert_eq!(ids, model.iter().copied().collect::<Vec<_>>());
     }
+}
+
+/// A batch element: a forward link alone, as a point's batch link.
+struct Batched {
+    id: usize,
+    link: Link<Batched>,
+}
+impl_linked!(Batched, 0, link);
+
+#[test]
+fn borrow_list_claims_its_elements() {
+    let elems: Vec<Batched> = (0..6)
+        .map(|id| Batched {
+            id,
+            link: Link::new(),
+        })
+        .collect();
+    let mut a = BorrowList::<Batched, 0>::new();
+    let mut b = BorrowList::<Batched, 0>::new();
+    for e in &elems[..4] {
+        assert!(a.push_front(e));
+    }
+    // On a list already: refused, by this list and by another.
+    assert!(!a.push_front(&elems[0]));
+    assert!(!b.push_front(&elems[1]));
+    assert!(b.push_front(&elems[4]));
+    assert_eq!(a.iter().map(|e| e.id).collect::<Vec<_>>(), [3, 2, 1, 0]);
+    assert_eq!(a.drain().next().map(|e| e.id), Some(3));
+    // Off the list once drained: another list may take it.
+    assert!(b.push_front(&elems[3]));
+    drop(a);
+    for e in &elems[..3] {
+        // SAFETY: valid; the test is the writer.
+        assert!(!unsafe { is_listed::<Batched, 0>(NonNull::from(e)) });
+    }
+    assert!(b.push_front(&elems[0]));
+    assert_eq!(b.iter().map(|e| e.id).collect::<Vec<_>>(), [0, 3, 4]);
+    // Elements with a backward link are claimed through it.
+    let nodes: Vec<Node> = (0..3)
+        .map(|id| Node {
+            id,
+            links: Links::new(),
+        })
+        .collect();
+    let mut l = List::<Node>::new();
+    // SAFETY: `nodes` outlives the list.
+    unsafe { l.push_back(NonNull::from(&nodes[0])) };
+    let mut c = BorrowList::<Node, 0>::new();
+    assert!(!c.push_front(&nodes[0]));
+    assert!(c.push_front(&nodes[1]));
+    assert_eq!(c.iter().map(|e| e.id).collect::<Vec<_>>(), [1]);
+    drop(c);
+    // The first node is still on `l`, which outlives `c`.
+    assert!(l.iter().next().is_some());
 }
