@@ -357,7 +357,6 @@ impl<T: Linked<ID>, const ID: u64> Tail<T, ID> {
                 if prev == off() {
                     return false;
                 }
-                p.store(mark, Ordering::Relaxed);
                 prev
             }
             None => {
@@ -388,6 +387,13 @@ impl<T: Linked<ID>, const ID: u64> Tail<T, ID> {
                 }
             }
             None => self.last = prev,
+        }
+        // Last, and with release: once `e` reads as on no list, another
+        // list may `claim` it and rewrite its links, so this list must be
+        // done reading them and relinking around it. Its neighbours are
+        // this list's and stay so.
+        if let Some(p) = prev_link {
+            p.store(mark, Ordering::Release);
         }
         true
     }
@@ -433,7 +439,10 @@ pub unsafe fn claim<T: Linked<ID>, const ID: u64>(e: NonNull<T>) -> bool {
         // SAFETY: as above.
         None => unsafe { T::next(e) },
     };
-    link.compare_exchange(off(), ptr::null_mut(), Ordering::Relaxed, Ordering::Relaxed)
+    // Acquire on success, pairing with the release of the mark (`unlink`,
+    // `List::remove`): the list that let `e` go has finished with its links
+    // before the caller writes them.
+    link.compare_exchange(off(), ptr::null_mut(), Ordering::Acquire, Ordering::Relaxed)
         .is_ok()
 }
 
@@ -525,8 +534,10 @@ impl<T: Linked<ID>, const ID: u64> List<T, ID> {
         let was = unsafe { self.tail.remove(&self.head, e) };
         // SAFETY: `e` is valid (the caller's contract).
         if was && unsafe { T::prev(e) }.is_none() {
+            // After the unlink, with release, as `Tail::unlink` marks an
+            // element with a backward link (see `claim`).
             // SAFETY: as above.
-            unsafe { T::next(e) }.store(off(), Ordering::Relaxed);
+            unsafe { T::next(e) }.store(off(), Ordering::Release);
         }
         was
     }
