@@ -291,8 +291,8 @@ impl PinnedDrop for Core {
             if left > 0 {
                 pr_warn!("{} probes still registered at unload; removed them\n", left);
             }
-            self.finish_removal(points, reg, removal);
-            self.free_removed(points, reg);
+            let removed = self.finish_removal(points, reg, removal);
+            self.free_removed(points, reg, removed);
         }
         // Zombie kretprobe pools hold rkprobes loaded, so none is left with
         // frames out unless a probe of rkprobes' own was just removed.

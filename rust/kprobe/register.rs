@@ -46,6 +46,32 @@ impl Removal<'_> {
     }
 }
 
+/// What [`Core::finish_removal`] leaves to [`Core::free_removed`], which
+/// consumes it: the points it retired, freed only after the grace period
+/// that `finish_removal` did not wait for itself. It borrows nothing, so
+/// the caller may take `&mut Points` to free them.
+///
+/// # Invariants
+///
+/// `waited` is false if and only if `finish_removal` retired a point and
+/// waited for no grace period after it did.
+#[must_use = "retired points are freed, and unlinked clients waited for, by `free_removed`"]
+pub(super) struct Removed {
+    waited: bool,
+}
+
+impl Drop for Removed {
+    /// Not given to `free_removed`: waits for the grace period here, so
+    /// that an unregistration still returns only when no CPU can be in
+    /// what it unlinked. The retired points stay with their owner until
+    /// its next `Points::reclaim`. Process context, may sleep.
+    fn drop(&mut self) {
+        if !self.waited {
+            synchronize_rcu();
+        }
+    }
+}
+
 impl Core {
     /// Registers `kps`, all or nothing, arming new points with one text
     /// synchronisation. Process context, may sleep.
@@ -380,8 +406,8 @@ impl Core {
         for kp in kps {
             self.unlink_client(points, reg, &mut removal, kp);
         }
-        self.finish_removal(points, reg, removal);
-        self.free_removed(points, reg);
+        let removed = self.finish_removal(points, reg, removal);
+        self.free_removed(points, reg, removed);
     }
 
     /// Unlinks `kp` from its point's client list, if it is registered. It is
@@ -404,14 +430,21 @@ impl Core {
         kp.set_private(core::ptr::null_mut());
     }
 
-    /// Disarms the points of `removal` left with no enabled client,
-    /// unpublishes and retires those left with no client (for
-    /// [`Core::free_removed`]), and waits until no CPU can be in a client
-    /// that was unlinked. Writer; allocates nothing.
-    pub(super) fn finish_removal(&self, points: &Points, reg: &mut Registry, removal: Removal<'_>) {
+    /// Disarms the points of `removal` left with no enabled client, and
+    /// unpublishes and retires those left with no client. Unless it retired
+    /// one, waits until no CPU can be in a client that was unlinked;
+    /// otherwise that wait is [`Core::free_removed`]'s, to which the caller
+    /// gives what this returns. Writer; allocates nothing.
+    pub(super) fn finish_removal(
+        &self,
+        points: &Points,
+        reg: &mut Registry,
+        removal: Removal<'_>,
+    ) -> Removed {
         // Nothing was unlinked: nothing to wait for.
         if removal.points.iter().next().is_none() {
-            return;
+            // INVARIANT: nothing retired.
+            return Removed { waited: true };
         }
         // Disarm before unpublishing: a CPU that trapped on an int3 finds its
         // point until then. Points of unloaded code are disarmed already.
@@ -430,18 +463,27 @@ impl Core {
         if !retired {
             synchronize_rcu();
         }
+        // INVARIANT: waited above unless a point was retired.
+        Removed { waited: !retired }
     }
 
-    /// Frees the points [`Core::finish_removal`] retired, after the grace
-    /// period it needs (`Points::reclaim`: a Tasks RCU one too if a copy of
-    /// one ran with interrupts on: a task may have been preempted in its
-    /// slot, and leaves it only when it runs again), with their slots and
-    /// detours. Writer, may sleep; allocates nothing.
-    pub(super) fn free_removed(&self, points: &mut Points, reg: &mut Registry) {
+    /// Frees the points [`Core::finish_removal`] retired (`removed`), after
+    /// the grace period they need (`Points::reclaim`: a Tasks RCU one too
+    /// if a copy of one ran with interrupts on: a task may have been
+    /// preempted in its slot, and leaves it only when it runs again), with
+    /// their slots and detours. Writer, may sleep; allocates nothing.
+    pub(super) fn free_removed(&self, points: &mut Points, reg: &mut Registry, removed: Removed) {
+        // Retired points are on `Points`' list of points to free, whose
+        // reclaim waits for the grace period since the last was retired.
         for p in points.reclaim(&self.rt) {
             arch::release(&self.slots, &p.arch);
             arch::release_optimized(&self.slots, &p.optinsn, p.opt_w_mut(reg));
         }
+        // INVARIANT: a grace period has passed since the last retire: either
+        // `finish_removal` retired nothing, or `reclaim` waited for it.
+        let mut removed = removed;
+        removed.waited = true;
+        drop(removed);
         // After the grace period above (or the caller's): at once.
         points.reclaim_table(&self.table);
     }
