@@ -251,13 +251,16 @@ impl Points {
     /// their slots. Process context, may sleep.
     pub(crate) fn reclaim(&mut self, rt: &Runtime) -> impl Iterator<Item = KBox<Point>> + '_ {
         if !self.lists.is_empty(DYING) {
+            if let Some(state) = self.retired.take() {
+                state.wait();
+            }
+            // Read after the grace period: a CPU that was running one of
+            // these points' copies when it was unpublished may mark it
+            // boosted until then.
             let boosted = self
                 .lists
                 .iter(DYING)
                 .any(|p| p.was_boosted.load(Ordering::Relaxed));
-            if let Some(state) = self.retired.take() {
-                state.wait();
-            }
             if boosted {
                 synchronize_rcu_tasks(rt);
             }
