@@ -211,8 +211,12 @@ impl Core {
         let module = t.module.as_ref().map_or(ModuleId::VMLINUX, |m| m.id());
         let point = KBox::write(room, Point::new(t.addr, t.func, insn, module, reg));
         points.publish(&self.table, point).map_err(|p| {
-            // Not this core's table (never): the point was not published.
-            arch::release(&self.slots, &p.arch);
+            // Not this core's table, or refused by it (never): the point
+            // was not published. Given back, it releases its slot here;
+            // kept to free, `free_removed` releases it.
+            if let Some(p) = p {
+                arch::release(&self.slots, &p.arch);
+            }
             EINVAL
         })
     }

@@ -230,28 +230,29 @@ impl<P: Chained> Table<P> {
 
     /// Publishes `member`, whose key is not in the table yet, through its
     /// writer's half `w`. Allocates only to grow the bucket array, and works
-    /// on (with longer chains) when that fails. May sleep.
+    /// on (with longer chains) when that fails. Fails, publishing nothing,
+    /// only if `w` is another table's (`EINVAL`). May sleep.
     ///
     /// # Safety
     ///
     /// `member` stays valid until it has been removed and a grace period
     /// has passed.
-    pub(crate) unsafe fn insert(&self, w: &mut TableW<P>, member: *const P) {
+    pub(crate) unsafe fn insert(&self, w: &mut TableW<P>, member: *const P) -> Result {
         if !self.is_writer(w) {
-            return;
+            return Err(EINVAL);
         }
         self.maybe_grow(w);
         // SAFETY: `current` is live, and only the holder of `w` changes it.
         let gen = unsafe { &*self.current.load(Ordering::Relaxed) };
         // SAFETY: the caller's contract.
         let m = unsafe { &*member };
-        if let Some(bucket) = gen.bucket(m.key()) {
-            m.link(gen.parity)
-                .store(bucket.load(Ordering::Relaxed), Ordering::Relaxed);
-            // Release: a reader that sees the member sees its link.
-            bucket.store(member.cast_mut(), Ordering::Release);
-            w.len += 1;
-        }
+        let bucket = gen.bucket(m.key()).ok_or(EINVAL)?;
+        m.link(gen.parity)
+            .store(bucket.load(Ordering::Relaxed), Ordering::Relaxed);
+        // Release: a reader that sees the member sees its link.
+        bucket.store(member.cast_mut(), Ordering::Release);
+        w.len += 1;
+        Ok(())
     }
 
     /// Unlinks `member` through the writer's half `w`; readers may still

@@ -172,19 +172,22 @@ impl Points {
     }
 
     /// Takes `point`, lists it with the live points and publishes it in
-    /// `table` (the probe table): from now on the hit path finds it. Gives
-    /// it back if `table` is not this owner's, or it is listed already.
-    /// Allocates only to grow the table (see `Table::insert`). Writer.
+    /// `table` (the probe table): from now on the hit path finds it. On
+    /// failure the point is not live: it is given back (`Some`) if `table`
+    /// is not this owner's or it is listed already; if the table refused
+    /// it (`None`), it is taken out of use, for [`Points::reclaim`] to
+    /// free. Allocates only to grow the table (see `Table::insert`).
+    /// Writer.
     pub(crate) fn publish<'p>(
         &'p self,
         table: &Table<Point>,
         point: KBox<Point>,
-    ) -> Result<&'p Point, KBox<Point>> {
+    ) -> Result<&'p Point, Option<KBox<Point>>> {
         if !self.is_ours(table) {
-            return Err(point);
+            return Err(Some(point));
         }
-        let p = self.lists.push_back(LIVE, point)?;
-        self.with_table(table, |w| {
+        let p = self.lists.push_back(LIVE, point).map_err(Some)?;
+        let inserted = self.with_table(table, |w| {
             // SAFETY: `p` is this owner's until `reclaim` frees it, which
             // frees only points on `DYING`; `retire` puts a point there after
             // it removed it from this table, and `reclaim` waits for a grace
@@ -192,6 +195,12 @@ impl Points {
             // INVARIANT: a member on `LIVE`.
             unsafe { table.insert(w, p) }
         });
+        if inserted != Some(Ok(())) {
+            // INVARIANT: not in the table; `retired` read after that.
+            self.retired.set(Some(RcuState::now()));
+            self.lists.move_to(p, DYING);
+            return Err(None);
+        }
         Ok(p)
     }
 
