@@ -194,6 +194,17 @@ impl Core {
         found
     }
 
+    /// The live point that `kp`'s `rkp_private` names, for a probe the
+    /// caller knows is registered and not of unloaded code: O(1), as it
+    /// does not walk the point's clients (see [`Core::point_of`]), and
+    /// quiet. `rkp_private` is only compared, never followed. Writer.
+    fn live_point_of<'p>(&'p self, points: &'p Points, kp: Client) -> Option<&'p Point> {
+        let p = kp.private().cast::<Point>().cast_const();
+        points
+            .lookup(&self.table, kp.addr())
+            .filter(|q| core::ptr::eq(*q, p))
+    }
+
     /// Creates, prepares and publishes a point with no client yet. Writer.
     fn new_point<'p>(
         &self,
@@ -232,8 +243,10 @@ impl Core {
             return Ok(());
         }
         let mut batch = Batch::new();
-        // Only registered probes come here: each is found at its point.
-        for p in kps.filter_map(|kp| self.point_of(points, kp)) {
+        // Only registered probes of live code come here (just registered,
+        // or checked by `set_enabled_each`): each is found at its point.
+        // A point with several of them joins the batch once (`Batch::add`).
+        for p in kps.filter_map(|kp| self.live_point_of(points, kp)) {
             batch.add(p);
         }
         let r = self.set_armed(reg, &batch, true, Point::any_enabled);
@@ -537,8 +550,9 @@ impl Core {
         }
         if !enable || r.is_err() {
             let mut batch = Batch::new();
+            // Checked above: registered, of live code.
             for kp in kps {
-                if let Some(p) = self.point_of(points, kp) {
+                if let Some(p) = self.live_point_of(points, kp) {
                     batch.add(p);
                 }
             }
