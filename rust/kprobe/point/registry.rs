@@ -77,28 +77,28 @@ pub(crate) struct Reg {
 /// architecture's writer functions, that the caller holds the mutex.
 pub(crate) struct Registry {
     /// Whether probes are armed (`/sys/kernel/debug/rkprobes/enabled`).
-    pub(crate) enabled: bool,
+    pub(in crate::kprobe) enabled: bool,
     /// Points armed through ftrace; rkprobes' ftrace_ops is registered while
     /// this is non-zero (an ops with an empty filter would trace everything).
-    pub(crate) ftrace_armed: usize,
+    pub(in crate::kprobe) ftrace_armed: usize,
     /// Whether probes may be optimized (`/sys/kernel/debug/rkprobes/
     /// optimization`, the kernel's `debug.kprobes-optimization`).
-    pub(crate) optimize: bool,
+    pub(in crate::kprobe) optimize: bool,
     /// The core is going away: the optimizer is not queued any more.
-    pub(crate) stopping: bool,
+    pub(in crate::kprobe) stopping: bool,
     /// The addresses of the points the optimizer's next pass looks at
     /// (`Core::optimize_pass`): those queued, and those that may have
     /// become optimizable. By address, looked up again by the pass, so that
     /// a point freed meanwhile is simply not found.
-    pub(crate) opt_todo: KVec<usize>,
+    pub(in crate::kprobe) opt_todo: KVec<usize>,
     /// `opt_todo` lost an address (no memory): the next pass looks at every
     /// point.
-    pub(crate) opt_todo_all: bool,
+    pub(in crate::kprobe) opt_todo_all: bool,
 }
 
 impl Registry {
     /// Probes armed, optimization on.
-    pub(crate) fn new() -> Self {
+    pub(in crate::kprobe) fn new() -> Self {
         Self {
             enabled: true,
             ftrace_armed: 0,
