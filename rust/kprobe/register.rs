@@ -501,7 +501,8 @@ impl Core {
         let mut removed = removed;
         removed.waited = true;
         drop(removed);
-        // After the grace period above (or the caller's): at once.
+        // Waits only if no grace period has passed since the array was
+        // replaced (none did if nothing was unlinked).
         points.reclaim_table(&self.table);
     }
 

@@ -104,7 +104,7 @@ static NEXT_ID: AtomicUsize = AtomicUsize::new(1);
 
 /// The writer's half of a [`Table`]: what only its writer touches. It is
 /// kept in the data of the lock the writers hold (the probe core keeps it in
-/// its `Registry`), so that changing the table takes `&mut` of it and the
+/// its `Points`), so that changing the table takes `&mut` of it and the
 /// type system, not a comment, serialises the writers.
 ///
 /// # Invariants

@@ -254,10 +254,11 @@ impl Points {
     }
 
     /// Gives back the points taken out of use, once no CPU can be in them:
-    /// after a grace period since the last was retired (at once if the
-    /// caller waited for one since), and a Tasks RCU one if one of them ran
-    /// a copy with interrupts on (`Point::was_boosted`). The caller releases
-    /// their slots. Process context, may sleep.
+    /// after a grace period since the last was retired
+    /// (`cond_synchronize_rcu()`: unregistration waits for no other), and a
+    /// Tasks RCU one if one of them ran a copy with interrupts on
+    /// (`Point::was_boosted`). The caller releases their slots. Process
+    /// context, may sleep.
     pub(crate) fn reclaim(&mut self, rt: &Runtime) -> impl Iterator<Item = KBox<Point>> + '_ {
         if !self.lists.is_empty(DYING) {
             if let Some(state) = self.retired.take() {
