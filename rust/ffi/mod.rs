@@ -44,7 +44,8 @@ pub(crate) use ::kernel::bindings::{
 
 /// Functions and data the kernel exports, through the generated bindings.
 pub(crate) use ::kernel::bindings::{
-    copy_from_kernel_nofault, copy_from_user_nofault, kstrtobool, module_put, msleep, mutex_lock,
-    mutex_unlock, rcu_barrier, register_module_notifier, seq_lseek, seq_read, seq_write,
-    single_open, single_release, synchronize_rcu, try_module_get, unregister_module_notifier,
+    cond_synchronize_rcu, copy_from_kernel_nofault, copy_from_user_nofault,
+    get_state_synchronize_rcu, kstrtobool, module_put, msleep, mutex_lock, mutex_unlock,
+    rcu_barrier, register_module_notifier, seq_lseek, seq_read, seq_write, single_open,
+    single_release, synchronize_rcu, try_module_get, unregister_module_notifier,
 };

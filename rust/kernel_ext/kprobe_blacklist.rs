@@ -80,6 +80,13 @@ unsafe impl Sync for KprobeBlacklist {}
 /// null, so that an `Option<Reservation>` is one word.
 pub(crate) struct Reservation(NonNull<NativeEntry>);
 
+// SAFETY: a reservation is only a name for its entry: nothing reads or
+// writes the entry through it but `KprobeBlacklist::release`, which consumes
+// it and takes `kprobe_mutex` first, on whichever CPU.
+unsafe impl Send for Reservation {}
+// SAFETY: `&Reservation` gives no access to the entry at all.
+unsafe impl Sync for Reservation {}
+
 /// One entry of the kernel's list, seen by [`KprobeBlacklist::walk`] with
 /// `kprobe_mutex` held.
 pub(crate) struct Entry<'a> {

@@ -34,6 +34,9 @@
 //!
 //! The file imports only `core`: the host crate (`tools/host`) compiles it
 //! unchanged and tests it against a model (`tools/host/tests/list.rs`).
+//!
+//! Length: one job, the one list in its views (head and tail, [`List`],
+//! [`BorrowList`]), which share their links' rules and safety arguments.
 
 use core::{
     marker::PhantomData,
@@ -240,6 +243,14 @@ pub struct Tail<T, const ID: u64 = 0> {
     last: *mut T,
 }
 
+// A copy is only a value, whose use is `unsafe`: a writer may keep it in a `Cell`.
+impl<T, const ID: u64> Clone for Tail<T, ID> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T, const ID: u64> Copy for Tail<T, ID> {}
+
 // SAFETY: `last` is only followed through `&mut Tail` (the writers'
 // exclusive access) or read through `&Tail`, as the element it points to is
 // valid while listed; the tail may so move to and be shared by other CPUs
@@ -316,6 +327,28 @@ impl<T: Linked<ID>, const ID: u64> Tail<T, ID> {
     /// type have a backward link and `e` is on a list of kind `ID`, it is
     /// on this one.
     pub unsafe fn remove(&mut self, head: &Head<T, ID>, e: NonNull<T>) -> bool {
+        // SAFETY: the caller's contract.
+        unsafe { self.unlink(head, e, off()) }
+    }
+
+    /// [`Tail::remove`], leaving `e` claimed ([`claim`]) rather than marked
+    /// as on no list, for a writer that adds it to another list next: no
+    /// other list can claim it in between.
+    ///
+    /// # Safety
+    ///
+    /// As [`Tail::remove`].
+    pub unsafe fn remove_claimed(&mut self, head: &Head<T, ID>, e: NonNull<T>) -> bool {
+        // SAFETY: the caller's contract.
+        unsafe { self.unlink(head, e, ptr::null_mut()) }
+    }
+
+    /// [`Tail::remove`], leaving `mark` in `e`'s backward link, if it has one.
+    ///
+    /// # Safety
+    ///
+    /// As [`Tail::remove`].
+    unsafe fn unlink(&mut self, head: &Head<T, ID>, e: NonNull<T>, mark: *mut T) -> bool {
         // SAFETY: `e` is valid (the caller's contract).
         let (next_link, prev_link) = unsafe { (T::next(e), T::prev(e)) };
         let prev = match prev_link {
@@ -324,7 +357,6 @@ impl<T: Linked<ID>, const ID: u64> Tail<T, ID> {
                 if prev == off() {
                     return false;
                 }
-                p.store(off(), Ordering::Relaxed);
                 prev
             }
             None => {
@@ -356,6 +388,13 @@ impl<T: Linked<ID>, const ID: u64> Tail<T, ID> {
             }
             None => self.last = prev,
         }
+        // Last, and with release: once `e` reads as on no list, another
+        // list may `claim` it and rewrite its links, so this list must be
+        // done reading them and relinking around it. Its neighbours are
+        // this list's and stay so.
+        if let Some(p) = prev_link {
+            p.store(mark, Ordering::Release);
+        }
         true
     }
 }
@@ -374,6 +413,8 @@ impl<T: Linked<ID>, const ID: u64> Default for Tail<T, ID> {
 ///
 /// `e` is valid; the caller is the writer of the lists of kind `ID` that
 /// `e` may be on.
+// The module's lists use `claim`; the host tests check both.
+#[allow(dead_code)]
 pub unsafe fn is_listed<T: Linked<ID>, const ID: u64>(e: NonNull<T>) -> bool {
     // SAFETY: `e` is valid (the caller's contract).
     match unsafe { T::prev(e) } {
@@ -381,6 +422,28 @@ pub unsafe fn is_listed<T: Linked<ID>, const ID: u64>(e: NonNull<T>) -> bool {
         // SAFETY: as above.
         None => unsafe { T::next(e) }.load(Ordering::Relaxed) != off(),
     }
+}
+
+/// Marks `e`, if it is on no list of kind `ID`, as on one, for a list that
+/// adds it next: returns whether it did. Atomic: of two callers only one
+/// succeeds. A list's links never hold the mark of an element on no list
+/// ([`is_listed`]) while it is on one, and only this module writes them.
+///
+/// # Safety
+///
+/// `e` is valid.
+pub unsafe fn claim<T: Linked<ID>, const ID: u64>(e: NonNull<T>) -> bool {
+    // SAFETY: `e` is valid (the caller's contract).
+    let link = match unsafe { T::prev(e) } {
+        Some(p) => p,
+        // SAFETY: as above.
+        None => unsafe { T::next(e) },
+    };
+    // Acquire on success, pairing with the release of the mark (`unlink`,
+    // `List::remove`): the list that let `e` go has finished with its links
+    // before the caller writes them.
+    link.compare_exchange(off(), ptr::null_mut(), Ordering::Acquire, Ordering::Relaxed)
+        .is_ok()
 }
 
 /// An element's forward link alone, on the [`List`]s of one kind: half the
@@ -438,6 +501,9 @@ impl<T: Linked<ID>, const ID: u64> List<T, ID> {
     ///
     /// `e` is valid and on no list of kind `ID`, and stays valid until it is
     /// taken off.
+    // The module's owned lists push through their tails (`OwnedLists`); the
+    // host tests use this one.
+    #[allow(dead_code)]
     pub unsafe fn push_back(&mut self, e: NonNull<T>) {
         // SAFETY: the list's own head; `e` as the caller promises.
         unsafe { self.tail.push_back(&self.head, e) }
@@ -468,8 +534,10 @@ impl<T: Linked<ID>, const ID: u64> List<T, ID> {
         let was = unsafe { self.tail.remove(&self.head, e) };
         // SAFETY: `e` is valid (the caller's contract).
         if was && unsafe { T::prev(e) }.is_none() {
+            // After the unlink, with release, as `Tail::unlink` marks an
+            // element with a backward link (see `claim`).
             // SAFETY: as above.
-            unsafe { T::next(e) }.store(off(), Ordering::Relaxed);
+            unsafe { T::next(e) }.store(off(), Ordering::Release);
         }
         was
     }
@@ -483,15 +551,6 @@ impl<T: Linked<ID>, const ID: u64> List<T, ID> {
         // listed elements are valid (`push_back`'s contract), and one taken
         // off during the walk was read before (`Iter`).
         unsafe { self.head.iter() }
-    }
-
-    /// The elements, first to last, borrowed from the list: none can be
-    /// taken off (that takes `&mut self`) while the borrow lasts, and a
-    /// listed element is valid until it is taken off (`push_back`'s
-    /// contract).
-    pub fn elements(&self) -> impl Iterator<Item = &T> + '_ {
-        // SAFETY: as above: listed, so valid for the borrow.
-        self.iter().map(|e| unsafe { e.as_ref() })
     }
 
     /// Takes every element off, first to last, each yielded after it is
@@ -509,5 +568,69 @@ impl<T: Linked<ID>, const ID: u64> List<T, ID> {
 impl<T: Linked<ID>, const ID: u64> Default for List<T, ID> {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+/// A [`List`] of elements borrowed for `'a`, valid for as long as the list
+/// can exist: adding, walking and emptying it are safe. Allocates nothing.
+///
+/// # Invariants
+///
+/// Every element of `list` was given as a `&'a T`, and was on no list of kind
+/// `ID` then.
+pub struct BorrowList<'a, T: Linked<ID>, const ID: u64> {
+    list: List<T, ID>,
+    _borrows: PhantomData<&'a T>,
+}
+
+impl<'a, T: Linked<ID>, const ID: u64> BorrowList<'a, T, ID> {
+    /// An empty list.
+    pub const fn new() -> Self {
+        Self {
+            list: List::new(),
+            _borrows: PhantomData,
+        }
+    }
+
+    /// Adds `e` at the front, unless it is on a list of kind `ID` (this one
+    /// included): returns whether it was added.
+    pub fn push_front(&mut self, e: &'a T) -> bool {
+        let e = NonNull::from(e);
+        // SAFETY: `e` is valid for `'a`.
+        if !unsafe { claim::<T, ID>(e) } {
+            return false;
+        }
+        // INVARIANT: `e` is borrowed for `'a`, and was on no list of kind
+        // `ID` (claimed above).
+        // SAFETY: `e` is valid for `'a`, which this list cannot outlive, and
+        // it is taken off when the list is emptied or dropped; claimed, so
+        // no other list takes it meanwhile.
+        unsafe { self.list.push_front(e) };
+        true
+    }
+
+    /// The elements, first to last.
+    pub fn iter(&self) -> impl Iterator<Item = &'a T> + '_ {
+        // SAFETY: elements are borrowed for `'a` (type invariant).
+        self.list.iter().map(|e| unsafe { e.as_ref() })
+    }
+
+    /// Takes every element off, first to last, each yielded after it is off.
+    pub fn drain(&mut self) -> impl Iterator<Item = &'a T> + '_ {
+        // SAFETY: elements are borrowed for `'a` (type invariant).
+        self.list.drain().map(|e| unsafe { e.as_ref() })
+    }
+}
+
+impl<T: Linked<ID>, const ID: u64> Default for BorrowList<'_, T, ID> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T: Linked<ID>, const ID: u64> Drop for BorrowList<'_, T, ID> {
+    /// Takes the elements off, so that they may be listed again.
+    fn drop(&mut self) {
+        for _ in self.list.drain() {}
     }
 }

@@ -13,6 +13,17 @@ use crate::{
 use core::ops::{Deref, Range};
 use kernel::{ffi::c_ulong, types::Opaque};
 
+/// Which module something belongs to, or vmlinux: only ever compared, so
+/// it holds no reference and may outlive the module (the address is then
+/// only a number that no live module of the same time has).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ModuleId(usize);
+
+impl ModuleId {
+    /// vmlinux (no module).
+    pub(crate) const VMLINUX: Self = Self(0);
+}
+
 /// A `struct module`, borrowed for as long as something keeps it alive (a
 /// module notification, or a [`ModuleRef`]).
 #[repr(transparent)]
@@ -33,6 +44,11 @@ impl Module {
     /// The C structure, only to be compared or passed to C.
     pub(crate) fn as_ptr(&self) -> *mut ffi::module {
         self.0.get()
+    }
+
+    /// The module's identity, to compare with later.
+    pub(crate) fn id(&self) -> ModuleId {
+        ModuleId(self.as_ptr() as usize)
     }
 
     /// The module's name, without its NUL.

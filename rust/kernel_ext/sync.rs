@@ -100,3 +100,33 @@ pub(crate) fn synchronize_rcu_tasks(rt: &Runtime) {
     // SAFETY: process context, the caller's (documented) contract.
     unsafe { rt.synchronize_rcu_tasks() };
 }
+
+/// A point in RCU's sequence of grace periods (`get_state_synchronize_rcu()`),
+/// taken after something was unpublished: [`RcuState::wait`] returns once a
+/// full grace period has passed since, at once if one already has (as after
+/// a `synchronize_rcu()` the caller waited for meanwhile).
+///
+/// # Invariants
+///
+/// `self.0` is a value that `get_state_synchronize_rcu()` returned.
+#[must_use = "what was unpublished may be freed only after `wait`"]
+pub(crate) struct RcuState(kernel::ffi::c_ulong);
+
+impl RcuState {
+    /// Now: a reader that may still hold what the caller unpublished
+    /// before this call started before it. Any context.
+    pub(crate) fn now() -> Self {
+        // SAFETY: no precondition; it reads RCU's counters.
+        // INVARIANT: the value returned.
+        Self(unsafe { ffi::get_state_synchronize_rcu() })
+    }
+
+    /// Waits until a grace period has passed since [`RcuState::now`]
+    /// (`cond_synchronize_rcu()`): no reader that began before it is left.
+    /// Process context, may sleep.
+    pub(crate) fn wait(self) {
+        // SAFETY: a value of `get_state_synchronize_rcu()` (type invariant);
+        // process context, the caller's (documented) contract.
+        unsafe { ffi::cond_synchronize_rcu(self.0) };
+    }
+}

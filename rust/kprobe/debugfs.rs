@@ -27,7 +27,7 @@ impl Show for EnabledFile {
     type Data = Core;
 
     fn show(core: &Core, out: &mut SeqFile) -> Result {
-        let _ = writeln!(out, "{}", u8::from(core.reg.lock().enabled));
+        let _ = writeln!(out, "{}", u8::from(core.reg.lock().reg.enabled));
         Ok(())
     }
 }
@@ -164,8 +164,8 @@ impl Show for ListFile {
     fn show(core: &Core, out: &mut SeqFile) -> Result {
         let mut buf = SymbolBuf::new()?;
         let show_addr = out.opener_sees_addresses(core.runtime());
-        let reg = core.reg.lock();
-        for p in reg.all() {
+        let locked = core.reg.lock();
+        for p in locked.points.all() {
             for kp in p.clients() {
                 let f = kp.flags();
                 let kind = if kretprobe::is_kretprobe(kp) {

@@ -14,7 +14,10 @@
 //! loader calls it without `module_mutex`, under the notifier chain's
 //! read lock. It takes `Core::reg`, and allocates nothing.
 
-use super::{point::Batch, Core};
+use super::{
+    point::{Batch, Reg},
+    Core,
+};
 use crate::abi::flags;
 use crate::kernel_ext::{
     module::Module,
@@ -46,11 +49,12 @@ impl Core {
         // The init text's bounds are only compared.
         let init = module.init_text();
         let in_init = |a: usize| init.contains(&a);
-        let module = module.as_ptr();
-        let mut reg = self.reg.lock();
+        let module = module.id();
+        let mut locked = self.reg.lock();
+        let Reg { points, reg } = &mut *locked;
         // Nothing here allocates: the batch runs through the points.
         let mut dying = Batch::new();
-        for p in reg.live() {
+        for p in points.live() {
             if p.module == module && (going || in_init(p.addr)) {
                 dying.add(p);
             }
@@ -61,21 +65,18 @@ impl Core {
         // The text is still there (it is freed after the notification);
         // restoring it leaves nothing of rkprobes in it, whatever still
         // runs there.
-        let _ = self.set_armed(&mut reg, &dying, false, |_| true);
+        let _ = self.set_armed(reg, &dying, false, |_| true);
         for p in dying.iter() {
             for kp in p.clients() {
                 kp.update_flags(flags::GONE, 0);
             }
-            // SAFETY: the registration mutex is held; the point is live.
-            unsafe { self.table.remove(p) };
-            reg.move_to_gone(p);
+            points.move_to_gone(&self.table, p);
         }
         let killed = dying.iter().count();
         drop(dying);
         // No CPU is in a handler of, or stepping, the points after this.
         synchronize_rcu();
-        // SAFETY: the registration mutex is held and a grace period passed.
-        unsafe { self.table.reclaim() };
+        points.reclaim_table(&self.table);
         pr_info!("{} probes of unloaded code marked gone\n", killed);
     }
 }

@@ -10,7 +10,13 @@
 //! (`Documentation/kprobes-design.rst`, "Layers").
 
 use super::{blacklist::Blacklist, sites::TextSites};
-use super::{kretprobe, point::Registry, slots::SlotCache, table::Table, Core, CORE};
+use super::{
+    kretprobe,
+    point::{Points, Reg, Registry},
+    slots::SlotCache,
+    table::Table,
+    Core, CORE,
+};
 use crate::{
     arch,
     ffi::{self, kallsyms::Kallsyms, runtime::Runtime},
@@ -56,14 +62,17 @@ impl Core {
         rt: Runtime,
         blacklist: Blacklist,
     ) -> Result<Pin<KBox<Self>>> {
-        let table = Table::new()?;
+        let (table, table_w) = Table::new()?;
         arch::init_ctl()?;
         arch::check_ftrace_ops()?;
         let sites = TextSites::new(rt)?;
         let core = KBox::try_pin_init(
             try_pin_init!(Self {
                 reg <- new_mutex!(
-                    Registry::new(),
+                    Reg {
+                        points: Points::new(table_w),
+                        reg: Registry::new(),
+                    },
                     "rkprobes_reg"
                 ),
                 table,

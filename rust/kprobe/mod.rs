@@ -103,7 +103,7 @@
 //!   events' `create` and `module_coming` under `event_mutex`.
 //! - 2 and 3: never nested (`set_enabled` does not touch the pools).
 //! - 4 -> 5a: `arch::prepare` allocates a slot (`new_point`);
-//!   `finish_removal` frees one.
+//!   `free_removed` frees one.
 //! - 4 -> 5b: `Blacklist::contains` in `check_address_safe` and
 //!   `blacklisted_origin`; `wait_for_kprobe_optimizer()` in `set_armed`.
 //!   The kernel's order, `kprobe_mutex` -> `text_mutex`, is its own:
@@ -156,6 +156,7 @@ mod register;
 mod sites;
 
 pub(crate) use debugfs::{EnabledFile, ListFile, OptimizationFile, OptimizerFile, TextSitesFile};
+use point::Reg;
 pub(crate) use point::{Point, Registry};
 
 use crate::{
@@ -177,7 +178,7 @@ use table::Table;
 #[pin_data(PinnedDrop)]
 pub(crate) struct Core {
     #[pin]
-    reg: Mutex<Registry>,
+    reg: Mutex<Reg>,
     table: Table<Point>,
     #[pin]
     slots: SlotCache,
@@ -275,21 +276,23 @@ impl PinnedDrop for Core {
         // the events interface are gone with it. Whatever is left is removed
         // so that the original bytes are back before the module's text goes.
         {
-            let mut reg = self.reg.lock();
+            let mut locked = self.reg.lock();
+            let Reg { points, reg } = &mut *locked;
             let mut removal = Removal::new();
             let mut left = 0usize;
-            for p in reg.all_unborrowed() {
-                // SAFETY: registered points are live while the mutex is held;
-                // unlinking a client leaves its link for the walk.
-                for kp in unsafe { p.as_ref() }.clients() {
-                    self.unlink_client(&mut reg, &mut removal, kp);
+            // Unlinking a client leaves its link for the walk, and its point
+            // where it is until `finish_removal`.
+            for p in points.all() {
+                for kp in p.clients() {
+                    self.unlink_client(points, reg, &mut removal, kp);
                     left += 1;
                 }
             }
             if left > 0 {
                 pr_warn!("{} probes still registered at unload; removed them\n", left);
             }
-            self.finish_removal(&mut reg, removal);
+            let removed = self.finish_removal(points, reg, removal);
+            self.free_removed(points, reg, removed);
         }
         // Zombie kretprobe pools hold rkprobes loaded, so none is left with
         // frames out unless a probe of rkprobes' own was just removed.

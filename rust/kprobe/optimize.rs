@@ -54,7 +54,7 @@
 //! other functions run with `Core::reg` held.
 
 use super::{
-    point::{Batch, OptState, Point},
+    point::{Batch, OptState, Point, Points, Reg},
     Core, Registry,
 };
 use crate::{
@@ -136,7 +136,7 @@ impl Core {
         let size = p.opt_w(reg).size();
         size > 0
             && (1..size).all(|k| self.table.lookup(p.addr + k).is_none())
-            && !self.native_kprobe_before(p.func(), p.addr + size - 1)
+            && !self.native_kprobe_before(p.func(reg), p.addr + size - 1)
     }
 
     /// Queues `p` for optimization if it can be optimized (the kernel's
@@ -172,11 +172,17 @@ impl Core {
     /// `__unregister_kprobe_top()`), O(1) per point: a point that lost a
     /// client (perhaps the one with a post-handler), and the points before
     /// a freed one whose region may reach it. Writer.
-    pub(super) fn todo_after_removal(&self, reg: &mut Registry, removed: &Batch) {
+    pub(super) fn todo_after_removal(
+        &self,
+        points: &Points,
+        reg: &mut Registry,
+        removed: &Batch<'_>,
+    ) {
         for p in removed.iter() {
             if p.is_empty() {
                 for k in 1..arch::MAX_REGION {
-                    if let Some(q) = p.addr.checked_sub(k).and_then(|a| self.table.lookup(a)) {
+                    let a = p.addr.checked_sub(k);
+                    if let Some(q) = a.and_then(|a| points.lookup(&self.table, a)) {
                         self.todo(reg, q.addr);
                     }
                 }
@@ -234,33 +240,33 @@ impl Core {
     /// (`Registry::opt_todo`), as the kernel's at its `optimizing_list`.
     /// Process context, may sleep; takes `Core::reg`.
     fn optimize_pass(&self) {
-        let mut reg = self.reg.lock();
+        let mut locked = self.reg.lock();
+        let Reg { points, reg } = &mut *locked;
+        let points = &*points;
         let todo = core::mem::take(&mut reg.opt_todo);
-        if !self.may_optimize(&reg) {
+        if !self.may_optimize(reg) {
             // Turning optimization on again looks at every point.
             reg.opt_todo_all = false;
             return;
         }
         let mut batch = Batch::new();
         if core::mem::take(&mut reg.opt_todo_all) {
-            for p in reg.live() {
+            for p in points.live() {
                 batch.add(p);
             }
         }
         for &addr in todo.iter() {
-            if let Some(p) = self.table.lookup(addr) {
+            if let Some(p) = points.lookup(&self.table, addr) {
                 batch.add(p);
             }
         }
         drop(todo);
-        self.release_stale_detours(&mut reg, &batch);
+        self.release_stale_detours(reg, &batch);
         let mut queued = Batch::new();
         for p in batch.take() {
-            // SAFETY: live points: the mutex is held.
-            let p = unsafe { &*p };
             // Points that became optimizable since they were armed.
-            if let Queue::Later = self.queue(&mut reg, p) {
-                self.todo(&mut reg, p.addr);
+            if let Queue::Later = self.queue(reg, p) {
+                self.todo(reg, p.addr);
             }
             if p.opt_state() == OptState::Queued {
                 queued.add(p);
@@ -279,7 +285,7 @@ impl Core {
         for p in batch.iter() {
             // Under `text_mutex`, which the kernel's kprobes hold to arm: no
             // kernel kprobe arrived, and nothing else patched the region.
-            if !self.region_free(&reg, p) || !arch::region_unchanged(p, p.opt_w(&reg)) {
+            if !self.region_free(reg, p) || !arch::region_unchanged(p, p.opt_w(reg)) {
                 p.set_opt_state(OptState::None);
                 set_optimized_flag(p, false);
                 dropped = true;
@@ -287,7 +293,7 @@ impl Core {
             }
             // SAFETY: armed, its detour in use by int3 hits since before the
             // Tasks RCU grace period above.
-            unsafe { arch::optimize(&guard, p, p.opt_w(&reg)) };
+            unsafe { arch::optimize(&guard, p, p.opt_w(reg)) };
         }
         guard.poke_bp_finish();
         drop(guard);
@@ -298,7 +304,6 @@ impl Core {
             }
         }
         if dropped {
-            let reg = &mut *reg;
             let dropped = batch.iter().filter(|p| p.opt_state() == OptState::None);
             self.blacklist
                 .release(dropped.filter_map(|p| p.w_mut(reg).reservation.take()));
@@ -310,7 +315,7 @@ impl Core {
     /// use (neither queued nor optimized), after a Tasks RCU grace period:
     /// a task may still be preempted in one from when it was. They are made
     /// again when the point is queued. Writer, may sleep.
-    pub(super) fn release_stale_detours(&self, reg: &mut Registry, batch: &Batch) {
+    pub(super) fn release_stale_detours(&self, reg: &mut Registry, batch: &Batch<'_>) {
         let stale = |reg: &Registry, p: &Point| {
             p.opt_state() == OptState::None
                 && p.opt_w(reg).is_prepared()
@@ -335,7 +340,7 @@ impl Core {
     pub(super) fn unoptimize(
         &self,
         reg: &mut Registry,
-        batch: &Batch,
+        batch: &Batch<'_>,
         want: impl Fn(&Point) -> bool,
     ) {
         let want = &want;
@@ -385,9 +390,10 @@ impl Core {
     /// byte), before a probe is placed there (the kernel's
     /// `__arm_kprobe()` does the same through `get_optimized_kprobe()`).
     /// Writer.
-    pub(super) fn unoptimize_covering(&self, reg: &mut Registry, addr: usize) {
+    pub(super) fn unoptimize_covering(&self, points: &Points, reg: &mut Registry, addr: usize) {
         for k in 1..arch::MAX_REGION {
-            let Some(p) = addr.checked_sub(k).and_then(|a| self.table.lookup(a)) else {
+            let a = addr.checked_sub(k);
+            let Some(p) = a.and_then(|a| points.lookup(&self.table, a)) else {
                 continue;
             };
             if p.opt_state() != OptState::None && k < p.opt_w(reg).size() {
@@ -400,36 +406,38 @@ impl Core {
     /// sysctl): 0 unoptimizes every probe, 1 optimizes what can be (after
     /// the optimizer's delay). Process context.
     pub(crate) fn set_optimization(&self, on: bool) {
-        let mut reg = self.reg.lock();
+        let mut locked = self.reg.lock();
+        let Reg { points, reg } = &mut *locked;
         if reg.optimize == on {
             return;
         }
         reg.optimize = on;
         let mut all = Batch::new();
-        for p in reg.live() {
+        for p in points.live() {
             all.add(p);
         }
         if on {
             for p in all.iter() {
-                self.try_queue(&mut reg, p);
+                self.try_queue(reg, p);
             }
         } else {
-            self.unoptimize(&mut reg, &all, |_| true);
+            self.unoptimize(reg, &all, |_| true);
         }
     }
 
     /// Whether the `optimization` knob is on. Process context.
     pub(crate) fn optimization(&self) -> bool {
-        self.reg.lock().optimize
+        self.reg.lock().reg.optimize
     }
 
     /// How many points are optimized and queued, how many addresses are
     /// left for the optimizer's next pass, and whether that pass looks at
     /// every point (the list lost one). Process context; takes `Core::reg`.
     pub(crate) fn optimizer_state(&self) -> (usize, usize, usize, bool) {
-        let reg = self.reg.lock();
+        let locked = self.reg.lock();
+        let Reg { points, reg } = &*locked;
         let (mut optimized, mut queued) = (0, 0);
-        for p in reg.live() {
+        for p in points.live() {
             match p.opt_state() {
                 OptState::Optimized => optimized += 1,
                 OptState::Queued => queued += 1,
@@ -442,7 +450,7 @@ impl Core {
     /// Stops the optimizer for good: it is cancelled (or waited for) and
     /// never queued again. Process context, without `Core::reg`.
     pub(super) fn stop_optimizer(&self) {
-        self.reg.lock().stopping = true;
+        self.reg.lock().reg.stopping = true;
         optimizer::cancel();
     }
 }

@@ -6,14 +6,14 @@
 //! A point's client list is in registration order and runs through the
 //! clients' own structures. Its links are published with release stores,
 //! so that the hit path walks it lock-free; unregistration returns only
-//! after a grace period. The [`Registry`]'s lists and a [`Batch`] chain
-//! points through themselves, so that the writer can arm, disarm, list or
-//! free any number of them without memory. All of them are
-//! `kernel_ext::list`'s lists.
+//! after a grace period. A point's memory is its owner's ([`Points`], in
+//! `point/registry.rs`), whose lists and a [`Batch`] chain points through
+//! themselves, so that the writer can arm, disarm, list or free any number
+//! of them without memory. All of them are `kernel_ext::list`'s lists.
 //!
-//! The writer's state of a point (its client list's tail, which list of
-//! the registry holds it, what the optimizer decided) is `LockedBy` the
-//! [`Registry`]: it is reached only with the registration mutex's guard.
+//! The writer's state of a point (what the optimizer decided, its
+//! function, its detour's writer's half) is `OwnedBy` the [`Registry`]: it
+//! is reached only with the registration mutex's guard.
 //!
 //! Context: the handler-running functions ([`Point::run_pre_handlers`],
 //! [`Point::run_post_handlers`], [`Point::run_fault_handlers`],
@@ -25,17 +25,18 @@
 
 use super::{blacklist::Reservation, client::Client, table::Chained};
 use crate::abi::RkpKprobe;
-use crate::kernel_ext::list::{self, Head, Link, Linked, Links, List};
-use crate::{arch, ffi, impl_linked};
-use core::{
-    ptr::NonNull,
-    sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, Ordering},
+use crate::kernel_ext::{
+    list::{self, Head, Link, Linked, Links},
+    module::ModuleId,
+    owned::{OwnedBy, Tag},
 };
-use kernel::{
-    ffi::c_ulong,
-    prelude::*,
-    sync::{LockedBy, Mutex},
-};
+use crate::{arch, ffi, impl_linked, impl_tagged};
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, Ordering};
+use kernel::ffi::c_ulong;
+
+mod registry;
+pub(crate) use registry::{Batch, Points};
+pub(crate) use registry::{Reg, Registry};
 
 // A client's link on its point's list is its own structure's (`rkp_next`,
 // `client.rs`), as the kernel's `struct kprobe` is on its aggregate probe's
@@ -74,15 +75,12 @@ const ARMED_FTRACE: u8 = 2;
 /// `clients` is the head of a list of registered probes in registration
 /// order, linked through their `rkp_next`, non-empty while the point is in
 /// the table. `module` is the module containing
-/// `addr` (null for vmlinux), only ever compared: as in the kernel, a probe
+/// `addr` (`ModuleId::VMLINUX` for vmlinux), only ever compared: as in the kernel, a probe
 /// holds no reference on it, and the module notifier kills the module's
 /// points when it goes (`Core::kill_module_points`).
 pub(crate) struct Point {
     /// The probed address.
     pub(crate) addr: usize,
-    /// How far into its function the address is: the function starts at
-    /// `addr - func_off` ([`Point::func`]).
-    func_off: u32,
     /// The architecture's copy of the instruction and how to run it.
     pub(crate) arch: arch::ArchInsn,
     clients: Head<RkpKprobe>,
@@ -103,13 +101,14 @@ pub(crate) struct Point {
     opt: AtomicU8,
     /// The detour of an optimized probe, once prepared.
     pub(crate) optinsn: arch::OptInsn,
-    pub(super) module: *mut ffi::module,
+    pub(super) module: ModuleId,
     /// The writer's state.
-    w: LockedBy<PointW, Registry>,
-    /// The point's links on the registry's lists (`Registry::points`, or
-    /// `Registry::gone` once its code went), so that removing it costs O(1)
-    /// and no memory.
+    w: OwnedBy<PointW, Registry>,
+    /// The point's links on the lists of its owner ([`Points`]: the live
+    /// points, those of unloaded code, those to free), so that moving it
+    /// costs O(1) and no memory, and which of them holds it.
     reg_links: Links<Point>,
+    reg_tag: Tag,
     /// Its link on the [`Batch`] being worked on.
     batch_link: Link<Point>,
     /// The probe table's links (`table::Chained`).
@@ -125,37 +124,22 @@ const REG_LIST: u64 = 0;
 /// A [`Batch`].
 const BATCH_LIST: u64 = 1;
 impl_linked!(Point, REG_LIST, reg_links);
+impl_tagged!(Point, REG_LIST, reg_tag);
 impl_linked!(Point, BATCH_LIST, batch_link);
 
 /// What only the writer of a point reads and writes: the [`Registry`]'s.
 pub(super) struct PointW {
+    /// How far into its function the address is: the function starts at
+    /// `addr - func_off` ([`Point::func`]). Here, where the writer's state's
+    /// padding has room for it, as only the writer asks.
+    func_off: u32,
     /// The optimizer found the point can never be optimized.
     pub(super) opt_refused: bool,
     /// While queued or optimized, its region in the kernel's kprobe
     /// blacklist (see `Blacklist::reserve`).
     pub(super) reservation: Option<Reservation>,
-    /// Which list of the registry holds the point.
-    pub(super) listed: Listed,
     /// The writer's half of the detour of an optimized probe.
     pub(super) opt: arch::OptW,
-}
-
-// SAFETY: the reservation is an entry of the kernel's blacklist, which any
-// CPU holding the registration mutex may release; the rest is plain data.
-unsafe impl Send for PointW {}
-// SAFETY: shared references to it only read (`LockedBy::access`).
-unsafe impl Sync for PointW {}
-
-/// Which list of the registry holds a point.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u8)]
-pub(super) enum Listed {
-    /// In neither (being built, or removed).
-    No,
-    /// `Registry::points`.
-    Live,
-    /// `Registry::gone`.
-    Gone,
 }
 
 // SAFETY: `addr` never changes, and `chain` is used by the table alone.
@@ -170,14 +154,6 @@ unsafe impl Chained for Point {
         &self.chain[parity & 1]
     }
 }
-
-// SAFETY: a `Point` is shared between the writer (under `Core::reg`, whose
-// guard alone reaches `w`) and lock-free readers on the hit path, which only
-// read `addr`, `arch` and the published client list, and update counters
-// atomically; `module` is only compared.
-unsafe impl Sync for Point {}
-// SAFETY: as above; a `Point` is freed by the writer after a grace period.
-unsafe impl Send for Point {}
 
 /// The client probes of a point, walked lock-free.
 pub(super) struct ClientIter<'a> {
@@ -204,14 +180,11 @@ impl Point {
         addr: usize,
         func: usize,
         arch: arch::ArchInsn,
-        module: *mut ffi::module,
-        reg: &Mutex<Registry>,
+        module: ModuleId,
+        reg: &Registry,
     ) -> Self {
         Self {
             addr,
-            // A function's length fits in 32 bits (`Target` takes it from
-            // kallsyms).
-            func_off: (addr - func) as u32,
             arch,
             clients: Head::new(),
             has_post: AtomicBool::new(false),
@@ -220,16 +193,19 @@ impl Point {
             opt: AtomicU8::new(OptState::None as u8),
             optinsn: arch::OptInsn::new(),
             module,
-            w: LockedBy::new(
+            w: OwnedBy::new(
                 reg,
                 PointW {
+                    // A function's length fits in 32 bits (`Target` takes it
+                    // from kallsyms).
+                    func_off: (addr - func) as u32,
                     opt_refused: false,
                     reservation: None,
-                    listed: Listed::No,
                     opt: arch::OptW::new(),
                 },
             ),
             reg_links: Links::new(),
+            reg_tag: Tag::new(),
             batch_link: Link::new(),
             chain: [
                 AtomicPtr::new(core::ptr::null_mut()),
@@ -238,9 +214,10 @@ impl Point {
         }
     }
 
-    /// The start of the function containing the probed address.
-    pub(crate) fn func(&self) -> usize {
-        self.addr - self.func_off as usize
+    /// The start of the function containing the probed address. `reg` is
+    /// the registration mutex's guard.
+    pub(crate) fn func(&self, reg: &Registry) -> usize {
+        self.addr - self.w(reg).func_off as usize
     }
 
     /// The writer's state, to read. `reg` is the registration mutex's
@@ -429,150 +406,5 @@ impl Point {
         let post = self.clients().any(|x| x.has_post_handler());
         self.has_post.store(post, Ordering::Relaxed);
         true
-    }
-}
-
-/// Points chained through their own batch links, so that arming,
-/// disarming or freeing any number of them needs no memory. Writer: the
-/// registration mutex is held for the batch's whole life.
-pub(super) struct Batch {
-    list: List<Point, BATCH_LIST>,
-}
-
-impl Batch {
-    /// An empty batch.
-    pub(super) fn new() -> Self {
-        Self { list: List::new() }
-    }
-
-    /// Adds `p` unless it is already in the batch.
-    pub(super) fn add(&mut self, p: &Point) {
-        let p = NonNull::from(p);
-        // SAFETY: `p` is valid; a point is in one batch at most, the one
-        // the writer works on.
-        if !unsafe { list::is_listed::<Point, BATCH_LIST>(p) } {
-            // SAFETY: `p` is in no batch; points stay live while batched
-            // (they are freed only after `take`).
-            unsafe { self.list.push_front(p) };
-        }
-    }
-
-    /// The points, most recently added first.
-    pub(super) fn iter(&self) -> impl Iterator<Item = &Point> + '_ {
-        self.list.elements()
-    }
-
-    /// Ends the batch; returns its points, most recently added first, each
-    /// out of the batch when yielded, so that the caller may free it.
-    pub(super) fn take(mut self) -> impl Iterator<Item = *mut Point> {
-        let mut out = core::mem::take(&mut self.list);
-        core::iter::from_fn(move || out.drain().next().map(NonNull::as_ptr))
-    }
-}
-
-impl Drop for Batch {
-    fn drop(&mut self) {
-        for _ in self.list.drain() {}
-    }
-}
-
-/// What the registration mutex protects. Outside the probe core its guard
-/// is only a token: the proof, for the architecture's writer functions,
-/// that the caller holds the mutex.
-pub(crate) struct Registry {
-    /// Every live point, for listing and teardown ([`Registry::live`]).
-    points: List<Point, REG_LIST>,
-    /// Points of unloaded code ([GONE]): unpublished and disarmed, freed
-    /// when their last client is unregistered.
-    ///
-    /// [GONE]: super
-    pub(super) gone: List<Point, REG_LIST>,
-    /// Whether probes are armed (`/sys/kernel/debug/rkprobes/enabled`).
-    pub(super) enabled: bool,
-    /// Points armed through ftrace; rkprobes' ftrace_ops is registered while
-    /// this is non-zero (an ops with an empty filter would trace everything).
-    pub(super) ftrace_armed: usize,
-    /// Whether probes may be optimized (`/sys/kernel/debug/rkprobes/
-    /// optimization`, the kernel's `debug.kprobes-optimization`).
-    pub(super) optimize: bool,
-    /// The core is going away: the optimizer is not queued any more.
-    pub(super) stopping: bool,
-    /// The addresses of the points the optimizer's next pass looks at
-    /// (`Core::optimize_pass`): those queued, and those that may have
-    /// become optimizable. By address, looked up again by the pass, so that
-    /// a point freed meanwhile is simply not found.
-    pub(super) opt_todo: KVec<usize>,
-    /// `opt_todo` lost an address (no memory): the next pass looks at every
-    /// point.
-    pub(super) opt_todo_all: bool,
-}
-
-impl Registry {
-    /// No points, probes armed, optimization on.
-    pub(super) fn new() -> Self {
-        Self {
-            points: List::new(),
-            gone: List::new(),
-            enabled: true,
-            ftrace_armed: 0,
-            optimize: true,
-            stopping: false,
-            opt_todo: KVec::new(),
-            opt_todo_all: false,
-        }
-    }
-
-    /// The live points, in the order they were listed. A listed point is
-    /// freed only after it was unlisted, which takes `&mut self`: the
-    /// points live as long as this borrow.
-    pub(super) fn live(&self) -> impl Iterator<Item = &Point> + '_ {
-        self.points.elements()
-    }
-
-    /// The live points, then those of unloaded code, as
-    /// [`Registry::live`].
-    pub(super) fn all(&self) -> impl Iterator<Item = &Point> + '_ {
-        Iterator::chain(self.live(), self.gone.elements())
-    }
-
-    /// Every point, to unlink the clients of each while the registry
-    /// changes: the walk borrows nothing and reads a point's successor
-    /// before yielding it. A point stays live until the writer frees it
-    /// after unlisting it and a grace period.
-    pub(super) fn all_unborrowed(&self) -> impl Iterator<Item = NonNull<Point>> {
-        Iterator::chain(self.points.iter(), self.gone.iter())
-    }
-
-    /// Lists `point`, on no list yet, with the live points.
-    ///
-    /// # Safety
-    ///
-    /// `point` stays valid until it is taken off (`unlist`).
-    pub(super) unsafe fn push_live(&mut self, point: &Point) {
-        // SAFETY: a new point is on no list; valid as the caller promises.
-        unsafe { self.points.push_back(NonNull::from(point)) };
-        point.w_mut(self).listed = Listed::Live;
-    }
-
-    /// Takes `point` off whichever list holds it, in O(1).
-    pub(super) fn unlist(&mut self, point: &Point) {
-        let p = NonNull::from(point);
-        let list = match point.w(self).listed {
-            Listed::No => return,
-            Listed::Live => &mut self.points,
-            Listed::Gone => &mut self.gone,
-        };
-        // SAFETY: `point` is valid, and on the list its `listed` names.
-        unsafe { list.remove(p) };
-        point.w_mut(self).listed = Listed::No;
-    }
-
-    /// Moves a live point to the points of unloaded code. Allocates nothing.
-    pub(super) fn move_to_gone(&mut self, point: &Point) {
-        self.unlist(point);
-        // SAFETY: off every list now; a listed point stays valid until the
-        // writer unlists it.
-        unsafe { self.gone.push_back(NonNull::from(point)) };
-        point.w_mut(self).listed = Listed::Gone;
     }
 }

@@ -20,32 +20,54 @@
 use super::{
     address::Target,
     client::Client,
-    point::{Batch, Listed, OptState, Point},
+    point::{Batch, OptState, Point, Points, Reg},
     Core, Registry,
 };
 use crate::{
     abi::flags,
     arch,
-    kernel_ext::{
-        self,
-        sync::{synchronize_rcu, synchronize_rcu_tasks},
-        text::TextGuard,
-    },
+    kernel_ext::{self, module::ModuleId, sync::synchronize_rcu, text::TextGuard},
 };
-use core::sync::atomic::Ordering;
 use kernel::{ffi::c_ulong, prelude::*};
 
 /// What one unregistration takes away: the points whose clients it
-/// unlinked, chained through themselves.
-pub(super) struct Removal {
-    points: Batch,
+/// unlinked, chained through themselves, borrowed from their owner for
+/// `'p`.
+pub(super) struct Removal<'p> {
+    points: Batch<'p>,
 }
 
-impl Removal {
+impl Removal<'_> {
     /// Nothing taken away yet.
     pub(super) fn new() -> Self {
         Self {
             points: Batch::new(),
+        }
+    }
+}
+
+/// What [`Core::finish_removal`] leaves to [`Core::free_removed`], which
+/// consumes it: the points it retired, freed only after the grace period
+/// that `finish_removal` did not wait for itself. It borrows nothing, so
+/// the caller may take `&mut Points` to free them.
+///
+/// # Invariants
+///
+/// `waited` is false if and only if `finish_removal` retired a point and
+/// waited for no grace period after it did.
+#[must_use = "retired points are freed, and unlinked clients waited for, by `free_removed`"]
+pub(super) struct Removed {
+    waited: bool,
+}
+
+impl Drop for Removed {
+    /// Not given to `free_removed`: waits for the grace period here, so
+    /// that an unregistration still returns only when no CPU can be in
+    /// what it unlinked. The retired points stay with their owner until
+    /// its next `Points::reclaim`. Process context, may sleep.
+    fn drop(&mut self) {
+        if !self.waited {
+            synchronize_rcu();
         }
     }
 }
@@ -63,52 +85,56 @@ impl Core {
         // Process context; it takes only the kernel's kprobe and text
         // mutexes, never one of rkprobes'.
         self.rt.wait_for_kprobe_optimizer();
-        let mut reg = self.reg.lock();
+        let mut locked = self.reg.lock();
+        let Reg { points, reg } = &mut *locked;
+        let mut failed = None;
         for (i, &kp) in kps.iter().enumerate() {
-            if let Err(e) = self.register_one(&mut reg, kp) {
+            if let Err(e) = self.register_one(points, reg, kp) {
                 // Never armed: unpublish and free what this call added (every
                 // probe before `i` was registered by it, or it would have
                 // failed there).
-                self.unregister_locked(&mut reg, kps.iter().take(i).copied());
-                return Err(e);
+                failed = Some((e, i));
+                break;
             }
         }
-        if let Err(e) = self.arm_points(&mut reg, kps.iter().copied()) {
-            // Disarms what was armed, as nothing was registered.
-            self.unregister_locked(&mut reg, kps.iter().copied());
+        if failed.is_none() {
+            if let Err(e) = self.arm_points(points, reg, kps.iter().copied()) {
+                // Disarms what was armed, as nothing was registered.
+                failed = Some((e, kps.len()));
+            }
+        }
+        if let Some((e, n)) = failed {
+            self.unregister_locked(points, reg, kps.iter().take(n).copied());
             return Err(e);
         }
         // A registration that grew the table leaves the replaced bucket
         // array to readers until a grace period: wait for one now rather
         // than keep it until the next removal. Growth doubles the table, so
         // few registrations pay this.
-        // SAFETY: the registration mutex is held.
-        if unsafe { self.table.has_retired() } {
-            synchronize_rcu();
-            // SAFETY: the mutex is held, and a grace period passed.
-            unsafe { self.table.reclaim() };
+        if points.table_has_retired(&self.table) {
+            points.reclaim_table(&self.table);
         }
         Ok(())
     }
 
     /// Adds `kp` to a new or existing point, unarmed. Process context.
-    fn register_one(&self, reg: &mut Registry, kp: Client) -> Result {
+    fn register_one(&self, points: &Points, reg: &mut Registry, kp: Client) -> Result {
         if !kp.private().is_null() {
             // Already registered (the kernel's -EINVAL for re-registration).
             return Err(EINVAL);
         }
         let target = self.target(kp)?;
-        let point = match self.table.lookup(target.addr) {
+        let point = match points.lookup(&self.table, target.addr) {
             Some(point) => {
                 if kp.has_post_handler() {
                     // An optimized point runs no post-handler.
                     self.unoptimize_one(reg, point);
                 }
-                Ok(core::ptr::from_ref(point).cast_mut())
+                Ok(point)
             }
-            None => self.new_point(reg, &target).inspect(|_| {
+            None => self.new_point(points, reg, &target).inspect(|_| {
                 // Its int3 must not go into another point's jump.
-                self.unoptimize_covering(reg, target.addr);
+                self.unoptimize_covering(points, reg, target.addr);
             }),
         };
         // The reference kept the module from going while its text was read.
@@ -122,10 +148,7 @@ impl Core {
             kp.update_flags(flags::FTRACE, 0);
         }
         kp.set_addr(target.addr);
-        kp.set_private(point.cast());
-        // SAFETY: a point of the table or just made, live while the mutex is
-        // held.
-        let point = unsafe { &*point };
+        kp.set_private(core::ptr::from_ref(point).cast_mut().cast());
         if point.opt_state() != OptState::None {
             kp.update_flags(flags::OPTIMIZED, 0);
         }
@@ -140,14 +163,15 @@ impl Core {
     /// clients of that point. Process context; takes the registration
     /// mutex. The caller passes a valid `kp`.
     pub(crate) fn is_registered(&self, kp: Client) -> bool {
-        let reg = self.reg.lock();
-        self.point_of(&reg, kp).is_some()
+        let locked = self.reg.lock();
+        self.point_of(&locked.points, kp).is_some()
     }
 
     /// The point of a registered probe `kp`: the one its `rkp_private`
     /// names, if that point is live and has `kp` among its clients (the
-    /// kernel's `__get_valid_kprobe()`). Writer.
-    fn point_of<'a>(&'a self, reg: &Registry, kp: Client) -> Option<&'a Point> {
+    /// kernel's `__get_valid_kprobe()`). `rkp_private` is only compared,
+    /// never followed. Writer.
+    fn point_of<'p>(&'p self, points: &'p Points, kp: Client) -> Option<&'p Point> {
         let (p, addr, f) = (kp.private(), kp.addr(), kp.flags());
         if p.is_null() {
             return None;
@@ -155,15 +179,13 @@ impl Core {
         let p = p.cast::<Point>().cast_const();
         let live = if f & flags::GONE == 0 {
             // A registered probe's `addr` is its point's.
-            self.table.lookup(addr).filter(|q| core::ptr::eq(*q, p))
+            points
+                .lookup(&self.table, addr)
+                .filter(|q| core::ptr::eq(*q, p))
         } else {
             // Points of unloaded code are off the table: a rare, linear
             // search.
-            reg.gone
-                .iter()
-                .find(|q| core::ptr::eq(q.as_ptr(), p))
-                // SAFETY: listed points are live while the mutex is held.
-                .map(|q| unsafe { q.as_ref() })
+            points.gone().find(|q| core::ptr::eq(*q, p))
         };
         let found = live.filter(|q| q.has_client(kp));
         if found.is_none() {
@@ -172,8 +194,24 @@ impl Core {
         found
     }
 
+    /// The live point that `kp`'s `rkp_private` names, for a probe the
+    /// caller knows is registered and not of unloaded code: O(1), as it
+    /// does not walk the point's clients (see [`Core::point_of`]), and
+    /// quiet. `rkp_private` is only compared, never followed. Writer.
+    fn live_point_of<'p>(&'p self, points: &'p Points, kp: Client) -> Option<&'p Point> {
+        let p = kp.private().cast::<Point>().cast_const();
+        points
+            .lookup(&self.table, kp.addr())
+            .filter(|q| core::ptr::eq(*q, p))
+    }
+
     /// Creates, prepares and publishes a point with no client yet. Writer.
-    fn new_point(&self, reg: &mut Registry, t: &Target) -> Result<*mut Point> {
+    fn new_point<'p>(
+        &self,
+        points: &'p Points,
+        reg: &mut Registry,
+        t: &Target,
+    ) -> Result<&'p Point> {
         // A point keeps its function as a 32-bit offset back from `addr`.
         let off = t.addr.checked_sub(t.func).ok_or(EINVAL)?;
         u32::try_from(off).map_err(|_| EINVAL)?;
@@ -181,32 +219,35 @@ impl Core {
         // fail before the point owns it.
         let room = KBox::<Point>::new_uninit(GFP_KERNEL)?;
         let insn = arch::prepare(self, reg, t.addr, t.func, t.ftrace)?;
-        let module = t
-            .module
-            .as_ref()
-            .map_or(core::ptr::null_mut(), |m| m.as_ptr());
-        let point = KBox::into_raw(KBox::write(
-            room,
-            Point::new(t.addr, t.func, insn, module, &self.reg),
-        ));
-        // SAFETY: the registration mutex is held; the point lives until
-        // removed and a grace period passed (`finish_removal`).
-        unsafe { self.table.insert(point) };
-        // SAFETY: just made; live until unlisted (`finish_removal`).
-        unsafe { reg.push_live(&*point) };
-        Ok(point)
+        let module = t.module.as_ref().map_or(ModuleId::VMLINUX, |m| m.id());
+        let point = KBox::write(room, Point::new(t.addr, t.func, insn, module, reg));
+        points.publish(&self.table, point).map_err(|p| {
+            // Not this core's table, or refused by it (never): the point
+            // was not published. Given back, it releases its slot here;
+            // kept to free, `free_removed` releases it.
+            if let Some(p) = p {
+                arch::release(&self.slots, &p.arch);
+            }
+            EINVAL
+        })
     }
 
     /// Arms every point of `kps` that should be and is not. Writer.
-    fn arm_points(&self, reg: &mut Registry, kps: impl Iterator<Item = Client>) -> Result {
+    fn arm_points(
+        &self,
+        points: &Points,
+        reg: &mut Registry,
+        kps: impl Iterator<Item = Client>,
+    ) -> Result {
         if !reg.enabled {
             return Ok(());
         }
         let mut batch = Batch::new();
-        for kp in kps {
-            // SAFETY: a registered probe's `rkp_private` is its point, live
-            // while the mutex is held.
-            batch.add(unsafe { &*kp.private().cast::<Point>() });
+        // Only registered probes of live code come here (just registered,
+        // or checked by `set_enabled_each`): each is found at its point.
+        // A point with several of them joins the batch once (`Batch::add`).
+        for p in kps.filter_map(|kp| self.live_point_of(points, kp)) {
+            batch.add(p);
         }
         let r = self.set_armed(reg, &batch, true, Point::any_enabled);
         for p in batch.iter() {
@@ -223,7 +264,7 @@ impl Core {
         let mut addrs: KVec<c_ulong> = KVec::new();
         for p in points {
             // The same rule as for one site (see the loop in `set_armed`).
-            if self.native_kprobe_before(p.func(), p.addr) {
+            if self.native_kprobe_before(p.func(reg), p.addr) {
                 continue;
             }
             if sel.push(p, GFP_KERNEL).is_err()
@@ -272,7 +313,7 @@ impl Core {
     pub(super) fn set_armed(
         &self,
         reg: &mut Registry,
-        batch: &Batch,
+        batch: &Batch<'_>,
         on: bool,
         want: impl Fn(&Point) -> bool,
     ) -> Result {
@@ -301,7 +342,7 @@ impl Core {
                 // to arm or optimize: no kernel kprobe appears in between,
                 // and a jump of one on its way out is still in the text.
                 if on
-                    && (self.native_kprobe_before(p.func(), p.addr)
+                    && (self.native_kprobe_before(p.func(reg), p.addr)
                         || !arch::text_unchanged(self, reg, p.addr, &p.arch))
                 {
                     result = result.and(Err(EBUSY));
@@ -340,7 +381,7 @@ impl Core {
             }
             // No text conflict here (both would be ftrace callbacks), but the
             // same rule as at registration (`check_address_safe`).
-            let r = if self.native_kprobe_before(p.func(), p.addr) {
+            let r = if self.native_kprobe_before(p.func(reg), p.addr) {
                 Err(EBUSY)
             } else {
                 arch::ftrace_arm(self, p.addr, reg.ftrace_armed == 0)
@@ -365,25 +406,39 @@ impl Core {
 
     /// [`Core::unregister_many`] of the probes `kps` yields.
     pub(crate) fn unregister_each(&self, kps: impl Iterator<Item = Client>) {
-        let mut reg = self.reg.lock();
-        self.unregister_locked(&mut reg, kps);
+        let mut locked = self.reg.lock();
+        let Reg { points, reg } = &mut *locked;
+        self.unregister_locked(points, reg, kps);
     }
 
-    /// Removes each of `kps` from its point. Writer.
-    fn unregister_locked(&self, reg: &mut Registry, kps: impl Iterator<Item = Client>) {
+    /// Removes each of `kps` from its point, and frees the points left
+    /// without a client. Writer.
+    fn unregister_locked(
+        &self,
+        points: &mut Points,
+        reg: &mut Registry,
+        kps: impl Iterator<Item = Client>,
+    ) {
         let mut removal = Removal::new();
         for kp in kps {
-            self.unlink_client(reg, &mut removal, kp);
+            self.unlink_client(points, reg, &mut removal, kp);
         }
-        self.finish_removal(reg, removal);
+        let removed = self.finish_removal(points, reg, removal);
+        self.free_removed(points, reg, removed);
     }
 
     /// Unlinks `kp` from its point's client list, if it is registered. It is
     /// no longer registered when this returns, but readers may stand on it
-    /// until [`Core::finish_removal`]'s grace period, which also frees its
-    /// point if it was the last client. Writer; allocates nothing.
-    pub(super) fn unlink_client(&self, reg: &mut Registry, removal: &mut Removal, kp: Client) {
-        let Some(p) = self.point_of(reg, kp) else {
+    /// until the grace period that [`Core::finish_removal`] or
+    /// [`Core::free_removed`] waits for. Writer; allocates nothing.
+    pub(super) fn unlink_client<'p>(
+        &'p self,
+        points: &'p Points,
+        reg: &mut Registry,
+        removal: &mut Removal<'p>,
+        kp: Client,
+    ) {
+        let Some(p) = self.point_of(points, kp) else {
             return;
         };
         if p.unlink(reg, kp) {
@@ -392,50 +447,63 @@ impl Core {
         kp.set_private(core::ptr::null_mut());
     }
 
-    /// Disarms the points of `removal` left with no enabled client,
-    /// unpublishes those left with no client, waits until no CPU can be in
-    /// what was removed, and frees it. Writer; allocates nothing.
-    pub(super) fn finish_removal(&self, reg: &mut Registry, removal: Removal) {
+    /// Disarms the points of `removal` left with no enabled client, and
+    /// unpublishes and retires those left with no client. Unless it retired
+    /// one, waits until no CPU can be in a client that was unlinked;
+    /// otherwise that wait is [`Core::free_removed`]'s, to which the caller
+    /// gives what this returns. Writer; allocates nothing.
+    pub(super) fn finish_removal(
+        &self,
+        points: &Points,
+        reg: &mut Registry,
+        removal: Removal<'_>,
+    ) -> Removed {
         // Nothing was unlinked: nothing to wait for.
         if removal.points.iter().next().is_none() {
-            return;
+            // INVARIANT: nothing retired.
+            return Removed { waited: true };
         }
-        let is_dead = |p: &Point| p.is_empty();
         // Disarm before unpublishing: a CPU that trapped on an int3 finds its
         // point until then. Points of unloaded code are disarmed already.
         let _ = self.set_armed(reg, &removal.points, false, |p| !p.any_enabled());
-        let mut boosted = false;
-        for p in removal.points.iter().filter(|p| is_dead(p)) {
-            boosted |= p.was_boosted.load(Ordering::Relaxed);
-            // A point of unloaded code was unpublished when its code went.
-            if p.w(reg).listed == Listed::Live {
-                // SAFETY: the registration mutex is held; the point is live.
-                unsafe { self.table.remove(p) };
-            }
-            reg.unlist(p);
+        let mut retired = false;
+        for p in removal.points.iter().filter(|p| p.is_empty()) {
+            // Off the table (a point of unloaded code was when its code
+            // went), freed by `free_removed` after a grace period.
+            retired |= points.retire(&self.table, p);
         }
         // A point that lost a neighbour or a post-handler may be optimized.
-        self.todo_after_removal(reg, &removal.points);
+        self.todo_after_removal(points, reg, &removal.points);
         // No CPU can be in a handler, or in a slot with interrupts off, of
-        // what was unlinked or unpublished above after this.
-        synchronize_rcu();
-        // A boosted copy runs with interrupts on: a task may have been
-        // preempted in its slot, and leaves it only when it runs again.
-        if boosted {
-            synchronize_rcu_tasks(&self.rt);
+        // what was unlinked or unpublished above after this; when a point
+        // was retired, `free_removed` waits for it.
+        if !retired {
+            synchronize_rcu();
         }
-        // SAFETY: the registration mutex is held and a grace period passed.
-        unsafe { self.table.reclaim() };
-        for point in removal.points.take() {
-            // SAFETY: the points of a removal are live until freed here.
-            if is_dead(unsafe { &*point }) {
-                // SAFETY: unpublished and unlisted above, past a grace period
-                // (and a Tasks RCU one if it ever had its detour in use).
-                let p = unsafe { KBox::from_raw(point) };
-                arch::release(&self.slots, &p.arch);
-                arch::release_optimized(&self.slots, &p.optinsn, p.opt_w_mut(reg));
-            }
+        // INVARIANT: waited above unless a point was retired.
+        Removed { waited: !retired }
+    }
+
+    /// Frees the points [`Core::finish_removal`] retired (`removed`), after
+    /// the grace period they need (`Points::reclaim`: a Tasks RCU one too
+    /// if a copy of one ran with interrupts on: a task may have been
+    /// preempted in its slot, and leaves it only when it runs again), with
+    /// their slots and detours. Writer, may sleep; allocates nothing.
+    pub(super) fn free_removed(&self, points: &mut Points, reg: &mut Registry, removed: Removed) {
+        // Retired points are on `Points`' list of points to free, whose
+        // reclaim waits for the grace period since the last was retired.
+        for p in points.reclaim(&self.rt) {
+            arch::release(&self.slots, &p.arch);
+            arch::release_optimized(&self.slots, &p.optinsn, p.opt_w_mut(reg));
         }
+        // INVARIANT: a grace period has passed since the last retire: either
+        // `finish_removal` retired nothing, or `reclaim` waited for it.
+        let mut removed = removed;
+        removed.waited = true;
+        drop(removed);
+        // Waits only if no grace period has passed since the array was
+        // replaced (none did if nothing was unlinked).
+        points.reclaim_table(&self.table);
     }
 
     /// `rkp_enable_kprobe`/`rkp_disable_kprobe`. A probe that cannot be
@@ -454,9 +522,11 @@ impl Core {
         kps: impl Iterator<Item = Client> + Clone,
         enable: bool,
     ) -> Result {
-        let mut reg = self.reg.lock();
+        let mut locked = self.reg.lock();
+        let Reg { points, reg } = &mut *locked;
+        let points = &*points;
         for kp in kps.clone() {
-            if self.point_of(&reg, kp).is_none() || kp.flags() & flags::GONE != 0 {
+            if self.point_of(points, kp).is_none() || kp.flags() & flags::GONE != 0 {
                 return Err(EINVAL);
             }
         }
@@ -470,7 +540,7 @@ impl Core {
         }
         // A point is in one batch at a time: `arm_points` makes its own.
         let r = if enable {
-            self.arm_points(&mut reg, kps.clone())
+            self.arm_points(points, reg, kps.clone())
         } else {
             Ok(())
         };
@@ -481,13 +551,14 @@ impl Core {
         }
         if !enable || r.is_err() {
             let mut batch = Batch::new();
+            // Checked above: registered, of live code.
             for kp in kps {
-                if let Some(p) = self.point_of(&reg, kp) {
+                if let Some(p) = self.live_point_of(points, kp) {
                     batch.add(p);
                 }
             }
             // Never fails.
-            let _ = self.set_armed(&mut reg, &batch, false, |p| !p.any_enabled());
+            let _ = self.set_armed(reg, &batch, false, |p| !p.any_enabled());
         }
         r
     }
@@ -497,21 +568,22 @@ impl Core {
     /// returned, and the points that could not be armed stay disarmed.
     /// Process context.
     pub(crate) fn set_all_armed(&self, on: bool) -> Result {
-        let mut reg = self.reg.lock();
+        let mut locked = self.reg.lock();
+        let Reg { points, reg } = &mut *locked;
         if reg.enabled == on {
             return Ok(());
         }
         reg.enabled = on;
         let mut all = Batch::new();
-        for p in reg.live() {
+        for p in points.live() {
             all.add(p);
         }
-        let r = self.set_armed(&mut reg, &all, on, |p| !on || p.any_enabled());
+        let r = self.set_armed(reg, &all, on, |p| !on || p.any_enabled());
         if r.is_err() {
             pr_warn!("probes globally enabled, but some could not be armed\n");
         }
         for p in all.iter() {
-            self.try_queue(&mut reg, p);
+            self.try_queue(reg, p);
         }
         r
     }

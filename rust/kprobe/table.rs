@@ -20,17 +20,15 @@
 //! Triplett, McKenney and Walpole, with a copy of the links instead of
 //! unzipping).
 //!
-//! Writers are serialised by the probe core's registration mutex. A removed
-//! member stays readable until the caller frees it after a grace period; a
-//! replaced bucket array is freed by [`Table::reclaim`], which the writer
-//! calls after a `synchronize_rcu()`. Lookups stay O(1) with any number of
+//! Writers are serialised by the probe core's registration mutex, whose
+//! data holds the table's writer's half ([`TableW`]): every change takes
+//! `&mut` of it. A removed member stays readable until the caller frees it
+//! after a grace period; a replaced bucket array is freed by
+//! [`Table::reclaim`], a grace period after it was replaced. Lookups stay O(1) with any number of
 //! probes (the load factor is kept at or below one).
 
-use crate::kernel_ext::sync::synchronize_rcu;
-use core::{
-    cell::UnsafeCell,
-    sync::atomic::{AtomicPtr, Ordering},
-};
+use crate::kernel_ext::sync::RcuState;
+use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use kernel::prelude::*;
 
 /// Buckets of the first generation.
@@ -100,12 +98,60 @@ impl<P> Generation<P> {
     }
 }
 
-/// What only the writer touches.
-struct Writer<P> {
+/// The source of [`Table`] identities: a table and its writer's half carry
+/// the same, so that a writer's half is never used on another table.
+static NEXT_ID: AtomicUsize = AtomicUsize::new(1);
+
+/// The writer's half of a [`Table`]: what only its writer touches. It is
+/// kept in the data of the lock the writers hold (the probe core keeps it in
+/// its `Points`), so that changing the table takes `&mut` of it and the
+/// type system, not a comment, serialises the writers.
+///
+/// # Invariants
+///
+/// `id` is the id of the one table [`Table::new`] made it with. `len` is the
+/// number of members in that table's current generation. `retired`, when
+/// some, is the generation that table's current one replaced, with the RCU
+/// state read after the replacement was published: nobody changes its
+/// chains, and readers may walk it until a grace period has passed since.
+pub(crate) struct TableW<P> {
+    id: usize,
     len: usize,
-    /// The generation replaced last, until a grace period has passed: its
-    /// readers may still follow the links of its parity.
-    retired: *mut Generation<P>,
+    retired: Option<(KBox<Generation<P>>, RcuState)>,
+}
+
+impl<P> TableW<P> {
+    /// Whether this is `table`'s writer's half.
+    pub(crate) fn is_for(&self, table: &Table<P>) -> bool
+    where
+        P: Chained,
+    {
+        self.id == table.id
+    }
+
+    /// Whether growth left a replaced bucket array for [`Table::reclaim`].
+    /// Any context.
+    pub(crate) fn has_retired(&self) -> bool {
+        self.retired.is_some()
+    }
+
+    /// Frees the replaced bucket array, once no reader can walk it any
+    /// more: after a grace period since it was replaced, which this waits
+    /// for unless one has passed already. Process context, may sleep.
+    fn reclaim(&mut self) {
+        if let Some((gen, state)) = self.retired.take() {
+            state.wait();
+            drop(gen);
+        }
+    }
+}
+
+impl<P> Drop for TableW<P> {
+    /// Process context, may sleep: waits for the grace period the replaced
+    /// bucket array still needs.
+    fn drop(&mut self) {
+        self.reclaim();
+    }
 }
 
 /// Address → probe point.
@@ -114,45 +160,48 @@ struct Writer<P> {
 ///
 /// `current` always points to a live generation, whose chains hold exactly
 /// the members inserted and not removed since, linked through the links of
-/// its parity. `writer.retired`, when not null, is the previous generation,
-/// whose chains (of the other parity) nobody changes. `writer` is only
-/// accessed by the holder of the probe core's registration mutex (the
-/// contract of the `unsafe` methods).
+/// its parity. Only the holder of `&mut` of the [`TableW`] of the same `id`
+/// changes the chains or `current`; the generation `current` replaced is
+/// that `TableW`'s `retired` until freed.
 pub(crate) struct Table<P: Chained> {
     current: AtomicPtr<Generation<P>>,
-    writer: UnsafeCell<Writer<P>>,
+    id: usize,
 }
 
 // SAFETY: the table owns its generations; the `P`s it points to are shared
 // with readers on any CPU, which only read them.
 unsafe impl<P: Chained + Sync> Send for Table<P> {}
-// SAFETY: `&self` only allows lookups, which are lock-free reads.
+// SAFETY: `&self` only allows lookups, which are lock-free reads; changes
+// take `&mut` of the writer's half.
 unsafe impl<P: Chained + Sync> Sync for Table<P> {}
 
 impl<P: Chained> Table<P> {
-    /// An empty table. May sleep.
-    pub(crate) fn new() -> Result<Self> {
+    /// An empty table and its writer's half. May sleep.
+    pub(crate) fn new() -> Result<(Self, TableW<P>)> {
         let gen = KBox::into_raw(Generation::new(MIN_BUCKETS, 0)?);
-        // INVARIANT: `gen` is live and empty.
-        Ok(Self {
-            current: AtomicPtr::new(gen),
-            writer: UnsafeCell::new(Writer {
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        // INVARIANT: `gen` is live and empty, and `id` is new: the writer's
+        // half made here is the only one of this table.
+        Ok((
+            Self {
+                current: AtomicPtr::new(gen),
+                id,
+            },
+            TableW {
+                id,
                 len: 0,
-                retired: core::ptr::null_mut(),
-            }),
-        })
+                retired: None,
+            },
+        ))
     }
 
-    /// The writer's state.
-    ///
-    /// # Safety
-    ///
-    /// The caller holds the registration mutex and no other reference
-    /// returned by this method is alive.
-    #[allow(clippy::mut_from_ref)]
-    unsafe fn writer(&self) -> &mut Writer<P> {
-        // SAFETY: exclusive by the caller's contract.
-        unsafe { &mut *self.writer.get() }
+    /// Whether `w` is this table's writer's half.
+    fn is_writer(&self, w: &TableW<P>) -> bool {
+        if w.id == self.id {
+            return true;
+        }
+        pr_err!("probe table changed through another table's writer\n");
+        false
     }
 
     /// The member at `addr`.
@@ -179,47 +228,49 @@ impl<P: Chained> Table<P> {
         None
     }
 
-    /// Publishes `member`, whose key is not in the table yet. Allocates only
-    /// to grow the bucket array, and works on (with longer chains) when
-    /// that fails. May sleep.
+    /// Publishes `member`, whose key is not in the table yet, through its
+    /// writer's half `w`. Allocates only to grow the bucket array, and works
+    /// on (with longer chains) when that fails. Fails, publishing nothing,
+    /// only if `w` is another table's (`EINVAL`). May sleep.
     ///
     /// # Safety
     ///
-    /// The caller holds the registration mutex; `member` stays valid until
-    /// it has been removed and a grace period has passed.
-    pub(crate) unsafe fn insert(&self, member: *const P) {
-        // SAFETY: the caller holds the registration mutex.
-        unsafe { self.maybe_grow() };
-        // SAFETY: `current` is live and only this writer changes it.
+    /// `member` stays valid until it has been removed and a grace period
+    /// has passed.
+    pub(crate) unsafe fn insert(&self, w: &mut TableW<P>, member: *const P) -> Result {
+        if !self.is_writer(w) {
+            return Err(EINVAL);
+        }
+        self.maybe_grow(w);
+        // SAFETY: `current` is live, and only the holder of `w` changes it.
         let gen = unsafe { &*self.current.load(Ordering::Relaxed) };
         // SAFETY: the caller's contract.
         let m = unsafe { &*member };
-        if let Some(bucket) = gen.bucket(m.key()) {
-            m.link(gen.parity)
-                .store(bucket.load(Ordering::Relaxed), Ordering::Relaxed);
-            // Release: a reader that sees the member sees its link.
-            bucket.store(member.cast_mut(), Ordering::Release);
-            // SAFETY: the caller holds the registration mutex.
-            unsafe { self.writer() }.len += 1;
-        }
+        let bucket = gen.bucket(m.key()).ok_or(EINVAL)?;
+        m.link(gen.parity)
+            .store(bucket.load(Ordering::Relaxed), Ordering::Relaxed);
+        // Release: a reader that sees the member sees its link.
+        bucket.store(member.cast_mut(), Ordering::Release);
+        w.len += 1;
+        Ok(())
     }
 
-    /// Unlinks `member`; readers may still see it until the next grace
-    /// period, after which the caller may free it. Returns whether it was
-    /// in the table. Allocates nothing.
-    ///
-    /// # Safety
-    ///
-    /// The caller holds the registration mutex.
-    pub(crate) unsafe fn remove(&self, member: &P) -> bool {
-        // SAFETY: `current` is live and only this writer changes it.
+    /// Unlinks `member` through the writer's half `w`; readers may still
+    /// see it until the next grace period, after which it may be freed.
+    /// Returns whether it was in the table. Allocates nothing.
+    pub(crate) fn remove(&self, w: &mut TableW<P>, member: &P) -> bool {
+        if !self.is_writer(w) {
+            return false;
+        }
+        // SAFETY: `current` is live, and only the holder of `w` changes it.
         let gen = unsafe { &*self.current.load(Ordering::Relaxed) };
         let Some(mut link) = gen.bucket(member.key()) else {
             return false;
         };
         loop {
             let e = link.load(Ordering::Relaxed);
-            // SAFETY: linked members are live; only this writer unlinks them.
+            // SAFETY: linked members are live (`insert`'s contract); only the
+            // holder of `w` unlinks them.
             let Some(m) = (unsafe { e.as_ref() }) else {
                 return false;
             };
@@ -229,65 +280,38 @@ impl<P: Chained> Table<P> {
                     m.link(gen.parity).load(Ordering::Relaxed),
                     Ordering::Release,
                 );
-                // SAFETY: the caller holds the registration mutex.
-                unsafe { self.writer() }.len -= 1;
+                w.len -= 1;
                 return true;
             }
             link = m.link(gen.parity);
         }
     }
 
-    /// Whether growth left a replaced bucket array for [`Table::reclaim`].
-    ///
-    /// # Safety
-    ///
-    /// The caller holds the registration mutex.
-    pub(crate) unsafe fn has_retired(&self) -> bool {
-        // SAFETY: the caller holds the registration mutex.
-        !unsafe { self.writer() }.retired.is_null()
-    }
-
-    /// Frees the bucket array that growth replaced. May sleep.
-    ///
-    /// # Safety
-    ///
-    /// The caller holds the registration mutex and has waited for a grace
-    /// period (`synchronize_rcu`) since the last `insert`.
-    pub(crate) unsafe fn reclaim(&self) {
-        // SAFETY: the caller holds the registration mutex.
-        let w = unsafe { self.writer() };
-        let g = core::mem::replace(&mut w.retired, core::ptr::null_mut());
-        if !g.is_null() {
-            // SAFETY: retired generations come from `KBox::into_raw`, and no
-            // reader can hold one after the caller's grace period.
-            drop(unsafe { KBox::from_raw(g) });
+    /// Frees the bucket array that growth replaced, through the writer's
+    /// half `w`, once no reader can walk it: waits for a grace period
+    /// unless one passed since it was replaced (as after a
+    /// `synchronize_rcu()` of the caller's). May sleep.
+    pub(crate) fn reclaim(&self, w: &mut TableW<P>) {
+        if self.is_writer(w) {
+            w.reclaim();
         }
     }
 
     /// Doubles the bucket array when the load factor would exceed one. On
-    /// allocation failure the table keeps working with longer chains.
-    ///
-    /// # Safety
-    ///
-    /// The caller holds the registration mutex.
-    unsafe fn maybe_grow(&self) {
-        // SAFETY: `current` is live and only this writer changes it.
+    /// allocation failure the table keeps working with longer chains. `w`
+    /// is this table's writer's half.
+    fn maybe_grow(&self, w: &mut TableW<P>) {
+        // SAFETY: `current` is live, and only the holder of `w` changes it.
         let old = unsafe { &*self.current.load(Ordering::Relaxed) };
         let n = old.buckets.len();
-        // SAFETY: the caller holds the registration mutex.
-        if unsafe { self.writer() }.len < n {
+        if w.len < n {
             return;
         }
-        // SAFETY: the caller holds the registration mutex.
-        if !unsafe { self.writer() }.retired.is_null() {
-            // The new chains go through the links that readers of the
-            // generation before `old` may still follow: wait for them.
-            // Growth doubles, so this happens at most a few times in a
-            // batch of any size.
-            synchronize_rcu();
-            // SAFETY: the mutex is held, and a grace period passed.
-            unsafe { self.reclaim() };
-        }
+        // The new chains go through the links that readers of the
+        // generation before `old` may still follow: wait for them (at once
+        // if a grace period passed since). Growth doubles, so this happens
+        // at most a few times in a batch of any size.
+        w.reclaim();
         let parity = old.parity ^ 1;
         let Ok(new) = Generation::<P>::new(n * 2, parity) else {
             return;
@@ -308,17 +332,20 @@ impl<P: Chained> Table<P> {
         }
         // Release: a reader that sees the new array sees its chains.
         let old = self.current.swap(KBox::into_raw(new), Ordering::Release);
-        // SAFETY: the caller holds the registration mutex.
-        unsafe { self.writer() }.retired = old;
+        // SAFETY: generations come from `KBox::into_raw`, and `old` is no
+        // longer `current`: the writer's half owns it now.
+        let old = unsafe { KBox::from_raw(old) };
+        // INVARIANT: read after `old` was replaced: a reader that may still
+        // walk it began before.
+        w.retired = Some((old, RcuState::now()));
     }
 }
 
 impl<P: Chained> Drop for Table<P> {
     /// The probe core drops the table after unregistering everything and a
-    /// grace period, so no reader is left. The members are not the table's.
+    /// grace period, so no reader is left. The members are not the table's,
+    /// and the replaced bucket array is its writer's half's.
     fn drop(&mut self) {
-        // SAFETY: `&mut self`: no writer or reader is left.
-        unsafe { self.reclaim() };
         let gen = self.current.swap(core::ptr::null_mut(), Ordering::Relaxed);
         // SAFETY: `current` was allocated by `KBox::into_raw`; no reader is left.
         drop(unsafe { KBox::from_raw(gen) });

@@ -150,7 +150,7 @@ pub(crate) fn prepare_optimized(
         let start = sym.start(addr as u64).ok_or(OptRefusal::Never)? as usize;
         (start, sym.size as usize)
     };
-    if func != point.func() || fsize > MAX_FUNC_SIZE {
+    if func != point.func(reg) || fsize > MAX_FUNC_SIZE {
         return Err(OptRefusal::Never);
     }
     let mut code = KVec::from_elem(0u8, fsize, GFP_KERNEL).map_err(|_| OptRefusal::NotNow)?;

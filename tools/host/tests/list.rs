@@ -7,6 +7,12 @@
 //! a separate `Head` and `Tail`. After every step the forward walk, the
 //! length and each element's membership agree with the model; a removed
 //! element keeps its forward link for readers standing on it.
+//!
+//! A removal marks an element as on no list only after it has read its
+//! links and relinked its neighbours: checked in sequence by a model of a
+//! second CPU that tries to claim the element whenever the removal reaches
+//! for another element's link, and by two threads that pass elements
+//! between their lists.
 
 mod common;
 
@@ -14,7 +20,8 @@ use common::Rng;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicPtr, Ordering};
 use rkprobes_host::impl_linked;
-use rkprobes_host::list::{is_listed, Head, Link, Linked, Links, List, Tail};
+use rkprobes_host::list::{claim, is_listed, BorrowList, Head, Link, Linked, Links, List, Tail};
+use std::cell::Cell;
 use std::collections::VecDeque;
 
 struct Node {
@@ -264,5 +271,244 @@ fn forward_only_list_knows_membership_against_model() {
         }
         let ids: Vec<usize> = l.iter().map(|e| unsafe { e.as_ref() }.id).collect();
         assert_eq!(ids, model.iter().copied().collect::<Vec<_>>());
+    }
+}
+
+/// A batch element: a forward link alone, as a point's batch link.
+struct Batched {
+    id: usize,
+    link: Link<Batched>,
+}
+impl_linked!(Batched, 0, link);
+
+#[test]
+fn borrow_list_claims_its_elements() {
+    let elems: Vec<Batched> = (0..6)
+        .map(|id| Batched {
+            id,
+            link: Link::new(),
+        })
+        .collect();
+    let mut a = BorrowList::<Batched, 0>::new();
+    let mut b = BorrowList::<Batched, 0>::new();
+    for e in &elems[..4] {
+        assert!(a.push_front(e));
+    }
+    // On a list already: refused, by this list and by another.
+    assert!(!a.push_front(&elems[0]));
+    assert!(!b.push_front(&elems[1]));
+    assert!(b.push_front(&elems[4]));
+    assert_eq!(a.iter().map(|e| e.id).collect::<Vec<_>>(), [3, 2, 1, 0]);
+    assert_eq!(a.drain().next().map(|e| e.id), Some(3));
+    // Off the list once drained: another list may take it.
+    assert!(b.push_front(&elems[3]));
+    drop(a);
+    for e in &elems[..3] {
+        // SAFETY: valid; the test is the writer.
+        assert!(!unsafe { is_listed::<Batched, 0>(NonNull::from(e)) });
+    }
+    assert!(b.push_front(&elems[0]));
+    assert_eq!(b.iter().map(|e| e.id).collect::<Vec<_>>(), [0, 3, 4]);
+    // Elements with a backward link are claimed through it.
+    let nodes: Vec<Node> = (0..3)
+        .map(|id| Node {
+            id,
+            links: Links::new(),
+        })
+        .collect();
+    let mut l = List::<Node>::new();
+    // SAFETY: `nodes` outlives the list.
+    unsafe { l.push_back(NonNull::from(&nodes[0])) };
+    let mut c = BorrowList::<Node, 0>::new();
+    assert!(!c.push_front(&nodes[0]));
+    assert!(c.push_front(&nodes[1]));
+    assert_eq!(c.iter().map(|e| e.id).collect::<Vec<_>>(), [1]);
+    drop(c);
+    // The first node is still on `l`, which outlives `c`.
+    assert!(l.iter().next().is_some());
+}
+
+thread_local! {
+    /// The element a removal is taking off, if the test watches one.
+    static WATCHED: Cell<usize> = const { Cell::new(0) };
+    /// How many times the model's second CPU tried to claim it.
+    static TRIES: Cell<usize> = const { Cell::new(0) };
+    /// Whether it claimed it: recorded, not asserted there, so that a list
+    /// left inconsistent is not walked again while the test unwinds.
+    static STOLEN: Cell<bool> = const { Cell::new(false) };
+}
+
+/// The model's second CPU, run whenever a list reaches for the links of
+/// `this`: while a removal reaches for any element's links but those of the
+/// element it takes off, that element must not be claimable.
+fn second_cpu<T: Linked<ID>, const ID: u64>(this: NonNull<T>) {
+    let w = WATCHED.get();
+    if w == 0 || w == this.as_ptr() as usize {
+        return;
+    }
+    TRIES.set(TRIES.get() + 1);
+    let e = NonNull::new(w as *mut T).unwrap();
+    // SAFETY: the watched element is one of the test's, valid throughout.
+    if unsafe { claim::<T, ID>(e) } {
+        STOLEN.set(true);
+    }
+}
+
+/// Watches `e` while `f` runs; returns what `f` did, after checking that
+/// the second CPU tried to claim `e` `tries` times at least, and never
+/// could.
+fn watching<T, R>(e: &T, tries: usize, f: impl FnOnce() -> R) -> R {
+    TRIES.set(0);
+    STOLEN.set(false);
+    WATCHED.set(core::ptr::from_ref(e) as usize);
+    let r = f();
+    WATCHED.set(0);
+    assert!(
+        !STOLEN.get(),
+        "claimed while its list still relinks around it"
+    );
+    assert!(TRIES.get() >= tries, "no other element's links reached");
+    r
+}
+
+/// Elements whose link accessors run [`second_cpu`]: with a backward link
+/// (`Links`) and with a forward link alone (`Link`).
+macro_rules! watched {
+    ($name:ident, $links:ty) => {
+        struct $name {
+            id: usize,
+            links: $links,
+        }
+
+        // SAFETY: the links are the element's own field, used by the lists
+        // alone; the hook only reads other elements' links through `claim`.
+        unsafe impl Linked for $name {
+            unsafe fn next<'a>(this: NonNull<Self>) -> &'a AtomicPtr<Self> {
+                second_cpu(this);
+                // SAFETY: the caller's contract.
+                unsafe { (*this.as_ptr()).links.next() }
+            }
+            unsafe fn prev<'a>(this: NonNull<Self>) -> Option<&'a AtomicPtr<Self>> {
+                second_cpu(this);
+                // SAFETY: as above.
+                unsafe { (*this.as_ptr()).links.prev_link() }
+            }
+        }
+    };
+}
+watched!(Watched, Links<Watched>);
+watched!(WatchedFwd, Link<WatchedFwd>);
+
+/// Takes each of `n` listed elements off, at every position, with the
+/// second CPU watching; then checks that the element can be claimed.
+fn removal_marks_last<T: Linked>(make: impl Fn(usize) -> T, id: impl Fn(&T) -> usize) {
+    for n in 1..=5 {
+        for victim in 0..n {
+            let elems: Vec<T> = (0..n).map(&make).collect();
+            let mut l = List::<T>::new();
+            for e in &elems {
+                // SAFETY: `elems` outlives the list; each is on no list.
+                unsafe { l.push_back(NonNull::from(e)) };
+            }
+            let e = NonNull::from(&elems[victim]);
+            // With a neighbour, a removal relinks it, or walks past it.
+            // SAFETY: on `l`.
+            let was = watching(&elems[victim], usize::from(n > 1), || unsafe {
+                l.remove(e)
+            });
+            assert!(was);
+            let left: Vec<usize> = l.iter().map(|x| id(unsafe { x.as_ref() })).collect();
+            let want: Vec<usize> = (0..n).filter(|&i| i != victim).collect();
+            assert_eq!(left, want);
+            // Off the list now: a second list may take it.
+            // SAFETY: valid.
+            assert!(unsafe { claim::<T, 0>(e) });
+        }
+    }
+}
+
+#[test]
+fn removal_marks_an_element_off_only_after_relinking() {
+    removal_marks_last(
+        |id| Watched {
+            id,
+            links: Links::new(),
+        },
+        |e| e.id,
+    );
+    removal_marks_last(
+        |id| WatchedFwd {
+            id,
+            links: Link::new(),
+        },
+        |e| e.id,
+    );
+}
+
+#[test]
+fn borrow_list_drop_marks_elements_off_only_after_relinking() {
+    let elems: Vec<Watched> = (0..4)
+        .map(|id| Watched {
+            id,
+            links: Links::new(),
+        })
+        .collect();
+    let mut l = BorrowList::<Watched, 0>::new();
+    for e in &elems {
+        assert!(l.push_front(e));
+    }
+    // Draining takes the first off: its successor's backward link is
+    // relinked, with the second CPU watching.
+    let mut d = l.drain();
+    for want in [3, 2, 1] {
+        let got = watching(&elems[want], 1, || d.next().map(|e| e.id));
+        assert_eq!(got, Some(want));
+    }
+}
+
+/// Two threads, each with its own lists, claiming elements from one shared
+/// set and letting them go: an element one thread lets go is claimed and
+/// relinked by the other while the first may still be taking it off. Each
+/// thread's list must hold exactly what it added, in order.
+#[test]
+fn two_threads_claim_what_the_other_lets_go() {
+    const ELEMS: usize = 6;
+    const ROUNDS: usize = 300_000;
+    let elems: Vec<Node> = (0..ELEMS)
+        .map(|id| Node {
+            id,
+            links: Links::new(),
+        })
+        .collect();
+    let elems = &elems;
+    std::thread::scope(|s| {
+        for seed in [0x2_7e4d, 0x5_13a] {
+            s.spawn(move || {
+                let mut rng = Rng(seed);
+                let mut added = 0usize;
+                for _ in 0..ROUNDS {
+                    let mut l = BorrowList::<Node, 0>::new();
+                    let mut mine = Vec::new();
+                    for _ in 0..3 {
+                        let i = rng.below(ELEMS);
+                        if l.push_front(&elems[i]) {
+                            mine.push(i);
+                        }
+                    }
+                    added += mine.len();
+                    mine.reverse();
+                    // Bounded: a list that took in another's elements is
+                    // seen, not walked forever.
+                    let got: Vec<usize> = l.drain().take(mine.len() + 1).map(|e| e.id).collect();
+                    assert_eq!(got, mine);
+                }
+                // Both threads got elements: they did contend.
+                assert!(added > ROUNDS);
+            });
+        }
+    });
+    for e in elems {
+        // SAFETY: valid; no list is left.
+        assert!(!unsafe { is_listed::<Node, 0>(NonNull::from(e)) });
     }
 }
