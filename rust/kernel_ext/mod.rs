@@ -24,6 +24,7 @@ pub(crate) mod module;
 pub(crate) mod mutex;
 pub(crate) mod nofault;
 pub(crate) mod notifier;
+pub(crate) mod objpool;
 pub(crate) mod race;
 pub(crate) mod str;
 pub(crate) mod sync;

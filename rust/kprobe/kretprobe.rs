@@ -146,23 +146,10 @@ impl Kretprobes {
             let Some((fp, ret)) = self.next_hijacked(above) else {
                 break;
             };
-            // SAFETY: an all-zero `pt_regs` is valid.
-            let mut regs: ffi::pt_regs = unsafe { core::mem::zeroed() };
-            regs.ip = ret as _;
-            regs.sp = (fp + 8) as _;
             let rest = store.get_mut(n..).unwrap_or(&mut []);
-            // SAFETY: `regs` describe the caller of the hijacked frame as it
-            // will be after the return; the unwinder checks every stack
-            // access against the task's stacks. `rest` has room for its
-            // length.
-            let m = unsafe {
-                rt.stack_trace_save_regs(
-                    &mut regs,
-                    rest.as_mut_ptr(),
-                    rest.len().min(u32::MAX as usize) as u32,
-                    0,
-                )
-            } as usize;
+            // The caller of the hijacked frame, as it will be after the
+            // return.
+            let m = task::stack_trace_save_from(rt, ret, fp.wrapping_add(8), rest);
             n += m.min(rest.len());
             above = fp;
         }
