@@ -214,6 +214,11 @@ impl<T: PoolItem> Drop for ObjPool<T> {
 
 /// Object `i` of a pool, in whatever state.
 ///
+/// Its holder may claim the object back if it is out ([`Slot::take_out`],
+/// [`Slot::claim`]): whoever is meant to hold an object that is out knows
+/// it by other means (a return stub names its instance), and the pool's
+/// exchanges make sure that only one of them gets it.
+///
 /// # Invariants
 ///
 /// `i < pool.max`.
@@ -276,6 +281,20 @@ impl<'a, T: PoolItem> Slot<'a, T> {
     #[inline(always)]
     pub(crate) fn out_with(self) -> *mut c_void {
         self.token().load(Ordering::Acquire)
+    }
+
+    /// Takes the object back if it is out, with the token it is out with:
+    /// the caller then owns both. At most one of any number of racing
+    /// takes and claims succeeds. Any context, NMI included.
+    #[inline(always)]
+    pub(crate) fn take_out(self) -> Option<(Owned<'a, T>, T::Token)> {
+        let t = NonNull::new(self.token().swap(core::ptr::null_mut(), Ordering::AcqRel))?;
+        // SAFETY: a non-null token word holds what `put_out` gave up, and
+        // the swap took it out, once.
+        let token = unsafe { T::Token::from_raw(t) };
+        // INVARIANT: an object out is owned by no handle; the swap ended
+        // its being out, and its token word is null again.
+        Some((Owned(self), token))
     }
 
     /// Claims the object if it is out with the token whose identity is

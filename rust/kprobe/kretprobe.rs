@@ -59,7 +59,7 @@ use crate::{
     abi::RkpKprobe,
     arch,
     ffi::{self, runtime::Runtime},
-    kernel_ext::{nofault, task, work::reclaim},
+    kernel_ext::{nofault, sync::PreemptNotraceGuard, task, work::reclaim},
 };
 use core::sync::atomic::Ordering;
 use kernel::{
@@ -100,21 +100,20 @@ impl Kretprobes {
         })
     }
 
-    /// The listed pools. Caller in an RCU read-side critical section
-    /// (preemption or interrupts off), for as long as it uses them.
-    fn pools_rcu(&self) -> impl Iterator<Item = &Pool> {
-        // SAFETY: a pool reachable from the list is freed only a grace
-        // period after it was unlinked, which the caller's critical section
-        // holds off; an unlinked pool keeps its forward link.
-        unsafe { self.head.iter() }.map(|p| unsafe { p.as_ref() })
+    /// The listed pools, for as long as `rcu`, an RCU read-side critical
+    /// section, lasts: a pool reachable from the list is freed only a grace
+    /// period after it was unlinked (`Kretprobes::free_drained`).
+    fn pools_rcu<'a>(&'a self, rcu: &'a PreemptNotraceGuard) -> impl Iterator<Item = &'a Pool> {
+        self.head.iter_rcu(rcu)
     }
 
     /// The current task's innermost frame that returns into a stub, above
     /// the stack address `above`: its return address's stack word and the
-    /// real return address. Caller in an RCU read-side critical section.
+    /// real return address. Any context.
     fn next_hijacked(&self, above: usize) -> Option<(usize, usize)> {
         let mut best: Option<(usize, usize)> = None;
-        for pool in self.pools_rcu() {
+        let rcu = PreemptNotraceGuard::new();
+        for pool in self.pools_rcu(&rcu) {
             for inst in pool.instances() {
                 let Some((fp, ret)) = inst.current_frame() else {
                     continue;
@@ -133,8 +132,8 @@ impl Kretprobes {
 
     /// `stack_trace_save()` that sees through hijacked frames: where the
     /// unwinder stops at a frame that returns into a stub, the walk goes on
-    /// from the real return address. Returns the number of entries. Caller
-    /// in an RCU read-side critical section (preemption off, as handlers).
+    /// from the real return address. Returns the number of entries. Any
+    /// context.
     pub(crate) fn stack_trace(&self, rt: &Runtime, store: &mut [c_ulong], skip: u32) -> usize {
         let mut n = task::stack_trace_save(store, skip);
         if !rt.has_stack_trace_save_regs() {
@@ -159,14 +158,16 @@ impl Kretprobes {
     /// The real return address of the current task's frame whose return
     /// address was replaced by `addr`, or `addr`. Caller with preemption off.
     pub(crate) fn find_ret_addr(&self, addr: usize) -> usize {
-        self.pools_rcu()
+        let rcu = PreemptNotraceGuard::new();
+        let real = self
+            .pools_rcu(&rcu)
             .find(|p| {
                 let (s, e) = p.stub_range();
                 s <= addr && addr < e
             })
             .and_then(|p| p.instance_at(addr))
-            .and_then(|inst| inst.current_frame())
-            .map_or(addr, |(_, ret)| ret)
+            .and_then(|inst| inst.current_frame());
+        real.map_or(addr, |(_, ret)| ret)
     }
 }
 

@@ -19,9 +19,9 @@
 //! owns their memory and hands them out as typed handles: an instance taken
 //! off the free list is [`Owned`] by its taker, which fills it in and puts
 //! it out for the current task's frame with a reference on the task as its
-//! token; the frame that returns into its stub claims it back with the
-//! task's identity ([`Returning::release`]), and the reclaim work with a
-//! dead task's ([`Pool::reclaim_dead`]). The instance's C fields are reached
+//! token; the frame that returns into its stub takes it back
+//! ([`Returning::release`]), and the reclaim work claims it with a dead
+//! task's identity ([`Pool::reclaim_dead`]). The instance's C fields are reached
 //! through typed accessors at the ABI edge (`kprobe/abi.rs`).
 //!
 //! Context: a pool is built ([`Pool::new`]) and the instances of dead tasks
@@ -420,12 +420,12 @@ impl Taken<'_> {
 }
 
 /// An instance whose frame is returning, in the hands of that frame, which
-/// claims it back from its task when it is done ([`Returning::release`]).
-///
-/// The type is `!Send`: the claim is by the identity of the task that runs
-/// it.
+/// takes it back from the task it was put out for when it is done
+/// ([`Returning::release`]). That may be another task than the one that
+/// returns: `__switch_to` is entered as one task and returns as the next.
 pub(super) struct Returning<'a> {
     inst: Instance<'a>,
+    /// The frame's handle stays on the CPU it returned on.
     _not_send: PhantomData<*mut ()>,
 }
 
@@ -460,9 +460,10 @@ impl<'a> Returning<'a> {
     #[inline(always)]
     pub(super) fn release(self) {
         let inst = self.inst;
-        // Out for this task's frame, which alone claims it with this
-        // task's identity.
-        if let Some((owned, task)) = inst.slot.claim(task::current_id()) {
+        // Out for this frame (the stub says so): only the reclaim work
+        // could have taken it, and only from a dead task, which returns
+        // through no frame.
+        if let Some((owned, task)) = inst.slot.take_out() {
             task.put_current();
             owned.give_back();
             inst.pool.put_ref();

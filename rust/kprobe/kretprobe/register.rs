@@ -20,7 +20,7 @@ use super::{
     pre_handler, Kretprobes, Pools,
 };
 use crate::{
-    abi::{RkpKretprobe, KRETPROBE_MAXACTIVE_MAX, KRETPROBE_MAX_DATA_SIZE},
+    abi::{KRETPROBE_MAXACTIVE_MAX, KRETPROBE_MAX_DATA_SIZE},
     ffi::runtime::Runtime,
     kernel_ext::{cpu, module, sync::synchronize_rcu, work::reclaim},
     kprobe::{
@@ -78,16 +78,11 @@ impl PoolRef {
     }
 }
 
-/// Makes `r`, a kretprobe being registered, one of `pool`'s: its
+/// Makes `rp`, a kretprobe being registered, one of `pool`'s: its
 /// `maxactive` the pool's size, its entry probe's handler rkprobes' own,
 /// its `rkp_private` the pool.
-fn give_pool(r: &mut RkpKretprobe, pool: &Pool) {
-    r.maxactive = pool.max as c_int;
-    r.nmissed = 0;
-    r.kp.pre_handler = Some(pre_handler);
-    r.kp.post_handler = None;
-    r.kp.fault_handler = None;
-    r.rkp_private = core::ptr::from_ref::<Pool>(pool).cast_mut().cast();
+fn give_pool(rp: RetClient, pool: &Pool) -> Result {
+    rp.attach(NonNull::from(pool).cast(), pool.max as c_int, pre_handler)
 }
 
 impl Kretprobes {
@@ -354,15 +349,8 @@ impl Kretprobes {
     /// Checks `rp` as the kernel's `register_kretprobe()` does and gives it
     /// a pool. Process context, with the pools' mutex held.
     fn prepare(&self, core: &Core, rp: RetClient, growth: Growth) -> Result<KBox<Pool>> {
-        if !rp.private().is_null() || !rp.entry().private().is_null() {
-            return Err(EINVAL);
-        }
+        let r = rp.request()?;
         core.check_func_entry(rp.entry())?;
-        // SAFETY: not registered (checked above), so no hit reads it, and
-        // registrations, which alone write it, are serialised by the pools'
-        // mutex that the caller holds; its owner does not touch it during
-        // the call (`RetClient`'s invariant).
-        let r = unsafe { &mut *rp.as_ptr() };
         if r.data_size > KRETPROBE_MAX_DATA_SIZE {
             return Err(E2BIG);
         }
@@ -376,7 +364,7 @@ impl Kretprobes {
             return Err(E2BIG);
         }
         let pool = Pool::new(rp, max, r.data_size, growth, *core.runtime())?;
-        give_pool(r, &pool);
+        give_pool(rp, &pool)?;
         Ok(pool)
     }
 
@@ -384,17 +372,13 @@ impl Kretprobes {
     /// pool of the same registration (`shared`). Process context, with the
     /// pools' mutex held.
     fn join(&self, core: &Core, rp: RetClient, pool: &Pool) -> Result {
-        if !rp.private().is_null() || !rp.entry().private().is_null() {
-            return Err(EINVAL);
-        }
+        let r = rp.request()?;
         core.check_func_entry(rp.entry())?;
-        // SAFETY: as in `prepare`.
-        let r = unsafe { &mut *rp.as_ptr() };
         // A shared pool's instances hold the data of any of its kretprobes.
         if r.data_size > pool.data_size {
             return Err(EINVAL);
         }
-        give_pool(r, pool);
+        give_pool(rp, pool)?;
         pool.members.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
