@@ -26,6 +26,7 @@ pub(crate) mod nofault;
 pub(crate) mod notifier;
 pub(crate) mod objpool;
 pub(crate) mod race;
+pub(crate) mod rcu_list;
 pub(crate) mod str;
 pub(crate) mod sync;
 pub(crate) mod task;

@@ -54,57 +54,56 @@ use super::{
     client::{Client, RetClient},
     Core,
 };
-use crate::kernel_ext::list::{Head, Tail};
 use crate::{
     abi::RkpKprobe,
     arch,
     ffi::{self, runtime::Runtime},
-    kernel_ext::{nofault, sync::PreemptNotraceGuard, task, work::reclaim},
+    kernel_ext::{
+        nofault,
+        rcu_list::{self, RcuList},
+        sync::PreemptNotraceGuard,
+        task,
+        work::reclaim,
+    },
 };
 use core::sync::atomic::Ordering;
 use kernel::{
+    c_str,
     ffi::{c_int, c_ulong},
-    new_mutex,
     prelude::*,
-    sync::Mutex,
+    static_lock_class,
 };
 pub(crate) use pool::Growth;
 use pool::Pool;
 
-/// The writer's side of the pools' list (`Kretprobes::head`): every pool,
-/// registered or zombie. Readers walk the list without a lock, as an RCU
-/// list is walked ([`Kretprobes::pools_rcu`]); writers change it with the
-/// mutex held, in O(1) per pool: a pool is linked first, and unlinked with
-/// its forward link left for readers that stand on it, and freed only
-/// after a grace period.
-struct Pools {
-    /// The list's tail.
-    tail: Tail<Pool>,
-}
+/// The writer's hold on the pools' list: every pool, registered or zombie.
+/// Readers walk the list without a lock, as an RCU list is walked
+/// ([`Kretprobes::pools_rcu`]); writers change it with its mutex held, in
+/// O(1) per pool: a pool is linked first, and freed only a grace period
+/// after it was taken off (`kernel_ext/rcu_list.rs`).
+type Pools<'a> = rcu_list::Guard<'a, Pool>;
 
 /// The kretprobe part of the probe core.
 #[pin_data(PinnedDrop)]
 pub(crate) struct Kretprobes {
+    /// The pools, which own their memory.
     #[pin]
-    pools: Mutex<Pools>,
-    /// The list's head, which readers walk.
-    head: Head<Pool>,
+    pools: RcuList<Pool>,
 }
 
 impl Kretprobes {
     /// No pools yet.
     pub(crate) fn new() -> impl PinInit<Self> {
         pin_init!(Self {
-            pools <- new_mutex!(Pools { tail: Tail::new() }, "rkprobes_kretprobes"),
-            head: Head::new(),
+            pools <- RcuList::new(c_str!("rkprobes_kretprobes"), static_lock_class!()),
         })
     }
 
     /// The listed pools, for as long as `rcu`, an RCU read-side critical
     /// section, lasts: a pool reachable from the list is freed only a grace
-    /// period after it was unlinked (`Kretprobes::free_drained`).
+    /// period after it was taken off (`RcuList`).
     fn pools_rcu<'a>(&'a self, rcu: &'a PreemptNotraceGuard) -> impl Iterator<Item = &'a Pool> {
-        self.head.iter_rcu(rcu)
+        self.pools.iter_rcu(rcu)
     }
 
     /// The current task's innermost frame that returns into a stub, above

@@ -30,8 +30,10 @@
 //! references are lock-free and run in any context, NMI included.
 
 use super::stubs;
-use crate::impl_linked;
-use crate::kernel_ext::list::{Linked, Links};
+use crate::kernel_ext::{
+    list::{Link, Linked, Links},
+    rcu_list::{Owner, RETIRED},
+};
 use crate::{
     abi::{RkpKretprobe, RkpKretprobeInstance},
     arch,
@@ -47,6 +49,7 @@ use crate::{
     },
     kprobe::client::RetClient,
 };
+use crate::{impl_linked, impl_rcu_element};
 use core::marker::PhantomData;
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use kernel::prelude::*;
@@ -71,18 +74,22 @@ pub(super) const GROW_MAX: usize = 1 << 20;
 /// # Invariants
 ///
 /// `objs` holds `max` instances, each followed by `data_size` bytes of
-/// data and with `rkp_index` set to its index. `stubs`, once the pool is built (it
-/// is `None` only inside [`Pool::new`]), are executable pages holding a
-/// `StubHeader` naming this pool at the start of each page and one stub per
-/// instance. `refs` counts
-/// the registration (while `rp` is non-null) and every instance out on a
-/// stack; the pool is freed only when it is zero and no CPU can reach it.
+/// data and with `rkp_index` set to its index. `stubs`, once the pool is
+/// built (it is `None` only inside [`Pool::new`]), are executable pages
+/// holding a `StubHeader` naming this pool at the start of each page and
+/// one stub per instance. `refs` counts the registration (while `rp` is
+/// non-null) and every instance out on a stack; the pool is freed only
+/// when it is zero and no CPU can reach it.
 pub(super) struct Pool {
     /// The client's kretprobe; null once it is unregistered.
     pub(super) rp: AtomicPtr<RkpKretprobe>,
     /// The pool's links on `Kretprobes`' list, whose forward links readers
     /// follow.
     pub(super) links: Links<Pool>,
+    /// The pool's link on the list of pools to be freed.
+    retired: Link<Pool>,
+    /// The list that owns the pool.
+    owner: Owner,
     /// How many registered kretprobes use the pool (more than one only if
     /// `shared`); the pool is retired when the last of them goes. Changed
     /// with `Kretprobes::pools` held; meaningless for a chain's `extra`
@@ -114,6 +121,8 @@ pub(super) struct Pool {
 }
 
 impl_linked!(Pool, 0, links);
+impl_linked!(Pool, RETIRED, retired);
+impl_rcu_element!(Pool, owner);
 
 impl Pool {
     /// A pool of `max` instances of `data_size` bytes of data, all free,
@@ -134,6 +143,8 @@ impl Pool {
             Pool {
                 rp: AtomicPtr::new(rp.as_ptr()),
                 links: Links::new(),
+                retired: Link::new(),
+                owner: Owner::new(),
                 members: AtomicUsize::new(1),
                 refs: AtomicUsize::new(1),
                 objs,
