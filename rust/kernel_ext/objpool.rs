@@ -145,14 +145,29 @@ impl<T: PoolItem> ObjPool<T> {
     /// Object `i`, or `None` if the pool has no such object. Any context.
     #[inline(always)]
     pub(crate) fn get(&self, i: u32) -> Option<Slot<'_, T>> {
-        // INVARIANT: `i < max`, checked.
-        (i < self.max).then_some(Slot { pool: self, i })
+        if i >= self.max {
+            return None;
+        }
+        Some(self.slot(i))
+    }
+
+    /// Object `i`, which exists.
+    #[inline(always)]
+    fn slot(&self, i: u32) -> Slot<'_, T> {
+        let off = (i as usize).wrapping_mul(self.stride);
+        // SAFETY: `i < max` (the caller's), so the offset is within the
+        // `max * stride` bytes at `base` (the pool's invariant), whose
+        // product does not overflow, so neither does this one.
+        let p = unsafe { self.base.as_ptr().add(off) };
+        // SAFETY: in bounds of a non-null allocation, so not null.
+        let ptr = unsafe { NonNull::new_unchecked(p.cast::<T>()) };
+        // INVARIANT: `i < max`, and `ptr` is its address.
+        Slot { pool: self, i, ptr }
     }
 
     /// Every object, free, owned or out.
     pub(crate) fn slots(&self) -> impl DoubleEndedIterator<Item = Slot<'_, T>> {
-        // INVARIANT: each `i < max`.
-        (0..self.max).map(move |i| Slot { pool: self, i })
+        (0..self.max).map(move |i| self.slot(i))
     }
 
     /// Takes a free object. Any context, NMI included (lock-free).
@@ -221,10 +236,13 @@ impl<T: PoolItem> Drop for ObjPool<T> {
 ///
 /// # Invariants
 ///
-/// `i < pool.max`.
+/// `i < pool.max`, and `ptr` is the object's address in the pool (computed
+/// once: the hit path uses it several times, across atomics the compiler
+/// does not move the pool's loads over).
 pub(crate) struct Slot<'a, T: PoolItem> {
     pool: &'a ObjPool<T>,
     i: u32,
+    ptr: NonNull<T>,
 }
 
 impl<T: PoolItem> Clone for Slot<'_, T> {
@@ -250,13 +268,7 @@ impl<'a, T: PoolItem> Slot<'a, T> {
     /// data races.
     #[inline(always)]
     pub(crate) fn as_ptr(self) -> NonNull<T> {
-        let off = (self.i as usize).wrapping_mul(self.pool.stride);
-        // SAFETY: `i < max`, so the offset is within the `max * stride`
-        // bytes at `base` (the pool's invariant), whose product does not
-        // overflow, so neither does this one.
-        let p = unsafe { self.pool.base.as_ptr().add(off) };
-        // SAFETY: in bounds of a non-null allocation, so not null.
-        unsafe { NonNull::new_unchecked(p.cast::<T>()) }
+        self.ptr
     }
 
     /// The free-list link.
