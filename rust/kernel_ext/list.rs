@@ -189,8 +189,17 @@ impl<T: Linked<ID>, const ID: u64> Head<T, ID> {
     /// every way to add one to a list with a `Head` that readers can reach,
     /// [`Tail::push_back`], [`Tail::push_front`], [`Head::push_back_walk`]).
     /// Any context.
+    ///
+    /// Only for `T: Sync`: a `Head` is `Send` and `Sync` whatever `T` is (its
+    /// link is an atomic pointer), so without the bound a `&T` to an element
+    /// that may not be shared would reach any thread that can borrow the
+    /// head. Lists of other elements (a point's clients, C structures) are
+    /// walked with the unsafe [`Head::iter`], whose caller answers for them.
     #[inline(always)]
-    pub fn iter_rcu<'a, G: ReadSection>(&'a self, _rcu: &'a G) -> impl Iterator<Item = &'a T> + 'a {
+    pub fn iter_rcu<'a, G: ReadSection>(&'a self, _rcu: &'a G) -> impl Iterator<Item = &'a T> + 'a
+    where
+        T: Sync,
+    {
         // SAFETY: the caller walks in an RCU read-side critical section
         // (`ReadSection`) for `'a`.
         let walk = unsafe { self.iter() };
