@@ -31,6 +31,7 @@
 
 use core::{
     marker::PhantomData,
+    mem::ManuallyDrop,
     ptr::NonNull,
     sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering},
 };
@@ -338,6 +339,10 @@ impl<'a, T: PoolItem> Slot<'a, T> {
 ///
 /// No other `Owned` handle of the object exists, and it is neither free
 /// nor out (its token word is null).
+///
+/// A handle must be given back or put out: dropped, it leaks its object,
+/// which no one can take again. Debug builds assert that none is dropped.
+#[must_use = "an owned object is leaked unless it is given back or put out"]
 pub(crate) struct Owned<'a, T: PoolItem>(Slot<'a, T>);
 
 impl<'a, T: PoolItem> Owned<'a, T> {
@@ -350,8 +355,9 @@ impl<'a, T: PoolItem> Owned<'a, T> {
     /// Gives the object back to its pool. Any context, NMI included.
     #[inline(always)]
     pub(crate) fn give_back(self) {
+        let s = ManuallyDrop::new(self).0;
         // INVARIANT: the only handle is consumed here.
-        self.0.pool.push(self.0);
+        s.pool.push(s);
     }
 
     /// Puts the object out with `token`, which its next owner claims back
@@ -359,11 +365,26 @@ impl<'a, T: PoolItem> Owned<'a, T> {
     /// before are seen by whoever claims it. Any context, NMI included.
     #[inline(always)]
     pub(crate) fn put_out(self, token: T::Token) -> Slot<'a, T> {
+        let s = ManuallyDrop::new(self).0;
         // INVARIANT: the handle is consumed; the token word is non-null
         // while the object is out.
-        self.0
-            .token()
+        s.token()
             .store(token.into_raw().as_ptr(), Ordering::Release);
-        self.0
+        s
+    }
+}
+
+impl<T: PoolItem> Drop for Owned<'_, T> {
+    /// Reached only by a handle that was neither given back nor put out (both
+    /// consume it without dropping it): its object is lost to the pool. Any
+    /// context, NMI included, so release builds only leak it; debug builds
+    /// (`CONFIG_RUST_DEBUG_ASSERTIONS`) stop at the bug.
+    #[inline(always)]
+    fn drop(&mut self) {
+        debug_assert!(
+            false,
+            "objpool: object {} leaked by a dropped handle",
+            self.0.i
+        );
     }
 }
