@@ -66,7 +66,7 @@ use crate::{
         work::reclaim,
     },
 };
-use core::sync::atomic::Ordering;
+use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::{
     c_str,
     ffi::{c_int, c_ulong},
@@ -209,9 +209,9 @@ pub(crate) unsafe extern "C" fn pre_handler(kp: *mut RkpKprobe, regs: *mut ffi::
 
 /// Called by the architecture's trampoline when a hijacked frame returned
 /// into the stub at `stub`; `frame` is the stack word that held the return
-/// address. Writes the real return address back into `frame`, sets `ip` to
-/// it, runs the return handler and frees the instance. Returns the real
-/// return address.
+/// address. Takes the instance back, then writes the real return address
+/// back into `frame`, sets `ip` to it, runs the return handler and gives
+/// the instance back. Returns the real return address.
 ///
 /// Runs in whatever context the function returned in, NMI included; the
 /// handler runs with preemption off (interrupts as the function returned
@@ -234,18 +234,29 @@ pub(crate) unsafe fn trampoline_handler(
         // to do, as in the kernel's rethook_trampoline_handler().
         panic!("rkprobes: kretprobe trampoline called from an unknown stub {stub:#x}");
     };
-    let (real, fp) = ri.frame();
-    if fp != frame as usize {
-        pr_err!(
-            "kretprobe frame mismatch: {:#x} returned at {:#x}\n",
-            fp,
-            frame as usize
-        );
-    }
+    // The frame takes the instance back before it reads it, so that what it
+    // reads, and the handler's view of the instance, cannot change under it.
+    let (real, ri) = match ri.take_out() {
+        Ok(ri) => {
+            let (real, fp) = ri.frame();
+            if fp != frame as usize {
+                pr_err!(
+                    "kretprobe frame mismatch: {:#x} returned at {:#x}\n",
+                    fp,
+                    frame as usize
+                );
+            }
+            (real, Some(ri))
+        }
+        Err(lost) => (returned_unowned(lost, frame as usize), None),
+    };
     // Before the handler, so that a stack trace taken there is right.
     // SAFETY: the caller's contract: `frame` is the return address's word.
     unsafe { arch::rethook_fixup_return(frame, real) };
     regs.ip = real as _;
+    let Some(ri) = ri else {
+        return real;
+    };
     let regs_ptr = core::ptr::from_mut(regs);
     let pool = ri.pool();
     arch::run_busy(|free| {
@@ -271,6 +282,38 @@ pub(crate) unsafe fn trampoline_handler(
         }
     });
     ri.release();
+    real
+}
+
+/// The address a frame returns to when its stub's instance was not out
+/// (a bug: only that frame takes it back, see [`pool::Returning::take_out`]):
+/// the one the instance records. Warns once. Trampoline context, any,
+/// NMI included.
+///
+/// The frame's real return address exists nowhere but in the instance (the
+/// stack held the stub's), so it is read there without owning it: the
+/// fields are atomics, so the read is sound, if possibly stale. When the
+/// recorded stack word is `frame`, the address was recorded for this very
+/// frame, as no other frame has its return address there while this one is
+/// live. Otherwise the instance was reused and the address is another
+/// frame's; nothing better is known, and the trampoline returns there as it
+/// always did. The return handler is not run in either case: the instance
+/// and its data are not this frame's, and no references are put, as none
+/// were taken back.
+#[cold]
+#[inline(never)]
+fn returned_unowned(lost: pool::Returning<'_>, frame: usize) -> usize {
+    static WARNED: AtomicBool = AtomicBool::new(false);
+    let (real, fp) = lost.recorded_frame();
+    if !WARNED.swap(true, Ordering::Relaxed) {
+        pr_warn!(
+            "kretprobe frame at {:#x} returned into a stub whose instance was not out; \
+             to {:#x}, recorded for {:#x}, without its handler\n",
+            frame,
+            real,
+            fp
+        );
+    }
     real
 }
 

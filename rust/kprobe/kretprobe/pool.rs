@@ -20,7 +20,7 @@
 //! off the free list is [`Owned`] by its taker, which fills it in and puts
 //! it out for the current task's frame with a reference on the task as its
 //! token; the frame that returns into its stub takes it back
-//! ([`Returning::release`]), and the reclaim work claims it with a dead
+//! ([`Returning::take_out`]) before it reads it, and the reclaim work claims it with a dead
 //! task's identity ([`Pool::reclaim_dead`]). The instance's C fields are reached
 //! through typed accessors at the ABI edge (`kprobe/abi.rs`).
 //!
@@ -337,8 +337,16 @@ impl Pool {
                 continue;
             }
             // A dead task never returns through its frames, so nobody else
-            // claims this instance; the claim only guards against a second
-            // reclaim.
+            // takes this instance back; the claim only guards against a
+            // second reclaim. That holds for `__switch_to` too, the one
+            // frame that returns as another task than the one that entered
+            // it: `rkp_task_is_dead()` (glue.c) also wants the task off its
+            // CPU (`!on_cpu`), and `on_cpu` is cleared, with a release
+            // store, only by `finish_task_switch()`, after the task's last
+            // `__switch_to` has returned through its stub and the
+            // trampoline has taken the instance out (`Returning::take_out`).
+            // The acquire load of `on_cpu` then also makes that exchange
+            // seen here, so the claim fails.
             let claimed = inst.claim(t);
             drop(guard);
             if let Some((inst, task)) = claimed {
@@ -430,10 +438,8 @@ impl Taken<'_> {
     }
 }
 
-/// An instance whose frame is returning, in the hands of that frame, which
-/// takes it back from the task it was put out for when it is done
-/// ([`Returning::release`]). That may be another task than the one that
-/// returns: `__switch_to` is entered as one task and returns as the next.
+/// An instance whose frame is returning, named by the stub the frame
+/// returned into, and not yet taken back ([`Returning::take_out`]).
 pub(super) struct Returning<'a> {
     inst: Instance<'a>,
     /// The frame's handle stays on the CPU it returned on.
@@ -441,43 +447,78 @@ pub(super) struct Returning<'a> {
 }
 
 impl<'a> Returning<'a> {
+    /// Takes the instance back from the task it was put out for, which
+    /// may be another task than the one that returns: `__switch_to` is
+    /// entered as one task and returns as the next. The frame then owns the
+    /// instance, its task's reference and its pool's, until
+    /// [`Returned::release`]. Any context, NMI included.
+    ///
+    /// `Err` when the instance is not out: no one but this frame takes it
+    /// back, as the reclaim work takes only the instances of tasks that
+    /// have run for the last time ([`Pool::reclaim_dead`]), so that means
+    /// a bug, and the instance is someone else's.
+    #[inline(always)]
+    pub(super) fn take_out(self) -> Result<Returned<'a>, Self> {
+        match self.inst.slot.take_out() {
+            Some((inst, task)) => Ok(Returned {
+                pool: self.inst.pool,
+                inst,
+                task,
+            }),
+            None => Err(self),
+        }
+    }
+
+    /// The real return address and the stack word that held it, as the
+    /// instance records them now: without owning the instance, possibly
+    /// another frame's.
+    pub(super) fn recorded_frame(&self) -> (usize, usize) {
+        self.inst.slot.frame()
+    }
+}
+
+/// An instance whose frame returned, taken back by that frame: owned, with
+/// the reference on the task it was out for and the one on its pool. Not
+/// `Send` (the frame's handle stays on the CPU it returned on).
+pub(super) struct Returned<'a> {
+    pool: &'a Pool,
+    inst: Owned<'a, RkpKretprobeInstance>,
+    task: TaskRef,
+}
+
+impl<'a> Returned<'a> {
     /// The instance's pool.
     #[inline(always)]
     pub(super) fn pool(&self) -> &'a Pool {
-        self.inst.pool
+        self.pool
     }
 
     /// The instance's structure, for the return handler.
     #[inline(always)]
     pub(super) fn as_ptr(&self) -> *mut RkpKretprobeInstance {
-        self.inst.slot.as_raw()
+        self.inst.slot().as_raw()
     }
 
     /// The kretprobe the instance was taken for.
     #[inline(always)]
     pub(super) fn rp(&self) -> *mut RkpKretprobe {
-        self.inst.slot.rp()
+        self.inst.slot().rp()
     }
 
     /// The real return address, and the stack word that held it.
     #[inline(always)]
     pub(super) fn frame(&self) -> (usize, usize) {
-        self.inst.slot.frame()
+        self.inst.slot().frame()
     }
 
-    /// Gives the instance back after its frame returned, with its task's
-    /// and its pool's references. Any context, NMI included. The pool may
-    /// be freed as soon as this returns.
+    /// Puts the task's reference, gives the instance back and drops the
+    /// pool's reference. Any context, NMI included. The pool may be freed
+    /// as soon as this returns.
     #[inline(always)]
     pub(super) fn release(self) {
-        let inst = self.inst;
-        // Out for this frame (the stub says so): only the reclaim work
-        // could have taken it, and only from a dead task, which returns
-        // through no frame.
-        if let Some((owned, task)) = inst.slot.take_out() {
-            task.put_current();
-            owned.give_back();
-            inst.pool.put_ref();
-        }
+        let Returned { pool, inst, task } = self;
+        task.put_current();
+        inst.give_back();
+        pool.put_ref();
     }
 }
