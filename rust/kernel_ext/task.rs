@@ -40,7 +40,7 @@ unsafe fn usage<'a>(task: *mut c_void) -> &'a AtomicI32 {
 ///
 /// Dropping it may free the task, which only process context may do unless
 /// the reference is known not to be the last: the hit path puts its
-/// references with [`TaskRef::put_current`].
+/// references with [`TaskRef::put_on_return`].
 ///
 /// # Invariants
 ///
@@ -81,20 +81,31 @@ impl TaskRef {
         TaskRef(unsafe { NonNull::new_unchecked(task) })
     }
 
-    /// Puts the reference, in any context, NMI included, if the task is
-    /// the one the caller runs as (a kretprobe's return): a running task
-    /// holds its own reference, so this put is never the last. Otherwise,
-    /// as dropping it: `put_task_struct()`.
+    /// Puts the reference that a kretprobe instance held for its frame,
+    /// from the trampoline, when the frame has returned. Any context, NMI
+    /// included; never frees the task. Returns the reference if putting it
+    /// here would have been the last (see [`TaskRef::put_switched_from`]),
+    /// for the caller to hand to process context.
+    #[inline]
+    #[must_use = "a reference handed back must be put in process context"]
+    pub(crate) fn put_on_return(self) -> Option<Self> {
+        if self.0.as_ptr() == current_id() {
+            self.put_current();
+            None
+        } else {
+            self.put_switched_from()
+        }
+    }
+
+    /// Puts the reference on the task the caller runs as (a kretprobe's
+    /// return): a running task holds its own reference, so this put is never
+    /// the last.
     ///
     /// Inline (`refcount_dec_and_test()`'s fast path; 9 instructions of
     /// every kretprobe return as a call). A broken count is put back and
     /// left to the kernel's `put_task_struct()`, which reports it.
     #[inline]
-    pub(crate) fn put_current(self) {
-        if self.0.as_ptr() != current_id() {
-            drop(self);
-            return;
-        }
+    fn put_current(self) {
         let this = core::mem::ManuallyDrop::new(self);
         // SAFETY: the reference being put keeps the task alive until here.
         let count = unsafe { usage(this.0.as_ptr()) };
@@ -110,6 +121,44 @@ impl TaskRef {
         // SAFETY: the reference is held again, and put once here (the
         // value is not dropped).
         unsafe { ffi::rkp_put_task(this.0.as_ptr()) }
+    }
+
+    /// Puts the reference on a task that the caller does not run as, from
+    /// the kretprobe trampoline: the task that entered `__switch_to`
+    /// (`prev`), whose frame returns as the next task, with interrupts off
+    /// and the runqueue's lock held, where `put_task_struct()` must not
+    /// free a task. Decrements the count, as `refcount_dec_not_one()`, if
+    /// this is not the last reference; returns the reference otherwise, for
+    /// the caller to hand to the reclaim work, which puts it in process
+    /// context. Any context, NMI included; never frees the task.
+    ///
+    /// It is never the last in practice: `prev` keeps its own reference
+    /// (the one `delayed_put_task_struct()` puts once its `rcu_users` are
+    /// gone) until `finish_task_switch()` drops the scheduler's
+    /// `rcu_users` of a dead `prev`, which it does only after `__switch_to`
+    /// has returned through the stub and this put is done. A broken or
+    /// saturated count is handed back as well, for `put_task_struct()` to
+    /// report in process context.
+    #[inline]
+    #[must_use = "a reference handed back must be put in process context"]
+    pub(crate) fn put_switched_from(self) -> Option<Self> {
+        // SAFETY: the reference being put keeps the task alive until here.
+        let count = unsafe { usage(self.0.as_ptr()) };
+        let mut old = count.load(Ordering::Relaxed);
+        // A saturated count is negative, a broken one at most 0.
+        while old > 1 {
+            // Release, as `refcount_dec_not_one()`: the holder's accesses
+            // to the task come before the count drops.
+            match count.compare_exchange_weak(old, old - 1, Ordering::Release, Ordering::Relaxed) {
+                Ok(_) => {
+                    // The reference is put: not dropped again.
+                    let _ = core::mem::ManuallyDrop::new(self);
+                    return None;
+                }
+                Err(now) => old = now,
+            }
+        }
+        Some(self)
     }
 }
 

@@ -514,11 +514,25 @@ impl<'a> Returned<'a> {
     /// Puts the task's reference, gives the instance back and drops the
     /// pool's reference. Any context, NMI included. The pool may be freed
     /// as soon as this returns.
+    ///
+    /// A task reference that is not the returning task's (`__switch_to`'s
+    /// `prev`) and would be the last may not be put here (interrupts off,
+    /// the runqueue's lock held): the instance goes out again with it,
+    /// holding the pool's reference, for the reclaim work, which claims a
+    /// dead task's instances ([`Pool::reclaim_dead`]) and puts the
+    /// reference in process context.
     #[inline(always)]
     pub(super) fn release(self) {
         let Returned { pool, inst, task } = self;
-        task.put_current();
-        inst.give_back();
-        pool.put_ref();
+        match task.put_on_return() {
+            None => {
+                inst.give_back();
+                pool.put_ref();
+            }
+            Some(last) => {
+                let _ = inst.put_out(last);
+                reclaim::kick();
+            }
+        }
     }
 }
