@@ -29,7 +29,8 @@ impl Kretprobes {
         let zombie = |p: &Pool| p.rp.load(Ordering::Acquire).is_null();
         let mut wanting: KVec<&Pool> = KVec::new();
         for p in pools.iter() {
-            // A zombie's chain may have lost drained pools: it grows no more.
+            // A zombie's chain was cut when it was retired: it grows no
+            // more.
             if p.wants_more.load(Ordering::Relaxed)
                 && !zombie(p)
                 && wanting.push(p, GFP_KERNEL).is_err()

@@ -178,9 +178,14 @@ impl Pool {
     /// kretprobe is registered or the caller holds the pools' mutex.
     pub(super) fn next(&self) -> Option<&Pool> {
         let next = self.next.load(Ordering::Acquire);
-        // SAFETY: a pool of a chain is freed only after its kretprobe's
-        // unregistration retired the whole chain, which no entry handler
-        // outlives (the caller's context), and with the pools' mutex held.
+        // SAFETY: a non-null `next` names a listed pool (`set_next`), which
+        // is freed only after its chain was retired; retiring a chain cuts
+        // its links ([`Pool::cut_chain`]), with the pools' mutex held, before
+        // the mutex lets any of its pools be freed. The entry handlers, which
+        // walk a chain without the mutex, are done with it before it is
+        // retired (their kretprobe is unregistered), so a link read here,
+        // in either context, names a pool that outlives the borrow of
+        // `self`.
         unsafe { next.as_ref() }
     }
 
@@ -189,10 +194,23 @@ impl Pool {
     ///
     /// # Safety
     ///
-    /// `pool` lives until the chain's kretprobe is unregistered and retired.
+    /// `pool` is listed, and is freed only after the chain is retired
+    /// (which cuts this link first, [`Pool::cut_chain`]).
     pub(super) unsafe fn set_next(&self, pool: &Pool) {
         self.next
             .store(core::ptr::from_ref(pool).cast_mut(), Ordering::Release);
+    }
+
+    /// Cuts the chain that starts here: no pool of it names a next one any
+    /// more, so that a zombie's drained pools, which the list frees, are
+    /// not reached through the pools before them. Writer, with the pools'
+    /// mutex held, once the chain is retired: no entry handler walks it.
+    pub(super) fn cut_chain(&self) {
+        let mut pool = Some(self);
+        while let Some(p) = pool {
+            pool = p.next();
+            p.next.store(core::ptr::null_mut(), Ordering::Relaxed);
+        }
     }
 
     /// The chain that starts here, this pool first.

@@ -108,7 +108,6 @@ impl Kretprobes {
             for &rp in rps {
                 rp.set_private(core::ptr::null_mut());
             }
-            mark_drained(&pools, listed.iter().copied());
             drop(listed);
             pools.free_retired();
             return Err(e);
@@ -124,10 +123,12 @@ impl Kretprobes {
     /// no longer registered, and the pools their chains grew by, from their
     /// kretprobes, and drops their registration references: from now on no
     /// handler sees the client's structure, and each pool is freed once its
-    /// last frame has returned (the chain's others by the reclaim work).
-    /// Writer, with the pools' mutex held.
+    /// last frame has returned. Marks those already drained for the list to
+    /// free ([`mark_drained`]; the caller's `free_retired`, or the reclaim
+    /// work's), and cuts the chains: a zombie head must not name an extra
+    /// pool that the list frees before it. Writer, with the pools' mutex
+    /// held.
     pub(super) fn retire(&self, pools: &Pools<'_>, retired: &[&Pool]) {
-        let _ = pools;
         if retired.is_empty() {
             // Nothing to wait for.
             return;
@@ -147,9 +148,13 @@ impl Kretprobes {
             module::get_self();
             pool.put_ref();
         }
-        if retired.iter().any(|p| p.next().is_some()) {
-            // The pools a chain grew by, when drained.
-            reclaim::kick_later();
+        // Zombies ask for the reclaim work, which frees them when drained.
+        mark_drained(pools, chains());
+        // No entry handler walks the chains any more (the grace period
+        // above), and none of their pools is freed before the mutex is
+        // dropped, or the guard taken mutably, after this.
+        for &head in retired {
+            head.cut_chain();
         }
     }
 
@@ -344,10 +349,9 @@ impl Kretprobes {
                 let _ = mine.push(pool, GFP_KERNEL);
             }
         }
-        self.retire(&pools, &mine);
-        // With the pools their chains grew by, freed now if drained; the
+        // With the pools their chains grew by, freed below if drained; the
         // reclaim work frees the others (`retire` asked for it).
-        mark_drained(&pools, mine.iter().flat_map(|&p| p.chain()));
+        self.retire(&pools, &mine);
         drop((mine, rks));
         pools.free_retired();
     }
