@@ -83,8 +83,14 @@ notrace void *rkp_get_current_task(void)
 }
 
 /*
- * Drops a task reference. Any context when the task is current (its own
- * reference keeps it alive); process context otherwise.
+ * Drops a task reference: put_task_struct(), which frees the task when the
+ * reference is the last. Process context, or any context when the task is
+ * current (its own reference keeps it alive, so the put is never the
+ * last). The kretprobe trampoline does not call it for the task that
+ * entered __switch_to (it returns as the next task, with interrupts off
+ * and rq->lock held): TaskRef::put_switched_from() (rust/kernel_ext/task.rs)
+ * decrements that count inline, and hands a last reference to the reclaim
+ * work, which puts it here in process context.
  */
 notrace void rkp_put_task(void *task)
 {

@@ -51,6 +51,17 @@ const fn off<T>() -> *mut T {
     NonNull::dangling().as_ptr()
 }
 
+/// A proof that the CPU is in an RCU read-side critical section: the
+/// readers' side of a list ([`Head::iter_rcu`]). Implemented by the
+/// module's guards (preemption or interrupts off).
+///
+/// # Safety
+///
+/// While a value of the type lives, the CPU that made it is in an RCU
+/// read-side critical section (one that `synchronize_rcu()` waits for),
+/// and the value does not move to another CPU.
+pub unsafe trait ReadSection {}
+
 /// An element's links on one kind of list. `next` is what readers follow;
 /// `prev` is the writers' alone.
 pub struct Links<T> {
@@ -174,6 +185,32 @@ impl<T: Linked<ID>, const ID: u64> Head<T, ID> {
             _kind: PhantomData,
         }
     }
+
+    /// The elements, first to last, for a lock-free reader, borrowed for
+    /// as long as the reader's critical section `_rcu` lasts: an element is
+    /// valid until a grace period after it was taken off (the contract of
+    /// every way to add one to a list with a `Head` that readers can reach,
+    /// [`Tail::push_back`], [`Tail::push_front`], [`Head::push_back_walk`]).
+    /// Any context.
+    ///
+    /// Only for `T: Sync`: a `Head` is `Send` and `Sync` whatever `T` is (its
+    /// link is an atomic pointer), so without the bound a `&T` to an element
+    /// that may not be shared would reach any thread that can borrow the
+    /// head. Lists of other elements (a point's clients, C structures) are
+    /// walked with the unsafe [`Head::iter`], whose caller answers for them.
+    #[inline(always)]
+    pub fn iter_rcu<'a, G: ReadSection>(&'a self, _rcu: &'a G) -> impl Iterator<Item = &'a T> + 'a
+    where
+        T: Sync,
+    {
+        // SAFETY: the caller walks in an RCU read-side critical section
+        // (`ReadSection`) for `'a`.
+        let walk = unsafe { self.iter() };
+        // SAFETY: an element reached in the section is valid until a grace
+        // period after it is taken off, which the section holds off for
+        // `'a`.
+        walk.map(|e| unsafe { e.as_ref() })
+    }
 }
 
 impl<T: Linked<ID>, const ID: u64> Head<T, ID> {
@@ -272,8 +309,9 @@ impl<T: Linked<ID>, const ID: u64> Tail<T, ID> {
     /// # Safety
     ///
     /// `head` is this tail's list's head. `e` is valid and on no list of
-    /// kind `ID`, and stays valid until it is taken off (and a grace period
-    /// after that while lock-free readers walk the list).
+    /// kind `ID`, and stays valid until it is taken off, and a grace period
+    /// after that if lock-free readers can reach `head`: they can reach
+    /// any `Head` but a [`List`]'s, which is private ([`Head::iter_rcu`]).
     pub unsafe fn push_back(&mut self, head: &Head<T, ID>, e: NonNull<T>) {
         // SAFETY: `e` is valid (the caller's contract).
         let (next, prev) = unsafe { (T::next(e), T::prev(e)) };
@@ -505,7 +543,9 @@ impl<T: Linked<ID>, const ID: u64> List<T, ID> {
     // host tests use this one.
     #[allow(dead_code)]
     pub unsafe fn push_back(&mut self, e: NonNull<T>) {
-        // SAFETY: the list's own head; `e` as the caller promises.
+        // SAFETY: the list's own head, which no reader can reach (private
+        // to the list), so valid until taken off is enough; `e` as the
+        // caller promises.
         unsafe { self.tail.push_back(&self.head, e) }
     }
 

@@ -2,6 +2,7 @@
 
 //! Preemption, interrupts and RCU.
 
+use super::list::ReadSection;
 use crate::ffi::{self, runtime::Runtime};
 use core::marker::PhantomData;
 
@@ -75,6 +76,13 @@ impl Drop for PreemptNotraceGuard {
         unsafe { ffi::percpu::preempt_enable_notrace() };
     }
 }
+
+// SAFETY: preemption off is an RCU read-side critical section, which
+// `synchronize_rcu()` waits for (RCU-sched has been part of RCU since 4.20),
+// for as long as the guard lives; it is `!Send`.
+unsafe impl ReadSection for PreemptGuard {}
+// SAFETY: as for `PreemptGuard`.
+unsafe impl ReadSection for PreemptNotraceGuard {}
 
 /// Waits for an RCU grace period (`synchronize_rcu()`): every CPU that was
 /// in a read-side critical section (preemption or interrupts off included)

@@ -5,8 +5,12 @@
 //! (an `ARef<Task>` cannot live in an `AtomicPtr`, and its drop may free the
 //! task, which the hit path must never do).
 
-use crate::ffi;
-use core::sync::atomic::{AtomicI32, Ordering};
+use super::objpool::Token;
+use crate::ffi::{self, runtime::Runtime};
+use core::{
+    ptr::NonNull,
+    sync::atomic::{AtomicI32, Ordering},
+};
 use kernel::ffi::{c_ulong, c_void};
 
 /// The current task's address, only to be compared, never dereferenced.
@@ -30,66 +34,155 @@ unsafe fn usage<'a>(task: *mut c_void) -> &'a AtomicI32 {
     }
 }
 
-/// Takes a reference on the current task (`get_task_struct(current)`) and
-/// returns it raw, for [`put_raw`] to drop. Any context, NMI included.
+/// A counted reference on a task (`get_task_struct()`), kept as a raw
+/// pointer so that it fits a lock-free slot ([`Token`]); dropping it puts
+/// the reference (`put_task_struct()`).
 ///
-/// Inline, as the kernel's `refcount_inc()` is (the calls cost 14
-/// instructions of every kretprobe hit): the running task's count is above
-/// zero, so the one increment is the whole work unless the count is
-/// saturated, which is left to the kernel's own `refcount_inc()` to report.
-#[inline]
-pub(crate) fn get_current_raw() -> *mut c_void {
-    let task = current_id();
-    // SAFETY: the current task is live while it runs.
-    let count = unsafe { usage(task) };
-    let old = count.fetch_add(1, Ordering::Relaxed);
-    if old <= 0 || old == i32::MAX {
-        // Never for a running task short of a leak of 2^31 references:
-        // undone, and taken by the kernel, which warns and saturates.
-        count.fetch_sub(1, Ordering::Relaxed);
-        // SAFETY: no preconditions; a running task's count is above zero.
-        return unsafe { ffi::rkp_get_current_task() };
+/// Dropping it may free the task, which only process context may do unless
+/// the reference is known not to be the last: the hit path puts its
+/// references with [`TaskRef::put_on_return`].
+///
+/// # Invariants
+///
+/// The pointer is a live `task_struct` on which this value holds one
+/// reference.
+pub(crate) struct TaskRef(NonNull<c_void>);
+
+// SAFETY: a reference on a task may be put by any task on any CPU.
+unsafe impl Send for TaskRef {}
+
+impl TaskRef {
+    /// Takes a reference on the current task (`get_task_struct(current)`).
+    /// Any context, NMI included.
+    ///
+    /// Inline, as the kernel's `refcount_inc()` is (the calls cost 14
+    /// instructions of every kretprobe hit): the running task's count is
+    /// above zero, so the one increment is the whole work unless the count
+    /// is saturated, which is left to the kernel's own `refcount_inc()` to
+    /// report.
+    #[inline]
+    pub(crate) fn current() -> Self {
+        let task = current_id();
+        // SAFETY: the current task is live while it runs.
+        let count = unsafe { usage(task) };
+        let old = count.fetch_add(1, Ordering::Relaxed);
+        let task = if old <= 0 || old == i32::MAX {
+            // Never for a running task short of a leak of 2^31 references:
+            // undone, and taken by the kernel, which warns and saturates.
+            count.fetch_sub(1, Ordering::Relaxed);
+            // SAFETY: no preconditions; a running task's count is above
+            // zero.
+            unsafe { ffi::rkp_get_current_task() }
+        } else {
+            task
+        };
+        // SAFETY: `current` is never null.
+        // INVARIANT: a reference was taken on the live current task.
+        TaskRef(unsafe { NonNull::new_unchecked(task) })
     }
-    task
+
+    /// Puts the reference that a kretprobe instance held for its frame,
+    /// from the trampoline, when the frame has returned. Any context, NMI
+    /// included; never frees the task. Returns the reference if putting it
+    /// here would have been the last (see [`TaskRef::put_switched_from`]),
+    /// for the caller to hand to process context.
+    #[inline]
+    #[must_use = "a reference handed back must be put in process context"]
+    pub(crate) fn put_on_return(self) -> Option<Self> {
+        if self.0.as_ptr() == current_id() {
+            self.put_current();
+            None
+        } else {
+            self.put_switched_from()
+        }
+    }
+
+    /// Puts the reference on the task the caller runs as (a kretprobe's
+    /// return): a running task holds its own reference, so this put is never
+    /// the last.
+    ///
+    /// Inline (`refcount_dec_and_test()`'s fast path; 9 instructions of
+    /// every kretprobe return as a call). A broken count is put back and
+    /// left to the kernel's `put_task_struct()`, which reports it.
+    #[inline]
+    fn put_current(self) {
+        let this = core::mem::ManuallyDrop::new(self);
+        // SAFETY: the reference being put keeps the task alive until here.
+        let count = unsafe { usage(this.0.as_ptr()) };
+        // Release, as `refcount_dec_and_test()`: the holder's accesses to
+        // the task come before the count drops. The running task holds
+        // another reference, so the count does not reach zero.
+        if count.fetch_sub(1, Ordering::Release) > 1 {
+            return;
+        }
+        // The count was broken (a running task's is at least 2 here): put
+        // back, and left to the kernel, which warns.
+        count.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: the reference is held again, and put once here (the
+        // value is not dropped).
+        unsafe { ffi::rkp_put_task(this.0.as_ptr()) }
+    }
+
+    /// Puts the reference on a task that the caller does not run as, from
+    /// the kretprobe trampoline: the task that entered `__switch_to`
+    /// (`prev`), whose frame returns as the next task, with interrupts off
+    /// and the runqueue's lock held, where `put_task_struct()` must not
+    /// free a task. Decrements the count, as `refcount_dec_not_one()`, if
+    /// this is not the last reference; returns the reference otherwise, for
+    /// the caller to hand to the reclaim work, which puts it in process
+    /// context. Any context, NMI included; never frees the task.
+    ///
+    /// It is never the last in practice: `prev` keeps its own reference
+    /// (the one `delayed_put_task_struct()` puts once its `rcu_users` are
+    /// gone) until `finish_task_switch()` drops the scheduler's
+    /// `rcu_users` of a dead `prev`, which it does only after `__switch_to`
+    /// has returned through the stub and this put is done. A broken or
+    /// saturated count is handed back as well, for `put_task_struct()` to
+    /// report in process context.
+    #[inline]
+    #[must_use = "a reference handed back must be put in process context"]
+    pub(crate) fn put_switched_from(self) -> Option<Self> {
+        // SAFETY: the reference being put keeps the task alive until here.
+        let count = unsafe { usage(self.0.as_ptr()) };
+        let mut old = count.load(Ordering::Relaxed);
+        // A saturated count is negative, a broken one at most 0.
+        while old > 1 {
+            // Release, as `refcount_dec_not_one()`: the holder's accesses
+            // to the task come before the count drops.
+            match count.compare_exchange_weak(old, old - 1, Ordering::Release, Ordering::Relaxed) {
+                Ok(_) => {
+                    // The reference is put: not dropped again.
+                    let _ = core::mem::ManuallyDrop::new(self);
+                    return None;
+                }
+                Err(now) => old = now,
+            }
+        }
+        Some(self)
+    }
 }
 
-/// Drops a reference from [`get_current_raw`], taken by the task the caller
-/// runs as (a kretprobe's return).
-///
-/// Inline (`refcount_dec_and_test()`'s fast path; 9 instructions of every
-/// kretprobe return as a call): a running task holds its own reference, so
-/// this put is never the last. A broken count is put back and left to the
-/// kernel's `put_task_struct()`, which reports it.
-///
-/// # Safety
-///
-/// `task` came from [`get_current_raw`], is put once, and is the task the
-/// caller runs as.
-#[inline]
-pub(crate) unsafe fn put_current_raw(task: *mut c_void) {
-    // SAFETY: the reference being put keeps the task alive until here.
-    let count = unsafe { usage(task) };
-    // Release, as `refcount_dec_and_test()`: the holder's accesses to the
-    // task come before the count drops.
-    if count.fetch_sub(1, Ordering::Release) > 1 {
-        return;
+impl Drop for TaskRef {
+    fn drop(&mut self) {
+        // SAFETY: the reference this value holds (the type invariant), put
+        // once.
+        unsafe { ffi::rkp_put_task(self.0.as_ptr()) }
     }
-    // The count was broken (a running task's is at least 2 here): put
-    // back, and left to the kernel, which warns.
-    count.fetch_add(1, Ordering::Relaxed);
-    // SAFETY: the caller's contract; the reference is held again.
-    unsafe { ffi::rkp_put_task(task) }
 }
 
-/// Drops a reference from [`get_current_raw`] on a task that may have
-/// exited (`put_task_struct()`): the last put frees it.
-///
-/// # Safety
-///
-/// `task` came from [`get_current_raw`] and is put once. Process context.
-pub(crate) unsafe fn put_raw(task: *mut c_void) {
-    // SAFETY: the caller's contract.
-    unsafe { ffi::rkp_put_task(task) }
+// SAFETY: `into_raw` gives up the non-null task pointer with its reference,
+// and `from_raw` takes both back; two references on one task are
+// interchangeable.
+unsafe impl Token for TaskRef {
+    fn into_raw(self) -> NonNull<c_void> {
+        core::mem::ManuallyDrop::new(self).0
+    }
+
+    unsafe fn from_raw(p: NonNull<c_void>) -> Self {
+        // INVARIANT: `p` came from `into_raw`, with its reference (the
+        // caller's contract).
+        TaskRef(p)
+    }
 }
 
 /// Whether a task has run for the last time (it will never return through
@@ -111,6 +204,30 @@ pub(crate) fn stack_trace_save(store: &mut [c_ulong], skip: u32) -> usize {
     let len = store.len().min(u32::MAX as usize) as u32;
     // SAFETY: `store` has room for `len` entries.
     unsafe { ffi::stack_trace_save(store.as_mut_ptr(), len, skip) as usize }
+}
+
+/// `stack_trace_save_regs()` from the frame whose code is at `ip` and whose
+/// stack pointer is `sp`, in the current task, into `store`; returns the
+/// number of entries (0 without the kernel's `stack_trace_save_regs()`).
+/// Any context. Any `ip` and `sp` are safe: the unwinder reads the stack
+/// only where it checked that the current task's stacks are, and a frame
+/// it cannot make sense of ends the walk.
+pub(crate) fn stack_trace_save_from(
+    rt: &Runtime,
+    ip: usize,
+    sp: usize,
+    store: &mut [c_ulong],
+) -> usize {
+    // SAFETY: an all-zero `pt_regs` is valid (integers).
+    let mut regs: ffi::pt_regs = unsafe { core::mem::zeroed() };
+    regs.ip = ip as _;
+    regs.sp = sp as _;
+    let len = store.len().min(u32::MAX as usize) as u32;
+    // SAFETY: `regs` describe a frame of the current task as far as the
+    // unwinder is concerned (it checks every stack access, above); `store`
+    // has room for `len` entries.
+    let n = unsafe { rt.stack_trace_save_regs(&mut regs, store.as_mut_ptr(), len, 0) };
+    (n as usize).min(store.len())
 }
 
 /// Sleeps for at least `ms` milliseconds (`msleep()`). Process context.

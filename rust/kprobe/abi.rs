@@ -19,7 +19,13 @@ use kernel::{
     prelude::*,
 };
 
-use crate::abi::{RkpKprobe, RkpKretprobe};
+use crate::abi::{RkpKprobe, RkpKretprobe, RkpKretprobeInstance};
+use crate::kernel_ext::{
+    objpool::{Owned, PoolItem, Slot},
+    task::TaskRef,
+};
+use core::ptr::addr_of_mut;
+use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicUsize, Ordering};
 
 /// Converts a result to the C convention: 0 or a negative errno.
 fn to_c(r: Result) -> c_int {
@@ -261,6 +267,82 @@ pub(crate) unsafe extern "C" fn rkp_stack_trace_save(
     match Core::get() {
         Ok(c) => c.kretprobes().stack_trace(c.runtime(), buf, skipnr) as c_uint,
         Err(_) => crate::kernel_ext::task::stack_trace_save(buf, skipnr) as c_uint,
+    }
+}
+
+// SAFETY: `struct rkp_kretprobe_instance` is integers and pointers, valid
+// as zeroes, 8-byte aligned; `rkp_next` is an aligned `unsigned int` and
+// `rkp_task` an aligned pointer, both rkprobes' own (`include/rkprobes.h`:
+// clients do not touch them), used by the pool alone.
+unsafe impl PoolItem for RkpKretprobeInstance {
+    const LINK: usize = core::mem::offset_of!(RkpKretprobeInstance, rkp_next);
+    const TOKEN: usize = core::mem::offset_of!(RkpKretprobeInstance, rkp_task);
+    /// The task whose frame an instance is out for.
+    type Token = TaskRef;
+}
+
+/// The fields of a kretprobe instance that rkprobes uses, reached from any
+/// handle of it. Each is accessed atomically (a plain `mov` on x86-64), so
+/// that no access is a data race whichever CPUs hold the instance; the
+/// client's handlers, in C, read them through the pointer they are given.
+impl<'a> Slot<'a, RkpKretprobeInstance> {
+    fn rp_cell(self) -> &'a AtomicPtr<RkpKretprobe> {
+        // SAFETY: an aligned pointer field of an instance valid for `'a`
+        // (`Slot::as_ptr`), which Rust only accesses atomically.
+        unsafe { AtomicPtr::from_ptr(addr_of_mut!((*self.as_ptr().as_ptr()).rp)) }
+    }
+
+    fn ret_addr_cell(self) -> &'a AtomicUsize {
+        // SAFETY: as in `rp_cell`; `unsigned long` is `usize`.
+        unsafe { AtomicUsize::from_ptr(addr_of_mut!((*self.as_ptr().as_ptr()).ret_addr).cast()) }
+    }
+
+    fn fp_cell(self) -> &'a AtomicUsize {
+        // SAFETY: as in `rp_cell`; a pointer is `usize`.
+        unsafe { AtomicUsize::from_ptr(addr_of_mut!((*self.as_ptr().as_ptr()).fp).cast()) }
+    }
+
+    /// Sets `rkp_index` to the instance's index, for the client's handlers.
+    pub(crate) fn set_index(self) {
+        // SAFETY: as in `rp_cell`, for an aligned `unsigned int`.
+        let cell =
+            unsafe { AtomicU32::from_ptr(addr_of_mut!((*self.as_ptr().as_ptr()).rkp_index)) };
+        cell.store(self.index(), Ordering::Relaxed);
+    }
+
+    /// The kretprobe the instance was last taken for.
+    #[inline(always)]
+    pub(crate) fn rp(self) -> *mut RkpKretprobe {
+        self.rp_cell().load(Ordering::Relaxed)
+    }
+
+    /// The real return address the instance last recorded, and the stack
+    /// word that held it.
+    #[inline(always)]
+    pub(crate) fn frame(self) -> (usize, usize) {
+        (
+            self.ret_addr_cell().load(Ordering::Relaxed),
+            self.fp_cell().load(Ordering::Relaxed),
+        )
+    }
+
+    /// The instance's structure, for the client's handlers.
+    #[inline(always)]
+    pub(crate) fn as_raw(self) -> *mut RkpKretprobeInstance {
+        self.as_ptr().as_ptr()
+    }
+}
+
+impl Owned<'_, RkpKretprobeInstance> {
+    /// Records the frame: the kretprobe `rp`, the real return address `ret`
+    /// and the stack word `fp` that holds it. Seen by whoever claims the
+    /// instance after it is put out.
+    #[inline(always)]
+    pub(crate) fn set_frame(&mut self, rp: *mut RkpKretprobe, ret: usize, fp: usize) {
+        let s = self.slot();
+        s.rp_cell().store(rp, Ordering::Relaxed);
+        s.ret_addr_cell().store(ret, Ordering::Relaxed);
+        s.fp_cell().store(fp, Ordering::Relaxed);
     }
 }
 

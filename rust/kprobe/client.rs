@@ -12,13 +12,14 @@
 //! passes, with the contract the C ABI states; from then on the core uses
 //! it through safe methods whose accesses are argued here, once.
 
-use crate::abi::{flags, RkpKprobe, RkpKretprobe, RkpKretprobeInstance};
+use crate::abi::{flags, PreHandler, RkpKprobe, RkpKretprobe, RkpKretprobeInstance};
 use crate::ffi;
 use crate::kernel_ext::list::Linked;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicI32, AtomicPtr, AtomicU32, AtomicUsize, Ordering};
 use kernel::{
     ffi::{c_int, c_ulong, c_void},
+    prelude::*,
     str::CStr,
 };
 
@@ -238,6 +239,14 @@ impl Client {
     }
 }
 
+/// What a kretprobe's owner asks of its registration ([`RetClient::request`]).
+pub(crate) struct RetRequest {
+    /// Bytes of data per instance.
+    pub(crate) data_size: usize,
+    /// Instances; 0 or less for the default.
+    pub(crate) maxactive: c_int,
+}
+
 /// A client's `struct rkp_kretprobe`.
 ///
 /// # Invariants
@@ -352,6 +361,69 @@ impl RetClient {
             // return.
             unsafe { h(ri, regs) };
         }
+    }
+
+    /// What the owner asks of a registration: the bytes of data per
+    /// instance and `maxactive` (0 or less for the default). `EINVAL` if
+    /// the kretprobe or its entry probe is registered. Process context,
+    /// registration.
+    pub(crate) fn request(self) -> Result<RetRequest> {
+        if !self.private().is_null() || !self.entry().private().is_null() {
+            return Err(EINVAL);
+        }
+        let r = self.as_ptr();
+        // SAFETY: fields of a valid structure (the type invariant) that its
+        // owner does not write while it registers it, and that the core
+        // writes only in `attach`, through atomics, which these plain
+        // reads do not race with: `attach` is only reached from the same
+        // registration, after this.
+        let (data_size, maxactive) = unsafe { ((*r).data_size, (*r).maxactive) };
+        Ok(RetRequest {
+            data_size,
+            maxactive,
+        })
+    }
+
+    /// Gives the kretprobe, being registered, its core's word `private`
+    /// (its pool) and `maxactive` instances, and makes `pre` its entry
+    /// probe's only handler, before the entry probe is registered. `EINVAL`
+    /// if the kretprobe or its entry probe is registered, or another
+    /// registration of it got there first. Process context.
+    pub(crate) fn attach(
+        self,
+        private: NonNull<c_void>,
+        maxactive: c_int,
+        pre: PreHandler,
+    ) -> Result {
+        if !self.entry().private().is_null() {
+            return Err(EINVAL);
+        }
+        // The claim: no other registration of this kretprobe writes its
+        // fields from here on.
+        self.private_cell()
+            .compare_exchange(
+                core::ptr::null_mut(),
+                private.as_ptr(),
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            )
+            .map_err(|_| EINVAL)?;
+        let r = self.as_ptr();
+        // SAFETY: fields of a valid structure (the type invariant). Its
+        // entry probe is not registered (checked above: the core sets its
+        // word before a hit can reach it, and clears it after none can), so
+        // no hit reads its handlers; the exchange above keeps out any other
+        // registration of the kretprobe; its owner writes none of them while
+        // registering it (the C ABI). `maxactive` is read again only with
+        // the registration mutex held (`maxactive`).
+        unsafe {
+            (*r).maxactive = maxactive;
+            (*r).kp.pre_handler = Some(pre);
+            (*r).kp.post_handler = None;
+            (*r).kp.fault_handler = None;
+        }
+        self.nmissed_cell().store(0, Ordering::Relaxed);
+        Ok(())
     }
 
     /// The core's word: the kretprobe's pool while registered, else null.

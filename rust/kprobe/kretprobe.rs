@@ -54,67 +54,65 @@ use super::{
     client::{Client, RetClient},
     Core,
 };
-use crate::kernel_ext::list::{Head, Tail};
 use crate::{
     abi::RkpKprobe,
     arch,
     ffi::{self, runtime::Runtime},
-    kernel_ext::{nofault, task, work::reclaim},
+    kernel_ext::{
+        nofault,
+        rcu_list::{self, RcuList},
+        sync::PreemptNotraceGuard,
+        task,
+        work::reclaim,
+    },
 };
-use core::sync::atomic::Ordering;
+use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::{
+    c_str,
     ffi::{c_int, c_ulong},
-    new_mutex,
     prelude::*,
-    sync::Mutex,
+    static_lock_class,
 };
 pub(crate) use pool::Growth;
 use pool::Pool;
 
-/// The writer's side of the pools' list (`Kretprobes::head`): every pool,
-/// registered or zombie. Readers walk the list without a lock, as an RCU
-/// list is walked ([`Kretprobes::pools_rcu`]); writers change it with the
-/// mutex held, in O(1) per pool: a pool is linked first, and unlinked with
-/// its forward link left for readers that stand on it, and freed only
-/// after a grace period.
-struct Pools {
-    /// The list's tail.
-    tail: Tail<Pool>,
-}
+/// The writer's hold on the pools' list: every pool, registered or zombie.
+/// Readers walk the list without a lock, as an RCU list is walked
+/// ([`Kretprobes::pools_rcu`]); writers change it with its mutex held, in
+/// O(1) per pool: a pool is linked first, and freed only a grace period
+/// after it was taken off (`kernel_ext/rcu_list.rs`).
+type Pools<'a> = rcu_list::Guard<'a, Pool>;
 
 /// The kretprobe part of the probe core.
 #[pin_data(PinnedDrop)]
 pub(crate) struct Kretprobes {
+    /// The pools, which own their memory.
     #[pin]
-    pools: Mutex<Pools>,
-    /// The list's head, which readers walk.
-    head: Head<Pool>,
+    pools: RcuList<Pool>,
 }
 
 impl Kretprobes {
     /// No pools yet.
     pub(crate) fn new() -> impl PinInit<Self> {
         pin_init!(Self {
-            pools <- new_mutex!(Pools { tail: Tail::new() }, "rkprobes_kretprobes"),
-            head: Head::new(),
+            pools <- RcuList::new(c_str!("rkprobes_kretprobes"), static_lock_class!()),
         })
     }
 
-    /// The listed pools. Caller in an RCU read-side critical section
-    /// (preemption or interrupts off), for as long as it uses them.
-    fn pools_rcu(&self) -> impl Iterator<Item = &Pool> {
-        // SAFETY: a pool reachable from the list is freed only a grace
-        // period after it was unlinked, which the caller's critical section
-        // holds off; an unlinked pool keeps its forward link.
-        unsafe { self.head.iter() }.map(|p| unsafe { p.as_ref() })
+    /// The listed pools, for as long as `rcu`, an RCU read-side critical
+    /// section, lasts: a pool reachable from the list is freed only a grace
+    /// period after it was taken off (`RcuList`).
+    fn pools_rcu<'a>(&'a self, rcu: &'a PreemptNotraceGuard) -> impl Iterator<Item = &'a Pool> {
+        self.pools.iter_rcu(rcu)
     }
 
     /// The current task's innermost frame that returns into a stub, above
     /// the stack address `above`: its return address's stack word and the
-    /// real return address. Caller in an RCU read-side critical section.
+    /// real return address. Any context.
     fn next_hijacked(&self, above: usize) -> Option<(usize, usize)> {
         let mut best: Option<(usize, usize)> = None;
-        for pool in self.pools_rcu() {
+        let rcu = PreemptNotraceGuard::new();
+        for pool in self.pools_rcu(&rcu) {
             for inst in pool.instances() {
                 let Some((fp, ret)) = inst.current_frame() else {
                     continue;
@@ -133,8 +131,8 @@ impl Kretprobes {
 
     /// `stack_trace_save()` that sees through hijacked frames: where the
     /// unwinder stops at a frame that returns into a stub, the walk goes on
-    /// from the real return address. Returns the number of entries. Caller
-    /// in an RCU read-side critical section (preemption off, as handlers).
+    /// from the real return address. Returns the number of entries. Any
+    /// context.
     pub(crate) fn stack_trace(&self, rt: &Runtime, store: &mut [c_ulong], skip: u32) -> usize {
         let mut n = task::stack_trace_save(store, skip);
         if !rt.has_stack_trace_save_regs() {
@@ -146,23 +144,10 @@ impl Kretprobes {
             let Some((fp, ret)) = self.next_hijacked(above) else {
                 break;
             };
-            // SAFETY: an all-zero `pt_regs` is valid.
-            let mut regs: ffi::pt_regs = unsafe { core::mem::zeroed() };
-            regs.ip = ret as _;
-            regs.sp = (fp + 8) as _;
             let rest = store.get_mut(n..).unwrap_or(&mut []);
-            // SAFETY: `regs` describe the caller of the hijacked frame as it
-            // will be after the return; the unwinder checks every stack
-            // access against the task's stacks. `rest` has room for its
-            // length.
-            let m = unsafe {
-                rt.stack_trace_save_regs(
-                    &mut regs,
-                    rest.as_mut_ptr(),
-                    rest.len().min(u32::MAX as usize) as u32,
-                    0,
-                )
-            } as usize;
+            // The caller of the hijacked frame, as it will be after the
+            // return.
+            let m = task::stack_trace_save_from(rt, ret, fp.wrapping_add(8), rest);
             n += m.min(rest.len());
             above = fp;
         }
@@ -172,14 +157,16 @@ impl Kretprobes {
     /// The real return address of the current task's frame whose return
     /// address was replaced by `addr`, or `addr`. Caller with preemption off.
     pub(crate) fn find_ret_addr(&self, addr: usize) -> usize {
-        self.pools_rcu()
+        let rcu = PreemptNotraceGuard::new();
+        let real = self
+            .pools_rcu(&rcu)
             .find(|p| {
                 let (s, e) = p.stub_range();
                 s <= addr && addr < e
             })
             .and_then(|p| p.instance_at(addr))
-            .and_then(|inst| inst.current_frame())
-            .map_or(addr, |(_, ret)| ret)
+            .and_then(|inst| inst.current_frame());
+        real.map_or(addr, |(_, ret)| ret)
     }
 }
 
@@ -222,9 +209,9 @@ pub(crate) unsafe extern "C" fn pre_handler(kp: *mut RkpKprobe, regs: *mut ffi::
 
 /// Called by the architecture's trampoline when a hijacked frame returned
 /// into the stub at `stub`; `frame` is the stack word that held the return
-/// address. Writes the real return address back into `frame`, sets `ip` to
-/// it, runs the return handler and frees the instance. Returns the real
-/// return address.
+/// address. Takes the instance back, then writes the real return address
+/// back into `frame`, sets `ip` to it, runs the return handler and gives
+/// the instance back. Returns the real return address.
 ///
 /// Runs in whatever context the function returned in, NMI included; the
 /// handler runs with preemption off (interrupts as the function returned
@@ -247,18 +234,29 @@ pub(crate) unsafe fn trampoline_handler(
         // to do, as in the kernel's rethook_trampoline_handler().
         panic!("rkprobes: kretprobe trampoline called from an unknown stub {stub:#x}");
     };
-    let (real, fp) = ri.frame();
-    if fp != frame as usize {
-        pr_err!(
-            "kretprobe frame mismatch: {:#x} returned at {:#x}\n",
-            fp,
-            frame as usize
-        );
-    }
+    // The frame takes the instance back before it reads it, so that what it
+    // reads, and the handler's view of the instance, cannot change under it.
+    let (real, ri) = match ri.take_out() {
+        Ok(ri) => {
+            let (real, fp) = ri.frame();
+            if fp != frame as usize {
+                pr_err!(
+                    "kretprobe frame mismatch: {:#x} returned at {:#x}\n",
+                    fp,
+                    frame as usize
+                );
+            }
+            (real, Some(ri))
+        }
+        Err(lost) => (returned_unowned(lost, frame as usize), None),
+    };
     // Before the handler, so that a stack trace taken there is right.
     // SAFETY: the caller's contract: `frame` is the return address's word.
     unsafe { arch::rethook_fixup_return(frame, real) };
     regs.ip = real as _;
+    let Some(ri) = ri else {
+        return real;
+    };
     let regs_ptr = core::ptr::from_mut(regs);
     let pool = ri.pool();
     arch::run_busy(|free| {
@@ -284,6 +282,38 @@ pub(crate) unsafe fn trampoline_handler(
         }
     });
     ri.release();
+    real
+}
+
+/// The address a frame returns to when its stub's instance was not out
+/// (a bug: only that frame takes it back, see [`pool::Returning::take_out`]):
+/// the one the instance records. Warns once. Trampoline context, any,
+/// NMI included.
+///
+/// The frame's real return address exists nowhere but in the instance (the
+/// stack held the stub's), so it is read there without owning it: the
+/// fields are atomics, so the read is sound, if possibly stale. When the
+/// recorded stack word is `frame`, the address was recorded for this very
+/// frame, as no other frame has its return address there while this one is
+/// live. Otherwise the instance was reused and the address is another
+/// frame's; nothing better is known, and the trampoline returns there as it
+/// always did. The return handler is not run in either case: the instance
+/// and its data are not this frame's, and no references are put, as none
+/// were taken back.
+#[cold]
+#[inline(never)]
+fn returned_unowned(lost: pool::Returning<'_>, frame: usize) -> usize {
+    static WARNED: AtomicBool = AtomicBool::new(false);
+    let (real, fp) = lost.recorded_frame();
+    if !WARNED.swap(true, Ordering::Relaxed) {
+        pr_warn!(
+            "kretprobe frame at {:#x} returned into a stub whose instance was not out; \
+             to {:#x}, recorded for {:#x}, without its handler\n",
+            frame,
+            real,
+            fp
+        );
+    }
     real
 }
 

@@ -8,7 +8,7 @@
 //! `Kretprobes::pools` but `drain`'s waiting (the lock table in
 //! `rust/kprobe/mod.rs`).
 
-use super::{pool::Pool, register::PoolRef, Kretprobes};
+use super::{pool::Pool, register::mark_drained, Kretprobes};
 use crate::{
     ffi::runtime::Runtime,
     kernel_ext::{
@@ -26,41 +26,35 @@ impl Kretprobes {
     /// every pool, off the registration paths. Process context, may sleep.
     pub(crate) fn gc(&self, rt: &Runtime) -> usize {
         let mut pools = self.pools.lock();
-        let mut wanting: KVec<PoolRef> = KVec::new();
-        for p in self.listed(&pools) {
-            if p.get(&pools).wants_more.load(Ordering::Relaxed)
+        let zombie = |p: &Pool| p.rp.load(Ordering::Acquire).is_null();
+        let mut wanting: KVec<&Pool> = KVec::new();
+        for p in pools.iter() {
+            // A zombie's chain was cut when it was retired: it grows no
+            // more.
+            if p.wants_more.load(Ordering::Relaxed)
+                && !zombie(p)
                 && wanting.push(p, GFP_KERNEL).is_err()
             {
                 break;
             }
         }
-        for p in wanting {
+        for &p in wanting.iter() {
             // As large as the chain so far.
-            let total: usize = p.get(&pools).chain().map(|q| q.max).sum();
-            self.grow(&mut pools, p, rt, total);
+            let total: usize = p.chain().map(|q| q.max).sum();
+            self.grow(&pools, p, rt, total);
             // Cleared after the pool is linked: an entry that finds the
             // new last pool half taken asks again.
-            p.get(&pools).wants_more.store(false, Ordering::Relaxed);
+            p.wants_more.store(false, Ordering::Relaxed);
         }
-        for p in self.listed(&pools) {
-            p.get(&pools).reclaim_dead();
+        drop(wanting);
+        for p in pools.iter() {
+            p.reclaim_dead();
         }
-        let zombie = |p: &Pool| p.rp.load(Ordering::Acquire).is_null();
-        let mut zombies: KVec<PoolRef> = KVec::new();
-        for p in self.listed(&pools) {
-            if zombie(p.get(&pools)) && zombies.push(p, GFP_KERNEL).is_err() {
-                // The rest on a later pass.
-                break;
-            }
-        }
-        self.keep_up(&mut pools, rt);
+        self.keep_up(&pools, rt);
         // Those with frames still out stay, and ask for another pass.
-        // SAFETY: `zombies` holds listed pools, once each, and is not used
-        // afterwards; the walk below no longer yields the freed ones.
-        unsafe { self.free_drained(&mut pools, &zombies) };
-        self.listed(&pools)
-            .filter(|&p| zombie(p.get(&pools)))
-            .count()
+        mark_drained(&pools, pools.iter().filter(|&p| zombie(p)));
+        pools.free_retired();
+        pools.iter().filter(|&p| zombie(p)).count()
     }
 
     /// Waits until no frame can return into a stub any more and frees every
@@ -71,12 +65,11 @@ impl Kretprobes {
             // Pools still registered lost their entry probe with the rest of
             // the probes: unregister them as `unregister` would.
             let pools = self.pools.lock();
-            let mut left: KVec<PoolRef> = KVec::new();
-            for p in self.listed(&pools) {
-                let pool = p.get(&pools);
+            let mut left: KVec<&Pool> = KVec::new();
+            for pool in pools.iter() {
                 if !pool.rp.load(Ordering::Acquire).is_null()
                     && !pool.extra
-                    && left.push(p, GFP_KERNEL).is_err()
+                    && left.push(pool, GFP_KERNEL).is_err()
                 {
                     // Retire what fits now.
                     break;
@@ -108,9 +101,9 @@ impl Kretprobes {
 impl PinnedDrop for Kretprobes {
     fn drop(self: Pin<&mut Self>) {
         let pools = self.pools.lock();
-        for p in self.listed(&pools) {
+        for p in pools.iter() {
             // Cannot happen after `drain`; leaking beats freeing live stubs.
-            pr_err!("kretprobe pool {:p} left at unload\n", p.as_ptr());
+            pr_err!("kretprobe pool {:p} left at unload\n", p);
         }
     }
 }

@@ -15,13 +15,14 @@
 //! context, and an instance is never moved, so the lock-free paths stay as
 //! they are.
 //!
-//! An instance is reached only through a handle whose type says what its
-//! holder may do with it, so that the instance's unsafe accesses are argued
-//! here, once: an [`Instance`] is an index checked against the pool's size,
-//! whose atomic slots anyone may use; a [`Taken`] instance, off the free
-//! list, is its taker's to fill in, put out for a frame or give back; a
-//! [`Returning`] one is in the hands of the frame that returned into its
-//! stub, which gives it back with its references.
+//! The instances live in an [`ObjPool`] (`kernel_ext/objpool.rs`), which
+//! owns their memory and hands them out as typed handles: an instance taken
+//! off the free list is [`Owned`] by its taker, which fills it in and puts
+//! it out for the current task's frame with a reference on the task as its
+//! token; the frame that returns into its stub takes it back
+//! ([`Returning::take_out`]) before it reads it, and the reclaim work claims it with a dead
+//! task's identity ([`Pool::reclaim_dead`]). The instance's C fields are reached
+//! through typed accessors at the ABI edge (`kprobe/abi.rs`).
 //!
 //! Context: a pool is built ([`Pool::new`]) and the instances of dead tasks
 //! are reclaimed ([`Pool::reclaim_dead`]) in process context. Taking and
@@ -29,8 +30,10 @@
 //! references are lock-free and run in any context, NMI included.
 
 use super::stubs;
-use crate::impl_linked;
-use crate::kernel_ext::list::{Linked, Links};
+use crate::kernel_ext::{
+    list::{Link, Linked, Links},
+    rcu_list::{Owner, RETIRED},
+};
 use crate::{
     abi::{RkpKretprobe, RkpKretprobeInstance},
     arch,
@@ -38,17 +41,18 @@ use crate::{
     kernel_ext::{
         execmem::ExecPages,
         module,
+        objpool::{ObjPool, Owned, Slot},
         race::{self, Window},
         sync::PreemptGuard,
-        task,
+        task::{self, TaskRef},
         work::reclaim,
     },
     kprobe::client::RetClient,
 };
+use crate::{impl_linked, impl_rcu_element};
 use core::marker::PhantomData;
-use core::ptr::addr_of_mut;
-use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use kernel::{ffi::c_void, prelude::*};
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
+use kernel::prelude::*;
 
 /// Whether a kretprobe's instances may grow past the number it registered
 /// with.
@@ -69,29 +73,31 @@ pub(super) const GROW_MAX: usize = 1 << 20;
 ///
 /// # Invariants
 ///
-/// `base` points to `max * stride` bytes owned by `_mem`, holding `max`
-/// instances of `stride` bytes (an `RkpKretprobeInstance` and its data), each
-/// with `rkp_index` set to its index. `stubs`, once the pool is built (it
-/// is `None` only inside [`Pool::new`]), are executable pages holding a
-/// `StubHeader` naming this pool at the start of each page and one stub per
-/// instance. `refs` counts
-/// the registration (while `rp` is non-null) and every instance out on a
-/// stack; the pool is freed only when it is zero and no CPU can reach it.
+/// `objs` holds `max` instances, each followed by `data_size` bytes of
+/// data and with `rkp_index` set to its index. `stubs`, once the pool is
+/// built (it is `None` only inside [`Pool::new`]), are executable pages
+/// holding a `StubHeader` naming this pool at the start of each page and
+/// one stub per instance. `refs` counts the registration (while `rp` is
+/// non-null) and every instance out on a stack; the pool is freed only
+/// when it is zero and no CPU can reach it.
 pub(super) struct Pool {
     /// The client's kretprobe; null once it is unregistered.
     pub(super) rp: AtomicPtr<RkpKretprobe>,
     /// The pool's links on `Kretprobes`' list, whose forward links readers
     /// follow.
     pub(super) links: Links<Pool>,
+    /// The pool's link on the list of pools to be freed.
+    retired: Link<Pool>,
+    /// The list that owns the pool.
+    owner: Owner,
     /// How many registered kretprobes use the pool (more than one only if
     /// `shared`); the pool is retired when the last of them goes. Changed
     /// with `Kretprobes::pools` held; meaningless for a chain's `extra`
     /// pools.
     pub(super) members: AtomicUsize,
     pub(super) refs: AtomicUsize,
-    /// Free list: low 32 bits the top instance's index plus one (0: empty),
-    /// high 32 bits a generation tag.
-    free: AtomicU64,
+    /// The instances and their free list.
+    objs: ObjPool<RkpKretprobeInstance>,
     pub(super) max: usize,
     /// Bytes of data per instance, for the pools a chain grows by.
     pub(super) data_size: usize,
@@ -109,22 +115,14 @@ pub(super) struct Pool {
     /// Neither growing nor shared: an entry takes an instance with one
     /// `pop` ([`Pool::take`]).
     one_pop: bool,
-    stride: usize,
-    base: *mut u8,
-    _mem: KVVec<u64>,
     stubs: Option<ExecPages>,
     /// The address of the first stub page (`stubs`), 0 while there is none.
     stubs_base: usize,
 }
 
 impl_linked!(Pool, 0, links);
-
-// SAFETY: instances are handed out through the atomic free list, so each is
-// used by one owner at a time; the cells are used only with the pools' mutex
-// held; the rest is atomic or immutable after construction.
-unsafe impl Sync for Pool {}
-// SAFETY: as above; nothing is tied to a thread.
-unsafe impl Send for Pool {}
+impl_linked!(Pool, RETIRED, retired);
+impl_rcu_element!(Pool, owner);
 
 impl Pool {
     /// A pool of `max` instances of `data_size` bytes of data, all free,
@@ -136,19 +134,20 @@ impl Pool {
         growth: Growth,
         rt: Runtime,
     ) -> Result<KBox<Self>> {
-        let data = data_size.checked_next_multiple_of(8).ok_or(E2BIG)?;
-        let stride = core::mem::size_of::<RkpKretprobeInstance>() + data;
-        let words = max.checked_mul(stride / 8).ok_or(E2BIG)?;
-        let mut mem = KVVec::from_elem(0u64, words, GFP_KERNEL)?;
-        let base = mem.as_mut_ptr().cast::<u8>();
+        let objs = ObjPool::new(max, data_size)?;
+        for inst in objs.slots() {
+            inst.set_index();
+        }
         let npages = max.div_ceil(stubs::STUBS_PER_PAGE);
         let mut pool = KBox::new(
             Pool {
                 rp: AtomicPtr::new(rp.as_ptr()),
                 links: Links::new(),
+                retired: Link::new(),
+                owner: Owner::new(),
                 members: AtomicUsize::new(1),
                 refs: AtomicUsize::new(1),
-                free: AtomicU64::new(0),
+                objs,
                 max,
                 data_size,
                 growth,
@@ -157,22 +156,11 @@ impl Pool {
                 extra: false,
                 shared: false,
                 one_pop: growth == Growth::Fixed,
-                stride,
-                base,
-                _mem: mem,
                 stubs: None,
                 stubs_base: 0,
             },
             GFP_KERNEL,
         )?;
-        for inst in pool.instances().rev() {
-            // SAFETY: a live instance (`Instance::as_ptr`) of a pool that is
-            // not shared yet.
-            unsafe { (*inst.as_ptr()).rkp_index = inst.i };
-            // INVARIANT: the pool is not shared yet, and its task slots are
-            // null (zeroed memory).
-            pool.push(Taken(inst));
-        }
         let this = core::ptr::from_ref::<Pool>(&pool);
         // A stray jump anywhere but a stub traps: the pages come filled
         // with int3.
@@ -190,9 +178,14 @@ impl Pool {
     /// kretprobe is registered or the caller holds the pools' mutex.
     pub(super) fn next(&self) -> Option<&Pool> {
         let next = self.next.load(Ordering::Acquire);
-        // SAFETY: a pool of a chain is freed only after its kretprobe's
-        // unregistration retired the whole chain, which no entry handler
-        // outlives (the caller's context), and with the pools' mutex held.
+        // SAFETY: a non-null `next` names a listed pool (`set_next`), which
+        // is freed only after its chain was retired; retiring a chain cuts
+        // its links ([`Pool::cut_chain`]), with the pools' mutex held, before
+        // the mutex lets any of its pools be freed. The entry handlers, which
+        // walk a chain without the mutex, are done with it before it is
+        // retired (their kretprobe is unregistered), so a link read here,
+        // in either context, names a pool that outlives the borrow of
+        // `self`.
         unsafe { next.as_ref() }
     }
 
@@ -201,10 +194,23 @@ impl Pool {
     ///
     /// # Safety
     ///
-    /// `pool` lives until the chain's kretprobe is unregistered and retired.
+    /// `pool` is listed, and is freed only after the chain is retired
+    /// (which cuts this link first, [`Pool::cut_chain`]).
     pub(super) unsafe fn set_next(&self, pool: &Pool) {
         self.next
             .store(core::ptr::from_ref(pool).cast_mut(), Ordering::Release);
+    }
+
+    /// Cuts the chain that starts here: no pool of it names a next one any
+    /// more, so that a zombie's drained pools, which the list frees, are
+    /// not reached through the pools before them. Writer, with the pools'
+    /// mutex held, once the chain is retired: no entry handler walks it.
+    pub(super) fn cut_chain(&self) {
+        let mut pool = Some(self);
+        while let Some(p) = pool {
+            pool = p.next();
+            p.next.store(core::ptr::null_mut(), Ordering::Relaxed);
+        }
     }
 
     /// The chain that starts here, this pool first.
@@ -264,60 +270,26 @@ impl Pool {
     /// Instance `i`, or `None` if the pool has no such instance.
     #[inline(always)]
     fn instance(&self, i: u32) -> Option<Instance<'_>> {
-        if i as usize >= self.max {
-            return None;
-        }
-        // SAFETY: `i < max`, so the offset is within the `max * stride`
-        // bytes at `base` (the type invariant); that product was checked
-        // at construction, so this one cannot wrap.
-        let ptr = unsafe { self.base.add((i as usize).wrapping_mul(self.stride)) }.cast();
-        // INVARIANT: `i < max`, checked, and `ptr` is its address.
-        Some(Instance { pool: self, i, ptr })
+        Some(Instance {
+            pool: self,
+            slot: self.objs.get(i)?,
+        })
     }
 
     /// Every instance, free or out.
     pub(super) fn instances(&self) -> impl DoubleEndedIterator<Item = Instance<'_>> {
-        (0..self.max as u32).filter_map(move |i| self.instance(i))
+        self.objs
+            .slots()
+            .map(move |slot| Instance { pool: self, slot })
     }
 
     /// Takes a free instance. Any context, NMI included (lock-free).
+    #[inline(always)]
     pub(super) fn pop(&self) -> Option<Taken<'_>> {
-        let mut head = self.free.load(Ordering::Acquire);
-        loop {
-            let top = (head & 0xffff_ffff) as u32;
-            let inst = self.instance(top.checked_sub(1)?)?;
-            // The link may be stale if another CPU took the instance
-            // meanwhile; the tag then makes the exchange fail.
-            let next = inst.next().load(Ordering::Relaxed);
-            let new = ((head >> 32).wrapping_add(1) << 32) | u64::from(next);
-            match self
-                .free
-                .compare_exchange_weak(head, new, Ordering::AcqRel, Ordering::Acquire)
-            {
-                // INVARIANT: the exchange took the instance off the free
-                // list, whose task slot is null; no one else has it.
-                Ok(_) => return Some(Taken(inst)),
-                Err(h) => head = h,
-            }
-        }
-    }
-
-    /// Gives `inst` back. Any context, NMI included (lock-free).
-    pub(super) fn push(&self, inst: Taken<'_>) {
-        let inst = inst.0;
-        let mut head = self.free.load(Ordering::Relaxed);
-        loop {
-            inst.next()
-                .store((head & 0xffff_ffff) as u32, Ordering::Relaxed);
-            let new = ((head >> 32).wrapping_add(1) << 32) | (u64::from(inst.i) + 1);
-            match self
-                .free
-                .compare_exchange_weak(head, new, Ordering::Release, Ordering::Relaxed)
-            {
-                Ok(_) => return,
-                Err(h) => head = h,
-            }
-        }
+        Some(Taken {
+            pool: self,
+            inst: self.objs.pop()?,
+        })
     }
 
     /// The instance of the stub at `addr`, which is in this pool's stubs.
@@ -326,14 +298,14 @@ impl Pool {
     }
 
     /// The instance whose frame returned into the stub at `stub`, found
-    /// through the header of the stub's page, and handed to the caller.
+    /// through the header of the stub's page.
     ///
     /// # Safety
     ///
     /// The trampoline was called from `stub`, as the frame that its
     /// instance hijacked returned into it: the stub is in a page of a live
-    /// pool (an instance out holds its pool), and the caller runs as the
-    /// instance's task, which holds the instance until it gives it back.
+    /// pool (an instance out holds its pool) and the pool stays live for
+    /// `'a`, until the instance is given back.
     pub(super) unsafe fn returning<'a>(stub: usize) -> Option<Returning<'a>> {
         // SAFETY: the stub is in a page of a live pool (the caller's
         // contract).
@@ -341,10 +313,6 @@ impl Pool {
         // SAFETY: the header names the live pool it belongs to.
         let pool = unsafe { &*pool.cast::<Pool>() };
         let inst = pool.instance(i)?;
-        // INVARIANT: the instance is out for the frame that returned, so it
-        // holds a reference on its pool, and its task slot one on the task
-        // that entered, the caller's (the caller's contract); that frame is
-        // the instance's only user.
         Some(Returning {
             inst,
             _not_send: PhantomData,
@@ -368,44 +336,41 @@ impl Pool {
     /// context.
     pub(super) fn reclaim_dead(&self) -> usize {
         let mut n = 0;
-        for inst in self.instances() {
-            let slot = inst.task();
+        for inst in self.objs.slots() {
             // The task may return through its frame right after the load,
-            // putting the instance's reference ([`Returning::release`]), and
+            // claiming the instance back ([`Returning::release`]), and
             // exit. Preemption off is an RCU read-side section: a task that
             // was alive at the load keeps its memory until the section
             // ends, since its last reference but ours is put by an RCU
             // callback queued when it dies (`put_task_struct_rcu_user()`).
             let guard = PreemptGuard::new();
-            let t = slot.load(Ordering::Acquire);
+            let t = inst.out_with();
             if t.is_null() {
                 continue;
             }
             race::window(Window::ReclaimTask);
-            // SAFETY: a task loaded from the slot was referenced then, and
-            // is kept by the RCU section since (above).
+            // SAFETY: a task loaded from the token word was referenced then,
+            // and is kept by the RCU section since (above).
             if !unsafe { task::is_dead(t) } {
                 continue;
             }
             // A dead task never returns through its frames, so nobody else
-            // releases this instance; the exchange only guards against a
-            // second reclaim.
-            let taken = slot
-                .compare_exchange(
-                    t,
-                    core::ptr::null_mut(),
-                    Ordering::AcqRel,
-                    Ordering::Relaxed,
-                )
-                .is_ok();
+            // takes this instance back; the claim only guards against a
+            // second reclaim. That holds for `__switch_to` too, the one
+            // frame that returns as another task than the one that entered
+            // it: `rkp_task_is_dead()` (glue.c) also wants the task off its
+            // CPU (`!on_cpu`), and `on_cpu` is cleared, with a release
+            // store, only by `finish_task_switch()`, after the task's last
+            // `__switch_to` has returned through its stub and the
+            // trampoline has taken the instance out (`Returning::take_out`).
+            // The acquire load of `on_cpu` then also makes that exchange
+            // seen here, so the claim fails.
+            let claimed = inst.claim(t);
             drop(guard);
-            if taken {
-                // SAFETY: process context; the instance's reference, put
-                // once (exchanged out).
-                unsafe { task::put_raw(t) };
-                // INVARIANT: exchanged out of a dead task's hands, the
-                // instance is ours alone, and its slot is null.
-                self.push(Taken(inst));
+            if let Some((inst, task)) = claimed {
+                // Process context: the task's last reference may go here.
+                drop(task);
+                inst.give_back();
                 self.put_ref();
                 n += 1;
             }
@@ -421,101 +386,62 @@ impl Pool {
     }
 }
 
-/// Instance `i` of a pool.
-///
-/// # Invariants
-///
-/// `i < pool.max`, and `ptr` is the instance's address: it points to a
-/// live `RkpKretprobeInstance` for as long as the pool lives.
+/// Instance `i` of a pool, free or out.
 #[derive(Clone, Copy)]
 pub(super) struct Instance<'a> {
     pool: &'a Pool,
-    i: u32,
-    ptr: *mut RkpKretprobeInstance,
+    slot: Slot<'a, RkpKretprobeInstance>,
 }
 
-impl<'a> Instance<'a> {
-    /// The instance's structure, for the client's handlers.
-    #[inline(always)]
-    fn as_ptr(self) -> *mut RkpKretprobeInstance {
-        self.ptr
-    }
-
-    /// The free-list link: the next free instance's index plus one.
-    #[inline(always)]
-    fn next(self) -> &'a AtomicU32 {
-        // SAFETY: an aligned `u32` field of a live instance (`as_ptr`), only
-        // accessed atomically.
-        unsafe { AtomicU32::from_ptr(addr_of_mut!((*self.as_ptr()).rkp_next)) }
-    }
-
-    /// The task slot: a referenced task while the instance is out, else
-    /// null.
-    #[inline(always)]
-    fn task(self) -> &'a AtomicPtr<c_void> {
-        // SAFETY: an aligned pointer field of a live instance (`as_ptr`),
-        // only accessed atomically.
-        unsafe { AtomicPtr::from_ptr(addr_of_mut!((*self.as_ptr()).rkp_task)) }
-    }
-
+impl Instance<'_> {
     /// The address of the instance's return stub.
     #[inline(always)]
     pub(super) fn stub(self) -> usize {
-        stubs::stub_addr(self.pool.stubs_base(), self.i)
+        stubs::stub_addr(self.pool.stubs_base(), self.slot.index())
     }
 
     /// The stack word that holds the return address of the instance's
     /// frame, and the real return address, if the instance is out for the
     /// current task. Any context.
     pub(super) fn current_frame(self) -> Option<(usize, usize)> {
-        if self.task().load(Ordering::Acquire) != task::current_id() {
+        if self.slot.out_with() != task::current_id() {
             return None;
         }
-        // SAFETY: fields of a live instance (`as_ptr`). It is out for the
-        // current task, which wrote them before it published itself in the
-        // task slot (seen by the acquire load above), and which alone gives
-        // it back (the reclaim work takes only dead tasks' instances), when
-        // the frame returns: after the caller's code, which that frame's
-        // function called, directly or through an interrupt.
-        let (fp, ret) = unsafe { ((*self.as_ptr()).fp, (*self.as_ptr()).ret_addr) };
-        Some((fp as usize, ret))
+        // Out for the current task, which wrote the fields before it put
+        // the instance out (seen by the acquire load above), and which
+        // alone claims it back (the reclaim work takes only dead tasks'
+        // instances), when the frame returns: after the caller's code,
+        // which that frame's function called, directly or through an
+        // interrupt.
+        let (ret, fp) = self.slot.frame();
+        Some((fp, ret))
     }
 }
 
 /// An instance in its taker's hands, off the free list and not out.
-///
-/// # Invariants
-///
-/// No one else uses the instance's fields or gives it back; its task slot
-/// is null.
-pub(super) struct Taken<'a>(Instance<'a>);
+pub(super) struct Taken<'a> {
+    pool: &'a Pool,
+    inst: Owned<'a, RkpKretprobeInstance>,
+}
 
-impl<'a> Taken<'a> {
+impl Taken<'_> {
     /// The instance's structure, for the entry handler.
     #[inline(always)]
     pub(super) fn as_ptr(&self) -> *mut RkpKretprobeInstance {
-        self.0.as_ptr()
+        self.inst.slot().as_raw()
     }
 
     /// Gives the instance back to its pool without putting it out.
     #[inline(always)]
     pub(super) fn give_back(self) {
-        let pool = self.0.pool;
-        pool.push(self);
+        self.inst.give_back();
     }
 
     /// Records the frame: the kretprobe `rp`, the real return address `ret`
     /// and the stack word `fp` that holds it.
     #[inline(always)]
     pub(super) fn set_frame(&mut self, rp: RetClient, ret: usize, fp: usize) {
-        let ri = self.0.as_ptr();
-        // SAFETY: fields of a live instance (`as_ptr`) that no one else uses
-        // (the type invariant).
-        unsafe {
-            (*ri).rp = rp.as_ptr();
-            (*ri).ret_addr = ret as _;
-            (*ri).fp = fp as _;
-        }
+        self.inst.set_frame(rp.as_ptr(), ret, fp);
     }
 
     /// Puts the instance out for the current task's frame: takes a
@@ -524,71 +450,107 @@ impl<'a> Taken<'a> {
     /// included.
     #[inline(always)]
     pub(super) fn put_out(self) -> usize {
-        let inst = self.0;
-        inst.pool.refs.fetch_add(1, Ordering::Relaxed);
-        inst.task()
-            .store(task::get_current_raw(), Ordering::Release);
-        inst.stub()
+        self.pool.refs.fetch_add(1, Ordering::Relaxed);
+        let slot = self.inst.put_out(TaskRef::current());
+        stubs::stub_addr(self.pool.stubs_base(), slot.index())
     }
 }
 
-/// An instance whose frame is returning, in the hands of that frame.
-///
-/// # Invariants
-///
-/// As [`Taken`]'s, but the task slot holds a reference, from
-/// [`task::get_current_raw`], on the task that holds this handle (the type
-/// is `!Send`), and the instance holds one of its pool's references.
+/// An instance whose frame is returning, named by the stub the frame
+/// returned into, and not yet taken back ([`Returning::take_out`]).
 pub(super) struct Returning<'a> {
     inst: Instance<'a>,
+    /// The frame's handle stays on the CPU it returned on.
     _not_send: PhantomData<*mut ()>,
 }
 
 impl<'a> Returning<'a> {
+    /// Takes the instance back from the task it was put out for, which
+    /// may be another task than the one that returns: `__switch_to` is
+    /// entered as one task and returns as the next. The frame then owns the
+    /// instance, its task's reference and its pool's, until
+    /// [`Returned::release`]. Any context, NMI included.
+    ///
+    /// `Err` when the instance is not out: no one but this frame takes it
+    /// back, as the reclaim work takes only the instances of tasks that
+    /// have run for the last time ([`Pool::reclaim_dead`]), so that means
+    /// a bug, and the instance is someone else's.
+    #[inline(always)]
+    pub(super) fn take_out(self) -> Result<Returned<'a>, Self> {
+        match self.inst.slot.take_out() {
+            Some((inst, task)) => Ok(Returned {
+                pool: self.inst.pool,
+                inst,
+                task,
+            }),
+            None => Err(self),
+        }
+    }
+
+    /// The real return address and the stack word that held it, as the
+    /// instance records them now: without owning the instance, possibly
+    /// another frame's.
+    pub(super) fn recorded_frame(&self) -> (usize, usize) {
+        self.inst.slot.frame()
+    }
+}
+
+/// An instance whose frame returned, taken back by that frame: owned, with
+/// the reference on the task it was out for and the one on its pool. Not
+/// `Send` (the frame's handle stays on the CPU it returned on).
+pub(super) struct Returned<'a> {
+    pool: &'a Pool,
+    inst: Owned<'a, RkpKretprobeInstance>,
+    task: TaskRef,
+}
+
+impl<'a> Returned<'a> {
     /// The instance's pool.
     #[inline(always)]
     pub(super) fn pool(&self) -> &'a Pool {
-        self.inst.pool
+        self.pool
     }
 
     /// The instance's structure, for the return handler.
     #[inline(always)]
     pub(super) fn as_ptr(&self) -> *mut RkpKretprobeInstance {
-        self.inst.as_ptr()
+        self.inst.slot().as_raw()
     }
 
     /// The kretprobe the instance was taken for.
     #[inline(always)]
     pub(super) fn rp(&self) -> *mut RkpKretprobe {
-        // SAFETY: a field of a live instance (`as_ptr`) that no one else
-        // writes (the type invariant).
-        unsafe { (*self.inst.as_ptr()).rp }
+        self.inst.slot().rp()
     }
 
     /// The real return address, and the stack word that held it.
     #[inline(always)]
     pub(super) fn frame(&self) -> (usize, usize) {
-        let ri = self.inst.as_ptr();
-        // SAFETY: fields of a live instance (`as_ptr`) that no one else
-        // writes (the type invariant).
-        let (ret, fp) = unsafe { ((*ri).ret_addr, (*ri).fp) };
-        (ret, fp as usize)
+        self.inst.slot().frame()
     }
 
-    /// Gives the instance back after its frame returned, with its task's
-    /// and its pool's references. Any context, NMI included. The pool may
-    /// be freed as soon as this returns.
+    /// Puts the task's reference, gives the instance back and drops the
+    /// pool's reference. Any context, NMI included. The pool may be freed
+    /// as soon as this returns.
+    ///
+    /// A task reference that is not the returning task's (`__switch_to`'s
+    /// `prev`) and would be the last may not be put here (interrupts off,
+    /// the runqueue's lock held): the instance goes out again with it,
+    /// holding the pool's reference, for the reclaim work, which claims a
+    /// dead task's instances ([`Pool::reclaim_dead`]) and puts the
+    /// reference in process context.
     #[inline(always)]
     pub(super) fn release(self) {
-        let inst = self.inst;
-        let task = inst.task().swap(core::ptr::null_mut(), Ordering::AcqRel);
-        if !task.is_null() {
-            // SAFETY: the reference taken at entry by the task that runs
-            // this (the type invariant), put once (swapped out).
-            unsafe { task::put_current_raw(task) };
+        let Returned { pool, inst, task } = self;
+        match task.put_on_return() {
+            None => {
+                inst.give_back();
+                pool.put_ref();
+            }
+            Some(last) => {
+                let _ = inst.put_out(last);
+                reclaim::kick();
+            }
         }
-        // INVARIANT: the frame was the only user, and the slot is null.
-        inst.pool.push(Taken(inst));
-        inst.pool.put_ref();
     }
 }

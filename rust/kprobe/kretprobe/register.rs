@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Registering and unregistering kretprobes, and the pools' memory.
+//! Registering and unregistering kretprobes.
 //!
 //! Registration gives each kretprobe a pool, links the pools on the list
 //! whose stubs the lookups know, and registers the entry probes;
@@ -8,7 +8,10 @@
 //! are freed at once when no frame is out, and otherwise live on as zombies
 //! until their frames return. Both cost O(1) per kretprobe: nothing walks
 //! every pool on their way; the reclaim work (`gc.rs`), which does, frees
-//! drained zombies.
+//! drained zombies. The pools' list owns their memory
+//! (`kernel_ext/rcu_list.rs`): writers hold pools as references borrowed
+//! from the list's guard, and a pool is freed only through the list, a
+//! grace period after it was taken off.
 //!
 //! Context: process context, may sleep. Everything here holds
 //! `Kretprobes::pools`, which is taken before `Core::reg` (the lock table in
@@ -20,7 +23,7 @@ use super::{
     pre_handler, Kretprobes, Pools,
 };
 use crate::{
-    abi::{RkpKretprobe, KRETPROBE_MAXACTIVE_MAX, KRETPROBE_MAX_DATA_SIZE},
+    abi::{KRETPROBE_MAXACTIVE_MAX, KRETPROBE_MAX_DATA_SIZE},
     ffi::runtime::Runtime,
     kernel_ext::{cpu, module, sync::synchronize_rcu, work::reclaim},
     kprobe::{
@@ -31,95 +34,14 @@ use crate::{
 use core::{ptr::NonNull, sync::atomic::Ordering};
 use kernel::{ffi::c_int, prelude::*};
 
-/// A pool that registration gave to the pools' list, as the writers hold
-/// it: the pool is reached only with the pools' mutex held
-/// ([`PoolRef::get`]), and freed in one place ([`Kretprobes::free_drained`]).
-///
-/// # Invariants
-///
-/// Points to a pool leaked from a `KBox` by [`PoolRef::new`], which lives
-/// until [`PoolRef::free`] is called on a copy of the handle; that happens
-/// only with the pools' mutex held, after which no copy is used.
-#[derive(Clone, Copy)]
-pub(super) struct PoolRef(NonNull<Pool>);
-
-impl PoolRef {
-    /// The handle of `pool`, which the list is to own.
-    fn new(pool: KBox<Pool>) -> Self {
-        // INVARIANT: leaked here, freed only by `free`.
-        PoolRef(NonNull::from(KBox::leak(pool)))
-    }
-
-    /// The pool's address, for messages.
-    pub(super) fn as_ptr(self) -> *const Pool {
-        self.0.as_ptr()
-    }
-
-    /// The pool, for as long as the caller holds the pools' mutex (`Pools`
-    /// is the data the mutex owns).
-    pub(super) fn get<'a>(self, _pools: &'a Pools) -> &'a Pool {
-        // SAFETY: the pool lives until `free`, which runs only with the
-        // mutex held: not while `'a` holds it (the type invariant).
-        unsafe { self.0.as_ref() }
-    }
-
-    /// Frees the pool.
-    ///
-    /// # Safety
-    ///
-    /// The caller holds the pools' mutex; the pool is on no list, has no
-    /// frame out and no registration, and no CPU can reach it (a grace
-    /// period has passed since it was unlinked, or it never was listed);
-    /// no copy of the handle is used afterwards.
-    unsafe fn free(self) {
-        // SAFETY: leaked from a `KBox` (the type invariant), and unreachable
-        // (the caller's contract).
-        drop(unsafe { KBox::from_raw(self.0.as_ptr()) });
-    }
-}
-
-/// Makes `r`, a kretprobe being registered, one of `pool`'s: its
+/// Makes `rp`, a kretprobe being registered, one of `pool`'s: its
 /// `maxactive` the pool's size, its entry probe's handler rkprobes' own,
 /// its `rkp_private` the pool.
-fn give_pool(r: &mut RkpKretprobe, pool: &Pool) {
-    r.maxactive = pool.max as c_int;
-    r.nmissed = 0;
-    r.kp.pre_handler = Some(pre_handler);
-    r.kp.post_handler = None;
-    r.kp.fault_handler = None;
-    r.rkp_private = core::ptr::from_ref::<Pool>(pool).cast_mut().cast();
+fn give_pool(rp: RetClient, pool: &Pool) -> Result {
+    rp.attach(NonNull::from(pool).cast(), pool.max as c_int, pre_handler)
 }
 
 impl Kretprobes {
-    /// Links `pool` first on the list, where the lookups find its stubs.
-    /// Writer (`pools` is the mutex's guard); O(1).
-    fn link(&self, pools: &mut Pools, pool: PoolRef) {
-        // SAFETY: the list's head and its tail; the pool is live, not
-        // listed (only `register` links, a pool it just made), and freed
-        // only a grace period after it is unlinked (`free_drained`).
-        unsafe { pools.tail.push_front(&self.head, pool.0) };
-    }
-
-    /// Takes `pool` off the list. Its forward link stays for the readers
-    /// that stand on it; it may be freed, or linked again, only after a
-    /// grace period. Writer; O(1).
-    fn unlink(&self, pools: &mut Pools, pool: PoolRef) {
-        // SAFETY: the list's head and its tail; the pool is live (the
-        // handle's invariant while the mutex is held), and if on a list, on
-        // this one, the only one of its kind.
-        unsafe { pools.tail.remove(&self.head, pool.0) };
-    }
-
-    /// The listed pools, for a writer (`_pools` is the mutex's guard): the
-    /// list does not change while it is borrowed.
-    pub(super) fn listed<'a>(&'a self, _pools: &'a Pools) -> impl Iterator<Item = PoolRef> + 'a {
-        // SAFETY: the caller is the writer.
-        let listed = unsafe { self.head.iter() };
-        // INVARIANT: only `link` lists pools, `PoolRef`s' pools, and they
-        // are freed only after they are unlinked.
-        listed.map(PoolRef)
-    }
-
     /// Registers `rps`, all or nothing, their instances growing as
     /// `growth` says: each with a pool of its own, or with `shared` all
     /// with one (the sites of one probe on many functions, whose instances
@@ -134,7 +56,7 @@ impl Kretprobes {
     ) -> Result {
         let mut pools = self.pools.lock();
         let mut made: KVec<KBox<Pool>> = KVec::with_capacity(rps.len(), GFP_KERNEL)?;
-        let mut listed: KVec<PoolRef> = KVec::with_capacity(rps.len(), GFP_KERNEL)?;
+        let mut listed: KVec<&Pool> = KVec::with_capacity(rps.len(), GFP_KERNEL)?;
         let mut kps: KVec<Client> = KVec::with_capacity(rps.len(), GFP_KERNEL)?;
         let mut result = Ok(());
         let mut given = 0;
@@ -174,10 +96,8 @@ impl Kretprobes {
         // Listed before their entry probes can hit: the lookups know a
         // stub as soon as a frame can return into it.
         for pool in made {
-            let p = PoolRef::new(pool);
-            self.link(&mut pools, p);
             // Cannot fail: capacity reserved.
-            let _ = listed.push(p, GFP_KERNEL);
+            let _ = listed.push(pools.push_front(pool), GFP_KERNEL);
         }
         if let Err(e) = core.register_many(&kps) {
             // A probe of the batch that joined an armed probe point was
@@ -188,77 +108,32 @@ impl Kretprobes {
             for &rp in rps {
                 rp.set_private(core::ptr::null_mut());
             }
-            // SAFETY: `listed` holds the pools made above, once each, and
-            // is not used afterwards.
-            unsafe { self.free_drained(&mut pools, &listed) };
+            drop(listed);
+            pools.free_retired();
             return Err(e);
         }
+        drop(listed);
         if growth == Growth::Grow {
-            self.keep_up(&mut pools, core.runtime());
+            self.keep_up(&pools, core.runtime());
         }
         Ok(())
-    }
-
-    /// Frees those of `retired` (unregistered pools) that have no frame
-    /// out, after unlinking them and a grace period; the others stay as
-    /// zombies until the reclaim work finds them drained. Writer; O(1) per
-    /// pool of `retired`.
-    ///
-    /// # Safety
-    ///
-    /// `retired` names each pool once, and the caller uses none of its
-    /// handles, or copies of them, after the call.
-    pub(super) unsafe fn free_drained(&self, pools: &mut Pools, retired: &[PoolRef]) {
-        let drained = |p: &Pool| {
-            p.rp.load(Ordering::Acquire).is_null() && p.refs.load(Ordering::Acquire) == 0
-        };
-        // What is unlinked here, and only that, is freed below: a pool whose
-        // last frame returns in between stays listed for the reclaim work.
-        let Ok(mut dead) = KVec::<PoolRef>::with_capacity(retired.len(), GFP_KERNEL) else {
-            reclaim::kick_later();
-            return;
-        };
-        for &p in retired {
-            if drained(p.get(pools)) {
-                self.unlink(pools, p);
-                // Cannot fail: capacity reserved.
-                let _ = dead.push(p, GFP_KERNEL);
-            }
-        }
-        if dead.len() < retired.len() {
-            // Zombies: their last frame asks for the reclaim work; tasks
-            // that exited with frames out are found there.
-            reclaim::kick_later();
-        }
-        if dead.is_empty() {
-            return;
-        }
-        // The last returning frame dropped its reference as its last access
-        // to the pool; the list's readers are RCU readers.
-        synchronize_rcu();
-        for p in dead {
-            // SAFETY: the mutex is held; unlisted, unregistered, drained,
-            // past a grace period: nothing can reach it. Freed once
-            // (`retired` names it once), and no other handle of it is used
-            // afterwards: the list no longer yields it, the caller uses none
-            // of `retired`, and `rkp_private`, which named it, was cleared
-            // at unregistration.
-            unsafe { p.free() };
-        }
     }
 
     /// Detaches `retired`, the pools of kretprobes whose entry probes are
     /// no longer registered, and the pools their chains grew by, from their
     /// kretprobes, and drops their registration references: from now on no
     /// handler sees the client's structure, and each pool is freed once its
-    /// last frame has returned (the chain's others by the reclaim work).
-    /// Writer, with the pools' mutex held.
-    pub(super) fn retire(&self, pools: &Pools, retired: &[PoolRef]) {
+    /// last frame has returned. Marks those already drained for the list to
+    /// free ([`mark_drained`]; the caller's `free_retired`, or the reclaim
+    /// work's), and cuts the chains: a zombie head must not name an extra
+    /// pool that the list frees before it. Writer, with the pools' mutex
+    /// held.
+    pub(super) fn retire(&self, pools: &Pools<'_>, retired: &[&Pool]) {
         if retired.is_empty() {
             // Nothing to wait for.
             return;
         }
-        let chains = || retired.iter().flat_map(|p| p.get(pools).chain());
+        let chains = || retired.iter().flat_map(|&p| p.chain());
         for pool in chains() {
             pool.rp.store(core::ptr::null_mut(), Ordering::Release);
         }
@@ -273,9 +148,13 @@ impl Kretprobes {
             module::get_self();
             pool.put_ref();
         }
-        if retired.iter().any(|p| p.get(pools).next().is_some()) {
-            // The pools a chain grew by, when drained.
-            reclaim::kick_later();
+        // Zombies ask for the reclaim work, which frees them when drained.
+        mark_drained(pools, chains());
+        // No entry handler walks the chains any more (the grace period
+        // above), and none of their pools is freed before the mutex is
+        // dropped, or the guard taken mutably, after this.
+        for &head in retired {
+            head.cut_chain();
         }
     }
 
@@ -286,13 +165,12 @@ impl Kretprobes {
     /// for the work again after new tasks have used half of the smallest
     /// room; stops watching forks when no chain grows. Writer, with the
     /// pools' mutex held; may sleep.
-    pub(super) fn keep_up(&self, pools: &mut Pools, rt: &Runtime) {
-        let mut heads: KVec<PoolRef> = KVec::new();
-        for p in self.listed(pools) {
-            let pool = p.get(pools);
+    pub(super) fn keep_up(&self, pools: &Pools<'_>, rt: &Runtime) {
+        let mut heads: KVec<&Pool> = KVec::new();
+        for pool in pools.iter() {
             if pool.growth == Growth::Grow
                 && !pool.rp.load(Ordering::Acquire).is_null()
-                && heads.push(p, GFP_KERNEL).is_err()
+                && heads.push(pool, GFP_KERNEL).is_err()
             {
                 break;
             }
@@ -305,11 +183,11 @@ impl Kretprobes {
         let want = tasks + tasks / 4 + 64;
         let mut room = usize::MAX;
         for &h in heads.iter() {
-            let total: usize = h.get(pools).chain().map(|p| p.max).sum();
+            let total: usize = h.chain().map(|p| p.max).sum();
             if total < want {
                 self.grow(pools, h, rt, (want - total).max(total / 2));
             }
-            let total: usize = h.get(pools).chain().map(|p| p.max).sum();
+            let total: usize = h.chain().map(|p| p.max).sum();
             room = room.min(total.saturating_sub(tasks));
         }
         // Without the fork tracepoint the chains grow as they fill
@@ -320,49 +198,39 @@ impl Kretprobes {
     /// Adds a pool of `n` instances to the chain that `head` starts, up to
     /// [`GROW_MAX`] instances in all. Writer, with the pools' mutex held;
     /// may sleep.
-    pub(super) fn grow(&self, pools: &mut Pools, head: PoolRef, rt: &Runtime, n: usize) {
-        let h = head.get(pools);
-        let rp = h.rp.load(Ordering::Acquire);
+    pub(super) fn grow(&self, pools: &Pools<'_>, head: &Pool, rt: &Runtime, n: usize) {
+        let rp = head.rp.load(Ordering::Acquire);
         // SAFETY: `rp` is cleared, under the mutex held here, before its
         // kretprobe's unregistration returns: a non-null one is registered.
         let Some(rp) = (unsafe { RetClient::from_raw(rp) }) else {
             return;
         };
-        let total: usize = h.chain().map(|p| p.max).sum();
+        let total: usize = head.chain().map(|p| p.max).sum();
         let n = n.min(GROW_MAX.saturating_sub(total));
         if n == 0 {
             return;
         }
-        let Ok(mut pool) = Pool::new(rp, n, h.data_size, Growth::Fixed, *rt) else {
+        let Ok(mut pool) = Pool::new(rp, n, head.data_size, Growth::Fixed, *rt) else {
             // Asked for again by the next entry that finds the chain's last
             // pool half taken.
             return;
         };
         pool.extra = true;
-        let pool = PoolRef::new(pool);
         // Listed first, so that the lookups know its stubs before a frame
         // can return into one.
-        self.link(pools, pool);
-        let h = head.get(pools);
-        if let Some(last) = h.chain().last() {
+        let pool = pools.push_front(pool);
+        if let Some(last) = head.chain().last() {
             // SAFETY: listed, the pool is freed only after it is retired
-            // with its chain (`retire`, `free_drained`).
-            unsafe { last.set_next(pool.get(pools)) };
+            // with its chain (`retire`, `mark_drained`).
+            unsafe { last.set_next(pool) };
         }
     }
 
     /// Checks `rp` as the kernel's `register_kretprobe()` does and gives it
     /// a pool. Process context, with the pools' mutex held.
     fn prepare(&self, core: &Core, rp: RetClient, growth: Growth) -> Result<KBox<Pool>> {
-        if !rp.private().is_null() || !rp.entry().private().is_null() {
-            return Err(EINVAL);
-        }
+        let r = rp.request()?;
         core.check_func_entry(rp.entry())?;
-        // SAFETY: not registered (checked above), so no hit reads it, and
-        // registrations, which alone write it, are serialised by the pools'
-        // mutex that the caller holds; its owner does not touch it during
-        // the call (`RetClient`'s invariant).
-        let r = unsafe { &mut *rp.as_ptr() };
         if r.data_size > KRETPROBE_MAX_DATA_SIZE {
             return Err(E2BIG);
         }
@@ -376,7 +244,7 @@ impl Kretprobes {
             return Err(E2BIG);
         }
         let pool = Pool::new(rp, max, r.data_size, growth, *core.runtime())?;
-        give_pool(r, &pool);
+        give_pool(rp, &pool)?;
         Ok(pool)
     }
 
@@ -384,17 +252,13 @@ impl Kretprobes {
     /// pool of the same registration (`shared`). Process context, with the
     /// pools' mutex held.
     fn join(&self, core: &Core, rp: RetClient, pool: &Pool) -> Result {
-        if !rp.private().is_null() || !rp.entry().private().is_null() {
-            return Err(EINVAL);
-        }
+        let r = rp.request()?;
         core.check_func_entry(rp.entry())?;
-        // SAFETY: as in `prepare`.
-        let r = unsafe { &mut *rp.as_ptr() };
         // A shared pool's instances hold the data of any of its kretprobes.
         if r.data_size > pool.data_size {
             return Err(EINVAL);
         }
-        give_pool(r, pool);
+        give_pool(rp, pool)?;
         pool.members.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
@@ -403,35 +267,39 @@ impl Kretprobes {
     /// kernel's `__get_valid_kprobe()` finds a kprobe by its address: its
     /// entry probe is registered, which only `register` does after giving
     /// `rkp_private` its pool, and that pool names it. Writer.
-    fn registered_pool(&self, pools: &Pools, core: &Core, rp: RetClient) -> Option<PoolRef> {
+    fn registered_pool<'a>(
+        &self,
+        pools: &'a Pools<'_>,
+        core: &Core,
+        rp: RetClient,
+    ) -> Option<&'a Pool> {
         let (pool, kp) = (NonNull::new(rp.private().cast::<Pool>())?, rp.entry());
         if !is_kretprobe(kp) || !core.is_registered(kp) {
             return None;
         }
-        // INVARIANT: a registered kretprobe's `rkp_private` is the pool that
+        // SAFETY: a registered kretprobe's `rkp_private` is the pool that
         // `register` gave to the list, which frees it only after clearing
-        // `rkp_private`.
-        let pool = PoolRef(pool);
-        let p = pool.get(pools);
+        // `rkp_private` (`leave`, and `register`'s failure), with the mutex
+        // held.
+        let p = unsafe { pools.get(pool) };
         let owner = p.rp.load(Ordering::Acquire);
         // A shared pool names the first of its kretprobes.
         let names_it = core::ptr::eq(owner, rp.as_ptr()) || (p.shared() && !owner.is_null());
-        names_it.then_some(pool)
+        names_it.then_some(p)
     }
 
-    /// Takes `rp`, whose entry probe was registered with a pool and has
+    /// Takes `rp`, whose entry probe was registered with `pool` and has
     /// just been unregistered, off its pool: clears its `rkp_private` and
     /// returns the pool if `rp` was its last kretprobe, to be retired. A
     /// shared pool outlives its kretprobes but the last: the entries of the
     /// others still take its instances. `None` for a kretprobe already
     /// left. Writer, with the pools' mutex held.
-    fn leave(&self, pools: &Pools, rp: RetClient) -> Option<PoolRef> {
-        // INVARIANT: set by `register` to a listed pool, which is freed only
-        // after the last of its kretprobes has left it (`members`), with
-        // the mutex held.
-        let pool = PoolRef(NonNull::new(rp.private().cast::<Pool>())?);
+    fn leave<'a>(&self, rp: RetClient, pool: &'a Pool) -> Option<&'a Pool> {
+        if rp.private().is_null() {
+            return None;
+        }
         rp.set_private(core::ptr::null_mut());
-        let members = &pool.get(pools).members;
+        let members = &pool.members;
         let left = members.load(Ordering::Relaxed).saturating_sub(1);
         members.store(left, Ordering::Relaxed);
         (left == 0).then_some(pool)
@@ -454,8 +322,8 @@ impl Kretprobes {
         let n = rps.clone().count();
         let (Ok(mut kps), Ok(mut mine), Ok(mut rks)) = (
             KVec::<Client>::with_capacity(n, GFP_KERNEL),
-            KVec::<PoolRef>::with_capacity(n, GFP_KERNEL),
-            KVec::<RetClient>::with_capacity(n, GFP_KERNEL),
+            KVec::<&Pool>::with_capacity(n, GFP_KERNEL),
+            KVec::<(RetClient, &Pool)>::with_capacity(n, GFP_KERNEL),
         ) else {
             // Without memory for the batch, one at a time, with nothing to
             // allocate.
@@ -466,52 +334,65 @@ impl Kretprobes {
             return;
         };
         for rp in rps {
-            if self.registered_pool(&pools, core, rp).is_some() {
+            if let Some(pool) = self.registered_pool(&pools, core, rp) {
                 // Cannot fail: capacity reserved.
                 let _ = kps.push(rp.entry(), GFP_KERNEL);
-                let _ = rks.push(rp, GFP_KERNEL);
+                let _ = rks.push((rp, pool), GFP_KERNEL);
             }
         }
         // No CPU is in the entry handler of these after this.
         core.unregister_many(&kps);
-        for &rp in rks.iter() {
+        for &(rp, pool) in rks.iter() {
             // A kretprobe named twice in the batch is left once.
-            if let Some(pool) = self.leave(&pools, rp) {
+            if let Some(pool) = self.leave(rp, pool) {
                 // Cannot fail: capacity reserved.
                 let _ = mine.push(pool, GFP_KERNEL);
             }
         }
+        // With the pools their chains grew by, freed below if drained; the
+        // reclaim work frees the others (`retire` asked for it).
         self.retire(&pools, &mine);
-        // With the pools their chains grew by, freed now if drained; without
-        // memory for the list, by the reclaim work (`retire` asked for it).
-        let n: usize = mine.iter().map(|p| p.get(&pools).chain().count()).sum();
-        if let Ok(mut all) = KVec::<PoolRef>::with_capacity(n, GFP_KERNEL) {
-            for &p in mine.iter() {
-                // INVARIANT: listed pools (a chain's are listed before they
-                // are linked to it).
-                for q in p.get(&pools).chain() {
-                    let _ = all.push(PoolRef(NonNull::from(q)), GFP_KERNEL);
-                }
-            }
-            mine = all;
-        }
-        // SAFETY: `mine` names each pool once (`leave` returns a head once,
-        // when its last kretprobe leaves; a chain's pools are in no other
-        // chain), and is not used afterwards.
-        unsafe { self.free_drained(&mut pools, &mine) };
+        drop((mine, rks));
+        pools.free_retired();
     }
 
     /// Unregisters one kretprobe without allocating; its pool is freed by
     /// the reclaim work. Process context.
     fn unregister_one(&self, core: &Core, rp: RetClient) {
         let pools = self.pools.lock();
-        if self.registered_pool(&pools, core, rp).is_none() {
+        let Some(pool) = self.registered_pool(&pools, core, rp) else {
             return;
-        }
+        };
         core.unregister_many(&[rp.entry()]);
-        if let Some(pool) = self.leave(&pools, rp) {
+        if let Some(pool) = self.leave(rp, pool) {
             self.retire(&pools, &[pool]);
         }
+        reclaim::kick_later();
+    }
+}
+
+/// Marks those of `retired` (unregistered pools) that have no frame out for
+/// the list to free ([`rcu_list::Guard::free_retired`]); the others stay as
+/// zombies until the reclaim work finds them drained, which this asks for.
+/// Writer; O(1) per pool of `retired`.
+///
+/// [`rcu_list::Guard::free_retired`]: crate::kernel_ext::rcu_list::Guard::free_retired
+pub(super) fn mark_drained<'a>(pools: &Pools<'_>, retired: impl Iterator<Item = &'a Pool>) {
+    let mut zombies = false;
+    for p in retired {
+        // A pool whose last frame returns after this stays listed for the
+        // reclaim work. The last returning frame dropped its reference as
+        // its last access to the pool, and the list frees it a grace period
+        // after it is taken off.
+        if p.rp.load(Ordering::Acquire).is_null() && p.refs.load(Ordering::Acquire) == 0 {
+            pools.retire(p);
+        } else {
+            zombies = true;
+        }
+    }
+    if zombies {
+        // Zombies: their last frame asks for the reclaim work; tasks that
+        // exited with frames out are found there.
         reclaim::kick_later();
     }
 }

@@ -11,6 +11,7 @@
 //! context, NMI included.
 
 use crate::arch;
+use core::mem::offset_of;
 use kernel::{ffi::c_void, page::PAGE_SIZE, prelude::*, static_assert};
 
 /// Bytes of a stub page taken by its [`StubHeader`].
@@ -47,16 +48,19 @@ pub(super) fn write_pages(
     for (p, page) in region.chunks_exact_mut(PAGE_SIZE).enumerate() {
         let first = p * STUBS_PER_PAGE;
         let count = max.saturating_sub(first).min(STUBS_PER_PAGE);
-        let header = StubHeader {
-            magic: STUB_MAGIC,
-            pool,
-            first: first as u32,
-            count: count as u32,
-            _reserved: 0,
-        };
-        // SAFETY: the page is writable and page-aligned, so its start is
-        // aligned for the header, which fits in `STUB_HEADER` bytes.
-        unsafe { page.as_mut_ptr().cast::<StubHeader>().write(header) };
+        // The header's fields at their offsets, as `owner_of` reads them.
+        let fields: [(usize, &[u8]); 5] = [
+            (offset_of!(StubHeader, magic), &STUB_MAGIC.to_ne_bytes()),
+            (offset_of!(StubHeader, pool), &(pool as usize).to_ne_bytes()),
+            (offset_of!(StubHeader, first), &(first as u32).to_ne_bytes()),
+            (offset_of!(StubHeader, count), &(count as u32).to_ne_bytes()),
+            (offset_of!(StubHeader, _reserved), &0u64.to_ne_bytes()),
+        ];
+        for (off, bytes) in fields {
+            if let Some(dst) = page.get_mut(off..off + bytes.len()) {
+                dst.copy_from_slice(bytes);
+            }
+        }
         for j in 0..count {
             let off = STUB_HEADER + j * arch::RETHOOK_STUB_SIZE;
             let at = base + p * PAGE_SIZE + off;
