@@ -88,7 +88,7 @@ notrace void *rkp_get_current_task(void)
  * current (its own reference keeps it alive, so the put is never the
  * last). The kretprobe trampoline does not call it for the task that
  * entered __switch_to (it returns as the next task, with interrupts off
- * and rq->lock held): TaskRef::put_switched_from() (rust/kernel_ext/task.rs)
+ * and rq->lock held): TaskRef::put_on_return() (rust/kernel_ext/task.rs)
  * decrements that count inline, and hands a last reference to the reclaim
  * work, which puts it here in process context.
  */

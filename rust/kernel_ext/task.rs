@@ -84,81 +84,61 @@ impl TaskRef {
     /// Puts the reference that a kretprobe instance held for its frame,
     /// from the trampoline, when the frame has returned. Any context, NMI
     /// included; never frees the task. Returns the reference if putting it
-    /// here would have been the last (see [`TaskRef::put_switched_from`]),
+    /// here would have been the last (see [`TaskRef::put_last_on_return`]),
     /// for the caller to hand to process context.
+    ///
+    /// Inline: one decrement (`refcount_dec_and_test()`'s fast path) is the
+    /// whole work when the count stays above zero, which it does for the
+    /// task the caller runs as (a running task holds its own reference) and
+    /// in practice for `__switch_to`'s `prev` too. A decrement that reached
+    /// zero is undone: the reference was the last (a dead `prev`), which is
+    /// handed back, or the count was broken, which the kernel's
+    /// `put_task_struct()` reports. The moment at zero is seen by no one: a
+    /// task's count may be taken only by holders of a reference (there is
+    /// none but this one) or within an RCU read-side section that found the
+    /// task while its own reference was still held (that one was put after
+    /// a grace period, which every such section has ended).
     #[inline]
     #[must_use = "a reference handed back must be put in process context"]
     pub(crate) fn put_on_return(self) -> Option<Self> {
-        if self.0.as_ptr() == current_id() {
-            self.put_current();
-            None
-        } else {
-            self.put_switched_from()
-        }
-    }
-
-    /// Puts the reference on the task the caller runs as (a kretprobe's
-    /// return): a running task holds its own reference, so this put is never
-    /// the last.
-    ///
-    /// Inline (`refcount_dec_and_test()`'s fast path; 9 instructions of
-    /// every kretprobe return as a call). A broken count is put back and
-    /// left to the kernel's `put_task_struct()`, which reports it.
-    #[inline]
-    fn put_current(self) {
-        let this = core::mem::ManuallyDrop::new(self);
-        // SAFETY: the reference being put keeps the task alive until here.
-        let count = unsafe { usage(this.0.as_ptr()) };
-        // Release, as `refcount_dec_and_test()`: the holder's accesses to
-        // the task come before the count drops. The running task holds
-        // another reference, so the count does not reach zero.
-        if count.fetch_sub(1, Ordering::Release) > 1 {
-            return;
-        }
-        // The count was broken (a running task's is at least 2 here): put
-        // back, and left to the kernel, which warns.
-        count.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: the reference is held again, and put once here (the
-        // value is not dropped).
-        unsafe { ffi::rkp_put_task(this.0.as_ptr()) }
-    }
-
-    /// Puts the reference on a task that the caller does not run as, from
-    /// the kretprobe trampoline: the task that entered `__switch_to`
-    /// (`prev`), whose frame returns as the next task, with interrupts off
-    /// and the runqueue's lock held, where `put_task_struct()` must not
-    /// free a task. Decrements the count, as `refcount_dec_not_one()`, if
-    /// this is not the last reference; returns the reference otherwise, for
-    /// the caller to hand to the reclaim work, which puts it in process
-    /// context. Any context, NMI included; never frees the task.
-    ///
-    /// It is never the last in practice: `prev` keeps its own reference
-    /// (the one `delayed_put_task_struct()` puts once its `rcu_users` are
-    /// gone) until `finish_task_switch()` drops the scheduler's
-    /// `rcu_users` of a dead `prev`, which it does only after `__switch_to`
-    /// has returned through the stub and this put is done. A broken or
-    /// saturated count is handed back as well, for `put_task_struct()` to
-    /// report in process context.
-    #[inline]
-    #[must_use = "a reference handed back must be put in process context"]
-    pub(crate) fn put_switched_from(self) -> Option<Self> {
         // SAFETY: the reference being put keeps the task alive until here.
         let count = unsafe { usage(self.0.as_ptr()) };
-        let mut old = count.load(Ordering::Relaxed);
-        // A saturated count is negative, a broken one at most 0.
-        while old > 1 {
-            // Release, as `refcount_dec_not_one()`: the holder's accesses
-            // to the task come before the count drops.
-            match count.compare_exchange_weak(old, old - 1, Ordering::Release, Ordering::Relaxed) {
-                Ok(_) => {
-                    // The reference is put: not dropped again.
-                    let _ = core::mem::ManuallyDrop::new(self);
-                    return None;
-                }
-                Err(now) => old = now,
-            }
+        // Release, as `refcount_dec_and_test()`: the holder's accesses to
+        // the task come before the count drops.
+        if count.fetch_sub(1, Ordering::Release) > 1 {
+            // The reference is put: not dropped again.
+            let _ = core::mem::ManuallyDrop::new(self);
+            return None;
         }
-        Some(self)
+        count.fetch_add(1, Ordering::Relaxed);
+        self.put_last_on_return()
+    }
+
+    /// [`TaskRef::put_on_return`] when the count would have reached zero
+    /// (it is back where it was).
+    ///
+    /// For the task the caller runs as, the count is broken (a running task
+    /// holds another reference): the reference is put by the kernel's
+    /// `put_task_struct()`, which reports it and never frees a running task.
+    /// For another task (`__switch_to`'s `prev`, whose frame returns as the
+    /// next task, with interrupts off and the runqueue's lock held, where
+    /// `put_task_struct()` must not free a task), the reference is handed
+    /// back. That does not happen in practice: `prev` keeps its own
+    /// reference (the one `delayed_put_task_struct()` puts once its
+    /// `rcu_users` are gone) until `finish_task_switch()` drops the
+    /// scheduler's `rcu_users` of a dead `prev`, which it does only after
+    /// `__switch_to` has returned through the stub and this put is done.
+    #[cold]
+    #[inline(never)]
+    fn put_last_on_return(self) -> Option<Self> {
+        if self.0.as_ptr() != current_id() {
+            return Some(self);
+        }
+        let this = core::mem::ManuallyDrop::new(self);
+        // SAFETY: the reference this value holds, put once here (the value
+        // is not dropped).
+        unsafe { ffi::rkp_put_task(this.0.as_ptr()) };
+        None
     }
 }
 

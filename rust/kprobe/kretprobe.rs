@@ -187,11 +187,41 @@ pub(crate) unsafe extern "C" fn pre_handler(kp: *mut RkpKprobe, regs: *mut ffi::
     // SAFETY: a registered kretprobe's pool lives until after
     // unregistration, which waits for this handler.
     let pool = unsafe { &*rp.private().cast::<Pool>() };
-    let Some(mut ri) = pool.take() else {
+    match pool.take_one() {
+        // SAFETY: the caller's contract.
+        Ok(ri) => unsafe { enter(rp, ri, regs) },
+        // SAFETY: the caller's contract.
+        Err(()) => unsafe { enter_chain(rp, pool, regs) },
+    }
+    0
+}
+
+/// [`pre_handler`] for a pool that is a chain's first (growing or shared):
+/// apart, so that the one-pool case keeps its instance in registers.
+///
+/// # Safety
+///
+/// As [`enter`]'s.
+#[inline(never)]
+unsafe fn enter_chain(rp: RetClient, pool: &Pool, regs: *mut ffi::pt_regs) {
+    // SAFETY: the caller's contract.
+    unsafe { enter(rp, pool.take_from_chain(), regs) }
+}
+
+/// Hijacks the return address of the function being entered with the
+/// instance `ri` taken for it, or counts a miss when there was none.
+///
+/// # Safety
+///
+/// `regs` are the registers of a hit at the entry of `rp`'s function, `ri`
+/// taken from `rp`'s pool.
+#[inline(always)]
+unsafe fn enter(rp: RetClient, ri: Option<pool::Taken<'_>>, regs: *mut ffi::pt_regs) {
+    let Some(mut ri) = ri else {
         rp.inc_nmissed();
         // Perhaps instances are held by exited tasks.
         reclaim::kick();
-        return 0;
+        return;
     };
     // SAFETY: the registers of a hit at the entry, where the stack pointer
     // points to the return address.
@@ -199,12 +229,11 @@ pub(crate) unsafe extern "C" fn pre_handler(kp: *mut RkpKprobe, regs: *mut ffi::
     ri.set_frame(rp, ret, fp);
     if rp.run_entry_handler(ri.as_ptr(), regs) != 0 {
         ri.give_back();
-        return 0;
+        return;
     }
     let stub = ri.put_out();
     // SAFETY: `fp` holds the return address of the function being entered.
     unsafe { arch::rethook_hijack(fp, stub) };
-    0
 }
 
 /// Called by the architecture's trampoline when a hijacked frame returned
@@ -230,9 +259,7 @@ pub(crate) unsafe fn trampoline_handler(
 ) -> usize {
     // SAFETY: the caller's contract.
     let Some(ri) = (unsafe { Pool::returning(stub) }) else {
-        // The stack no longer says where to return; nothing sane is left
-        // to do, as in the kernel's rethook_trampoline_handler().
-        panic!("rkprobes: kretprobe trampoline called from an unknown stub {stub:#x}");
+        unknown_stub(stub)
     };
     // The frame takes the instance back before it reads it, so that what it
     // reads, and the handler's view of the instance, cannot change under it.
@@ -240,11 +267,7 @@ pub(crate) unsafe fn trampoline_handler(
         Ok(ri) => {
             let (real, fp) = ri.frame();
             if fp != frame as usize {
-                pr_err!(
-                    "kretprobe frame mismatch: {:#x} returned at {:#x}\n",
-                    fp,
-                    frame as usize
-                );
+                frame_mismatch(fp, frame as usize);
             }
             (real, Some(ri))
         }
@@ -283,6 +306,22 @@ pub(crate) unsafe fn trampoline_handler(
     });
     ri.release();
     real
+}
+
+/// The trampoline was called from a stub that belongs to no pool: the stack
+/// no longer says where to return, and nothing sane is left to do, as in
+/// the kernel's `rethook_trampoline_handler()`.
+#[cold]
+#[inline(never)]
+fn unknown_stub(stub: usize) -> ! {
+    panic!("rkprobes: kretprobe trampoline called from an unknown stub {stub:#x}");
+}
+
+/// An instance's recorded stack word is not the one its frame returned at.
+#[cold]
+#[inline(never)]
+fn frame_mismatch(recorded: usize, returned: usize) {
+    pr_err!("kretprobe frame mismatch: {recorded:#x} returned at {returned:#x}\n");
 }
 
 /// The address a frame returns to when its stub's instance was not out

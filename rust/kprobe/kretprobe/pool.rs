@@ -218,21 +218,24 @@ impl Pool {
         core::iter::successors(Some(self), |p| p.next())
     }
 
-    /// Takes a free instance from the first pool of this pool's chain that
-    /// has one, and asks for more instances when a growing chain's last
-    /// pool is half taken. Any context, NMI included (lock-free). The
-    /// common case, a fixed pool with a free instance, is one `pop`.
+    /// Takes a free instance from a pool whose chain is this one pool
+    /// (neither growing nor shared): one `pop`. `Err` when the pool is a
+    /// chain's first, which [`Pool::take_from_chain`] takes from. Any
+    /// context, NMI included (lock-free).
     #[inline(always)]
-    pub(super) fn take(&self) -> Option<Taken<'_>> {
+    pub(super) fn take_one(&self) -> Result<Option<Taken<'_>>, ()> {
         if self.one_pop {
-            return self.pop();
+            Ok(self.pop())
+        } else {
+            Err(())
         }
-        self.take_from_chain()
     }
 
-    /// [`Pool::take`] for a chain that may grow or be shared.
-    #[inline(never)]
-    fn take_from_chain(&self) -> Option<Taken<'_>> {
+    /// Takes a free instance from the first pool of this pool's chain that
+    /// has one, and asks for more instances when a growing chain's last
+    /// pool is half taken. Any context, NMI included (lock-free).
+    #[inline(always)]
+    pub(super) fn take_from_chain(&self) -> Option<Taken<'_>> {
         let mut pool = self;
         loop {
             if let Some(t) = pool.pop() {
