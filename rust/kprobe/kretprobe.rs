@@ -187,53 +187,58 @@ pub(crate) unsafe extern "C" fn pre_handler(kp: *mut RkpKprobe, regs: *mut ffi::
     // SAFETY: a registered kretprobe's pool lives until after
     // unregistration, which waits for this handler.
     let pool = unsafe { &*rp.private().cast::<Pool>() };
-    match pool.take_one() {
-        // SAFETY: the caller's contract.
-        Ok(ri) => unsafe { enter(rp, ri, regs) },
-        // SAFETY: the caller's contract.
-        Err(()) => unsafe { enter_chain(rp, pool, regs) },
+    // SAFETY: the registers of a hit at the entry, where the stack pointer
+    // points to the return address.
+    let (fp, ret) = unsafe { arch::rethook_prepare(&*regs) };
+    let stub = match pool.take_one() {
+        Ok(ri) => enter(rp, ri, fp, ret, regs),
+        Err(()) => enter_chain(rp, pool, fp, ret, regs),
+    };
+    if let Some(stub) = stub {
+        // SAFETY: `fp` holds the return address of the function being
+        // entered.
+        unsafe { arch::rethook_hijack(fp, stub) };
     }
     0
 }
 
-/// [`pre_handler`] for a pool that is a chain's first (growing or shared):
-/// apart, so that the one-pool case keeps its instance in registers.
-///
-/// # Safety
-///
-/// As [`enter`]'s.
+/// [`enter`] for a pool that is a chain's first (growing or shared): apart,
+/// so that the one-pool case keeps its instance in registers.
 #[inline(never)]
-unsafe fn enter_chain(rp: RetClient, pool: &Pool, regs: *mut ffi::pt_regs) {
-    // SAFETY: the caller's contract.
-    unsafe { enter(rp, pool.take_from_chain(), regs) }
+fn enter_chain(
+    rp: RetClient,
+    pool: &Pool,
+    fp: usize,
+    ret: usize,
+    regs: *mut ffi::pt_regs,
+) -> Option<usize> {
+    enter(rp, pool.take_from_chain(), fp, ret, regs)
 }
 
-/// Hijacks the return address of the function being entered with the
-/// instance `ri` taken for it, or counts a miss when there was none.
-///
-/// # Safety
-///
-/// `regs` are the registers of a hit at the entry of `rp`'s function, `ri`
-/// taken from `rp`'s pool.
+/// Records the frame of the function being entered, whose return address
+/// `ret` is in the stack word `fp`, in the instance `ri` taken for it, runs
+/// the entry handler with `regs`, and returns the stub its return is to go
+/// through; counts a miss when there was no instance.
 #[inline(always)]
-unsafe fn enter(rp: RetClient, ri: Option<pool::Taken<'_>>, regs: *mut ffi::pt_regs) {
+fn enter(
+    rp: RetClient,
+    ri: Option<pool::Taken<'_>>,
+    fp: usize,
+    ret: usize,
+    regs: *mut ffi::pt_regs,
+) -> Option<usize> {
     let Some(mut ri) = ri else {
         rp.inc_nmissed();
         // Perhaps instances are held by exited tasks.
         reclaim::kick();
-        return;
+        return None;
     };
-    // SAFETY: the registers of a hit at the entry, where the stack pointer
-    // points to the return address.
-    let (fp, ret) = unsafe { arch::rethook_prepare(&*regs) };
     ri.set_frame(rp, ret, fp);
     if rp.run_entry_handler(ri.as_ptr(), regs) != 0 {
         ri.give_back();
-        return;
+        return None;
     }
-    let stub = ri.put_out();
-    // SAFETY: `fp` holds the return address of the function being entered.
-    unsafe { arch::rethook_hijack(fp, stub) };
+    Some(ri.put_out())
 }
 
 /// Called by the architecture's trampoline when a hijacked frame returned
