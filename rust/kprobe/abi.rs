@@ -24,8 +24,51 @@ use crate::kernel_ext::{
     objpool::{Owned, PoolItem, Slot},
     task::TaskRef,
 };
-use core::ptr::addr_of_mut;
 use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicUsize, Ordering};
+use core::{pin::Pin, ptr::addr_of_mut};
+
+/// The core, while the module's state exists.
+///
+/// # Invariants
+///
+/// Non-null only from the end of [`Core::new`], which publishes the pinned
+/// core it built ([`publish`]), to the start of the core's drop, which
+/// unpublishes it ([`unpublish`]) before anything of it goes.
+static CORE: AtomicPtr<Core> = AtomicPtr::new(core::ptr::null_mut());
+
+/// Publishes the core for the exported functions and the upcalls. Only
+/// [`Core::new`] calls it, with the core it built, which unpublishes
+/// itself first thing when dropped.
+pub(super) fn publish(core: &Pin<KBox<Core>>) {
+    // INVARIANT: the pinned core, live until its drop unpublishes it.
+    CORE.store(
+        core::ptr::from_ref::<Core>(core).cast_mut(),
+        Ordering::Release,
+    );
+}
+
+/// Unpublishes the core: the start of its drop.
+pub(super) fn unpublish() {
+    CORE.store(core::ptr::null_mut(), Ordering::Release);
+}
+
+impl Core {
+    /// The core, for the exported functions and the C upcalls (deferred
+    /// work). `ENODEV` while rkprobes is being unloaded.
+    pub(crate) fn get() -> Result<&'static Self> {
+        let p = CORE.load(Ordering::Acquire);
+        if p.is_null() {
+            return Err(ENODEV);
+        }
+        // SAFETY: `CORE` names the live pinned core while it is non-null
+        // (its invariant). The callers outlive the core only where unload
+        // allows them to: client modules, the exported functions' callers,
+        // keep rkprobes loaded while they call in; the upcalls from deferred
+        // work are cancelled and flushed by the core's drop before anything
+        // is freed (`stop_optimizer`, the reclaim work's cancellation).
+        Ok(unsafe { &*p })
+    }
+}
 
 /// Converts a result to the C convention: 0 or a negative errno.
 fn to_c(r: Result) -> c_int {

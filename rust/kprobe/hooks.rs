@@ -15,17 +15,14 @@ use super::{
     point::{Points, Reg, Registry},
     slots::SlotCache,
     table::Table,
-    Core, CORE,
+    Core,
 };
 use crate::{
     arch,
-    ffi::{self, kallsyms::Kallsyms, runtime::Runtime},
+    ffi::{kallsyms::Kallsyms, runtime::Runtime},
     kernel_ext::notifier::{DieChain, DieEvent, Handler, Notifier, Notify},
 };
-use core::{
-    pin::Pin,
-    sync::atomic::{AtomicUsize, Ordering},
-};
+use core::{pin::Pin, sync::atomic::AtomicUsize};
 use kernel::{new_mutex, prelude::*};
 
 impl Handler<DieChain> for Core {
@@ -35,23 +32,6 @@ impl Handler<DieChain> for Core {
     #[inline(always)]
     fn notify(&self, event: DieEvent<'_>) -> Notify {
         arch::die_notify(self, event)
-    }
-}
-
-/// rkprobes' probe on the `page_fault_kernel` tracepoint (`arch/x86/page_fault.c`),
-/// registered by [`Core::hook_page_faults`]: a page fault, before the
-/// kernel handles it, with the preemption the tracepoint disabled. The
-/// architecture takes a faulting copy out of the way (`arch::page_fault`).
-///
-/// # Safety
-///
-/// Called only by that probe, with the fault's registers, valid and
-/// writable (the exception's own).
-#[no_mangle]
-pub(crate) unsafe extern "C" fn rkp_page_fault(regs: *mut ffi::pt_regs) {
-    // SAFETY: the caller's contract.
-    if let Some(regs) = unsafe { regs.as_mut() } {
-        arch::page_fault(regs);
     }
 }
 
@@ -66,6 +46,7 @@ impl Core {
         arch::init_ctl()?;
         arch::check_ftrace_ops()?;
         let sites = TextSites::new(rt)?;
+        let pf_hook = arch::PageFaultHook::new()?;
         let core = KBox::try_pin_init(
             try_pin_init!(Self {
                 reg <- new_mutex!(
@@ -85,6 +66,7 @@ impl Core {
                 kretprobes <- kretprobe::Kretprobes::new(),
                 die_nb: Notifier::new(arch::DIE_NOTIFIER_PRIORITY),
                 module_nb: Notifier::new(0),
+                pf_hook <- new_mutex!(pf_hook, "rkprobes_pf_hook"),
             }),
             GFP_KERNEL,
         )?;
@@ -94,10 +76,7 @@ impl Core {
             core.die_nb.register(&core)?;
             core.module_nb.register(&core)?;
         }
-        CORE.store(
-            core::ptr::from_ref::<Self>(&core).cast_mut(),
-            Ordering::Release,
-        );
+        super::abi::publish(&core);
         Ok(core)
     }
 }

@@ -84,6 +84,11 @@
 //!                             and its reserved-text checks run under it.
 //!                             The kernel takes text_mutex under it, so it
 //!                             is never taken with text_mutex held.
+//!     f. Core::pf_hook        the page-fault hook (arch/x86/page_fault.rs):
+//!                             registered from arch::prepare, unregistered at
+//!                             unload; under it run only the kernel's
+//!                             tracepoint (un)registration (tracepoints_mutex)
+//!                             and tracepoint_synchronize_unregister().
 //! ```
 //!
 //! The pairs, as the code takes them:
@@ -112,6 +117,8 @@
 //! - 4 -> 5c: `set_armed` handles ftrace sites after it has dropped its
 //!   `TextGuard`: ftrace takes `text_mutex` itself.
 //! - 4 -> 5d: `set_armed`, and `arch::prepare` (from `new_point`).
+//! - 4 -> 5f: `arch::prepare` (from `new_point`), for an instruction with an
+//!   exception-table entry, after its `TextGuard` is dropped.
 //! - The optimizer's work (`optimize_pass`, run by a delayed work of
 //!   `kernel_ext/work.c`) takes 4, then 5a (`arch::prepare_optimized` allocates and
 //!   writes a detour: the slot cache, then `text_mutex`, never nested) and
@@ -160,14 +167,12 @@ use point::Reg;
 pub(crate) use point::{Point, Registry};
 
 use crate::{
-    ffi::{self, kallsyms::Kallsyms, runtime::Runtime},
+    arch,
+    ffi::{kallsyms::Kallsyms, runtime::Runtime},
     kernel_ext::notifier::{DieChain, ModuleChain, Notifier},
 };
 use blacklist::Blacklist;
-use core::{
-    pin::Pin,
-    sync::atomic::{AtomicPtr, AtomicUsize, Ordering},
-};
+use core::{pin::Pin, sync::atomic::AtomicUsize};
 use kernel::{prelude::*, sync::Mutex};
 use register::Removal;
 use sites::TextSites;
@@ -200,24 +205,12 @@ pub(crate) struct Core {
     /// The module notifier, which kills the points of unloaded code.
     #[pin]
     module_nb: Notifier<ModuleChain, Core>,
+    /// The page-fault hook, registered the first time a probe needs it.
+    #[pin]
+    pf_hook: Mutex<arch::PageFaultHook>,
 }
 
-/// The core, while the module's state exists; for the exported C functions.
-static CORE: AtomicPtr<Core> = AtomicPtr::new(core::ptr::null_mut());
-
 impl Core {
-    /// The core, for the exported functions. `ENODEV` while rkprobes is
-    /// being unloaded.
-    pub(crate) fn get() -> Result<&'static Self> {
-        let p = CORE.load(Ordering::Acquire);
-        if p.is_null() {
-            return Err(ENODEV);
-        }
-        // SAFETY: `CORE` is set only while the pinned core is alive, and client
-        // modules, the only callers, keep rkprobes loaded while they call in.
-        Ok(unsafe { &*p })
-    }
-
     /// The symbol lookups.
     pub(crate) fn ksyms(&self) -> &Kallsyms {
         &self.ksyms
@@ -254,20 +247,18 @@ impl Core {
     }
 
     /// Makes sure that rkprobes sees page faults before the kernel handles
-    /// them ([`rkp_page_fault`]), as a probe on an instruction with an
+    /// them ([`arch::PageFaultHook`]), as a probe on an instruction with an
     /// exception-table entry needs: the hook is registered the first time,
-    /// and stays until unload. Writer (the registration mutex serialises
-    /// the calls).
+    /// and stays until unload. Process context, may sleep.
     pub(crate) fn hook_page_faults(&self) -> Result {
-        // SAFETY: process context; calls are serialised (above).
-        kernel::error::to_result(unsafe { ffi::rkp_page_fault_hook() })
+        self.pf_hook.lock().hook()
     }
 }
 
 #[pinned_drop]
 impl PinnedDrop for Core {
     fn drop(self: Pin<&mut Self>) {
-        CORE.store(core::ptr::null_mut(), Ordering::Release);
+        abi::unpublish();
         // Returns when no notification runs.
         self.module_nb.unregister();
         // Returns when no optimizer pass runs, and none is queued again.
@@ -299,8 +290,7 @@ impl PinnedDrop for Core {
         self.kretprobes.drain(&self.rt);
         // No copy runs any more: returns when no CPU runs the page fault
         // hook.
-        // SAFETY: process context, at unload.
-        unsafe { ffi::rkp_page_fault_unhook() };
+        self.pf_hook.lock().unhook();
         // Every probe is disarmed: returns when no CPU runs the handler.
         self.die_nb.unregister();
     }

@@ -546,6 +546,22 @@ fn leave_copy(point: &Point, regs: &mut ffi::pt_regs, ctl: &Ctl, frame: &Frame) 
     ctl.pop();
 }
 
+/// The tracepoint probe's call (`rkp_pf_probe()` in `page_fault.c`): a page
+/// fault, before the kernel handles it, with preemption disabled by the
+/// tracepoint. Exception context.
+///
+/// # Safety
+///
+/// Called only by that probe, with the fault's registers, valid and
+/// writable (the exception's own) for the duration of the call.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn rkp_page_fault(regs: *mut ffi::pt_regs) {
+    // SAFETY: the caller's contract.
+    if let Some(regs) = unsafe { regs.as_mut() } {
+        page_fault(regs);
+    }
+}
+
 /// A page fault, from the `page_fault_kernel` tracepoint (`page_fault.c`),
 /// before the kernel handles it: the kernel's `kprobe_page_fault()`. When
 /// it is this CPU's copy that faulted, the copy is left ([`leave_copy`]),
@@ -555,7 +571,7 @@ fn leave_copy(point: &Point, regs: &mut ffi::pt_regs, ctl: &Ctl, frame: &Frame) 
 /// not sleep). Only instructions with an exception-table entry need it;
 /// the hook is registered for them. Exception context, may not sleep or
 /// lock.
-pub(crate) fn page_fault(regs: &mut ffi::pt_regs) {
+fn page_fault(regs: &mut ffi::pt_regs) {
     let ctl = this_cpu();
     if ctl.depth() == 0 {
         return;

@@ -14,6 +14,7 @@ mod insn;
 mod kprobes;
 mod opt;
 mod opt_insn;
+mod page_fault;
 mod regs;
 mod rethook;
 mod rethook_callback;
@@ -27,12 +28,13 @@ pub(crate) use ftrace::{
     check_ftrace_ops, ftrace_arm, ftrace_arm_many, ftrace_disarm, ftrace_disarm_many, FTRACE_PROBES,
 };
 pub(crate) use insn::{adjust_addr, arm, disarm, prepare, release, text_unchanged};
-pub(crate) use kprobes::{die_notify, page_fault, DIE_NOTIFIER_PRIORITY};
+pub(crate) use kprobes::{die_notify, DIE_NOTIFIER_PRIORITY};
 pub(crate) use opt::{
     can_optimize_here, optimize, prepare_optimized, region_unchanged, release_optimized,
     unoptimize_finish, unoptimize_start, OptRefusal,
 };
 pub(crate) use opt_insn::{OptInsn, OptW, MAX_REGION};
+pub(crate) use page_fault::PageFaultHook;
 pub(crate) use regs::{argument_register_offset, regs_get_kernel_argument, NR_REG_ARGUMENTS};
 pub(crate) use rethook::{
     rethook_fixup_return, rethook_hijack, rethook_prepare, rethook_stub, RETHOOK_STUB_SIZE,

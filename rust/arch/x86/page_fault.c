@@ -9,12 +9,11 @@
  * until rkprobes unloads: tracepoint_probe_unregister() can fail, which
  * the removal of a probe must not.
  *
- * The generic core (rust/kprobe/mod.rs) registers and unregisters the
- * probe and receives its calls (rkp_page_fault()), handing the fault to
- * the architecture's arch::page_fault(); the C is x86's because the
- * tracepoint is: page_fault_kernel is declared by x86's
- * asm/trace/exceptions.h and fired by arch/x86/mm/fault.c, as the kernel
- * calls its generic kprobe_page_fault() from there.
+ * PageFaultHook (page_fault.rs), which the probe core owns, registers and
+ * unregisters the probe; its calls go to rkp_page_fault() (kprobes.rs).
+ * The C is x86's because the tracepoint is: page_fault_kernel is declared
+ * by x86's asm/trace/exceptions.h and fired by arch/x86/mm/fault.c, as the
+ * kernel calls its generic kprobe_page_fault() from there.
  */
 #include <linux/errno.h>
 #include <linux/string.h>

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * rkprobes' probe on the page_fault_kernel tracepoint
- * (rust/arch/x86/page_fault.c), mirrored in rust/ffi/glue.rs for the probe
- * core (rust/kprobe/mod.rs). The probe calls rkp_page_fault() of
+ * (rust/arch/x86/page_fault.c), mirrored in rust/ffi/glue.rs for
+ * PageFaultHook (page_fault.rs). The probe calls rkp_page_fault() of
  * rust/ffi/upcalls.h.
  */
 #ifndef RKPROBES_ARCH_X86_PAGE_FAULT_H
