@@ -4,7 +4,10 @@
 
 use super::list::ReadSection;
 use crate::ffi::{self, runtime::Runtime};
-use core::marker::PhantomData;
+use core::{
+    marker::PhantomData,
+    sync::atomic::{AtomicU32, Ordering},
+};
 
 /// Preemption disabled (`preempt_disable()`) until the guard drops; on a
 /// preemptible kernel also an RCU read-side critical section.
@@ -107,6 +110,71 @@ pub(crate) fn rcu_barrier() {
 pub(crate) fn synchronize_rcu_tasks(rt: &Runtime) {
     // SAFETY: process context, the caller's (documented) contract.
     unsafe { rt.synchronize_rcu_tasks() };
+}
+
+/// How many Tasks RCU grace periods [`TasksGp::wait`] has started, modulo
+/// 2^32.
+static TASKS_GP_STARTS: AtomicU32 = AtomicU32::new(0);
+
+/// A moment in the sequence of Tasks RCU grace periods that
+/// [`TasksGp::wait`] waits for: taken after a change, it tells a later
+/// grace period that started after the change ([`TasksGp::covers`]). The
+/// count wraps: stamps are compared as serial numbers, so a stamp is good
+/// for 2^31 grace periods (years of them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct TasksStamp(u32);
+
+impl TasksStamp {
+    /// Now: grace periods that [`TasksGp::wait`] starts from here on cover
+    /// it. Any context.
+    pub(crate) fn now() -> Self {
+        Self(TASKS_GP_STARTS.load(Ordering::SeqCst))
+    }
+
+    /// The stamp as a word, for compact storage.
+    pub(crate) fn to_bits(self) -> u32 {
+        self.0
+    }
+
+    /// A stamp stored with [`TasksStamp::to_bits`].
+    pub(crate) fn from_bits(bits: u32) -> Self {
+        Self(bits)
+    }
+}
+
+/// A Tasks RCU grace period that has ended.
+///
+/// # Invariants
+///
+/// `started` is the value `TASKS_GP_STARTS` took when the grace period was
+/// asked for, after which it ended.
+pub(crate) struct TasksGp {
+    started: u32,
+}
+
+impl TasksGp {
+    /// Waits for a Tasks RCU grace period: no task is still preempted where
+    /// it was when this was called. `None`, without waiting, on a kernel
+    /// without Tasks RCU. Process context, may sleep.
+    pub(crate) fn wait(rt: &Runtime) -> Option<Self> {
+        if !rt.has_synchronize_rcu_tasks() {
+            return None;
+        }
+        // SeqCst, as `TasksStamp::now`: a stamp that reads an earlier value
+        // was taken, with whatever preceded it, before this grace period.
+        let started = TASKS_GP_STARTS
+            .fetch_add(1, Ordering::SeqCst)
+            .wrapping_add(1);
+        synchronize_rcu_tasks(rt);
+        // INVARIANT: counted before it was asked for, and it has ended.
+        Some(Self { started })
+    }
+
+    /// Whether this grace period began after `stamp` was taken: no task is
+    /// still preempted where it was at the stamp.
+    pub(crate) fn covers(&self, stamp: TasksStamp) -> bool {
+        (self.started.wrapping_sub(stamp.0) as i32) > 0
+    }
 }
 
 /// A point in RCU's sequence of grace periods (`get_state_synchronize_rcu()`),

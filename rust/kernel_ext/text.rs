@@ -22,6 +22,7 @@ use crate::{
         sync::PreemptGuard,
     },
 };
+use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{ffi::c_ulong, prelude::*};
 
 /// Reads `buf.len()` bytes of kernel memory at `addr`, without faulting.
@@ -55,6 +56,28 @@ pub(crate) fn is_native_kprobe(rt: &Runtime, addr: usize) -> bool {
     // SAFETY: `get_kprobe` searches the kernel's RCU-protected probe table,
     // in the critical section above. The result is only compared with null.
     unsafe { rt.get_kprobe(addr as *mut core::ffi::c_void) }.is_some_and(|k| !k.is_null())
+}
+
+/// How many [`TextGuard::sync`]s have completed, modulo 2^32; changed only
+/// under `text_mutex`.
+static SYNCS: AtomicU32 = AtomicU32::new(0);
+
+/// The number of text synchronisations completed when it was taken
+/// ([`TextGuard::sync_stamp`]). Compared as a serial number: good for 2^31
+/// synchronisations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SyncStamp(u32);
+
+impl SyncStamp {
+    /// The stamp as a word, for compact storage.
+    pub(crate) fn to_bits(self) -> u32 {
+        self.0
+    }
+
+    /// A stamp stored with [`SyncStamp::to_bits`].
+    pub(crate) fn from_bits(bits: u32) -> Self {
+        Self(bits)
+    }
 }
 
 /// `text_mutex`, held: text may be patched.
@@ -108,6 +131,19 @@ impl<'a> TextGuard<'a> {
         // SAFETY: `text_poke_sync` has no preconditions beyond process context,
         // where `text_mutex` is held.
         unsafe { self.rt.text_poke_sync() };
+        SYNCS.fetch_add(1, Ordering::Release);
+    }
+
+    /// A stamp of the synchronisations done so far: a later
+    /// [`TextGuard::synced_since`] with it says whether every CPU has seen
+    /// what was poked before the stamp was taken.
+    pub(crate) fn sync_stamp(&self) -> SyncStamp {
+        SyncStamp(SYNCS.load(Ordering::Acquire))
+    }
+
+    /// Whether a [`TextGuard::sync`] completed after `stamp` was taken.
+    pub(crate) fn synced_since(&self, stamp: SyncStamp) -> bool {
+        (SYNCS.load(Ordering::Acquire).wrapping_sub(stamp.0) as i32) > 0
     }
 
     /// Whether the alternatives patcher owns the byte at `addr`

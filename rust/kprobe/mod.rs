@@ -164,7 +164,7 @@ mod sites;
 
 pub(crate) use debugfs::{EnabledFile, ListFile, OptimizationFile, OptimizerFile, TextSitesFile};
 use point::Reg;
-pub(crate) use point::{Point, Registry};
+pub(crate) use point::{OptState, Point, Registry};
 
 use crate::{
     arch,

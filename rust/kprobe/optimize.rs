@@ -60,7 +60,11 @@ use super::{
 use crate::{
     abi::flags,
     arch::{self, OptRefusal},
-    kernel_ext::{sync::synchronize_rcu_tasks, text::TextGuard, work::optimizer},
+    kernel_ext::{
+        sync::{synchronize_rcu_tasks, TasksGp},
+        text::TextGuard,
+        work::optimizer,
+    },
 };
 use core::sync::atomic::Ordering;
 use kernel::prelude::*;
@@ -230,6 +234,7 @@ impl Core {
         // A task may be preempted in the detour from now on.
         p.ran_boosted();
         p.set_opt_state(OptState::Queued);
+        arch::detour_in_use(p.opt_w_mut(reg));
         set_optimized_flag(p, true);
         optimizer::kick(OPTIMIZE_DELAY);
         Queue::Queued
@@ -279,21 +284,23 @@ impl Core {
         // No task is left where it could come back into the regions' bytes
         // after the first: hits have run them from the detours since the
         // points were queued.
-        synchronize_rcu_tasks(&self.rt);
+        let gp = TasksGp::wait(&self.rt);
         let guard = TextGuard::lock(&self.rt);
         let mut dropped = false;
         for p in batch.iter() {
             // Under `text_mutex`, which the kernel's kprobes hold to arm: no
-            // kernel kprobe arrived, and nothing else patched the region.
-            if !self.region_free(reg, p) || !arch::region_unchanged(p, p.opt_w(reg)) {
+            // kernel kprobe arrived; the architecture checks that nothing
+            // else patched the region.
+            let queued = self.region_free(reg, p)
+                && gp
+                    .as_ref()
+                    .is_some_and(|gp| arch::optimize(&guard, p, p.opt_w(reg), gp));
+            if !queued {
                 p.set_opt_state(OptState::None);
+                arch::detour_unused(p.opt_w_mut(reg));
                 set_optimized_flag(p, false);
                 dropped = true;
-                continue;
             }
-            // SAFETY: armed, its detour in use by int3 hits since before the
-            // Tasks RCU grace period above.
-            unsafe { arch::optimize(&guard, p, p.opt_w(reg)) };
         }
         guard.poke_bp_finish();
         drop(guard);
@@ -347,20 +354,30 @@ impl Core {
         let todo = |s: OptState| batch.iter().filter(move |p| p.opt_state() == s && want(p));
         if todo(OptState::Optimized).next().is_some() {
             let guard = TextGuard::lock(&self.rt);
+            // Their detours stay in use by int3 hits until the state
+            // changes below.
             for p in todo(OptState::Optimized) {
-                // SAFETY: its jump is in the text; its detour stays in use
-                // by int3 hits until the state changes below.
-                unsafe { arch::unoptimize_start(&guard, p) };
+                if !arch::unoptimize_start(&guard, p, p.opt_w_mut(reg)) {
+                    pr_err!(
+                        "optimized probe at {:#x}: its jump is not in the text\n",
+                        p.addr
+                    );
+                }
             }
             guard.sync();
             for p in todo(OptState::Optimized) {
-                // SAFETY: the int3 is in and every CPU synchronised.
-                unsafe { arch::unoptimize_finish(&guard, p, p.opt_w(reg)) };
+                if !arch::unoptimize_finish(&guard, p, p.opt_w_mut(reg)) {
+                    pr_err!(
+                        "optimized probe at {:#x}: its jump was not taken out\n",
+                        p.addr
+                    );
+                }
             }
             guard.sync();
             for p in todo(OptState::Optimized) {
                 self.nr_optimized.fetch_sub(1, Ordering::Relaxed);
                 p.set_opt_state(OptState::None);
+                arch::detour_unused(p.opt_w_mut(reg));
                 set_optimized_flag(p, false);
             }
         }
@@ -368,6 +385,7 @@ impl Core {
         // hits stop using the detour.
         for p in todo(OptState::Queued) {
             p.set_opt_state(OptState::None);
+            arch::detour_unused(p.opt_w_mut(reg));
             set_optimized_flag(p, false);
         }
         // No jump left: the kernel's kprobes may come back.

@@ -30,8 +30,8 @@ pub(crate) use ftrace::{
 pub(crate) use insn::{adjust_addr, arm, disarm, prepare, release, text_unchanged};
 pub(crate) use kprobes::{die_notify, DIE_NOTIFIER_PRIORITY};
 pub(crate) use opt::{
-    can_optimize_here, optimize, prepare_optimized, region_unchanged, release_optimized,
-    unoptimize_finish, unoptimize_start, OptRefusal,
+    can_optimize_here, detour_in_use, detour_unused, optimize, prepare_optimized,
+    release_optimized, unoptimize_finish, unoptimize_start, OptRefusal,
 };
 pub(crate) use opt_insn::{OptInsn, OptW, MAX_REGION};
 pub(crate) use page_fault::PageFaultHook;

@@ -52,13 +52,16 @@
 use super::{
     arch_insn::Op,
     insn::read_resting,
-    opt_insn::{OptInsn, OptW, CALL_LEN, MAX_REGION},
+    opt_insn::{DetourUse, OptInsn, OptW, CALL_LEN, MAX_REGION},
     slot::{INT3, SLOT_SIZE},
 };
 use crate::{
     ffi::{self, kallsyms::SymbolBuf},
-    kernel_ext::{sync::PreemptNotraceGuard, text::TextGuard},
-    kprobe::{slots::SlotCache, Core, Point, Registry},
+    kernel_ext::{
+        sync::{PreemptNotraceGuard, TasksGp, TasksStamp},
+        text::TextGuard,
+    },
+    kprobe::{slots::SlotCache, Core, OptState, Point, Registry},
     pure::insn::{
         analyze::JMP32_INSN_SIZE, FuncCode, IndirectJumpCheck, OptimizeRefusal, RelocError,
     },
@@ -198,7 +201,10 @@ pub(crate) fn prepare_optimized(
         post,
         size: size as u8,
         orig,
-        func_end: func + fsize,
+        // Within the function, no more than `MAX_FUNC_SIZE` long (above).
+        to_func_end: (func + fsize - addr) as u32,
+        use_kind: DetourUse::Unused,
+        stamp: 0,
     };
     // INVARIANT: the slot holds the detour for this region.
     point
@@ -337,26 +343,48 @@ struct Detour {
     taken: usize,
 }
 
+/// Notes that int3 hits run `point`'s region from its detour from now on:
+/// the probe core calls it right after it queued the point. Writer; `w` is
+/// the point's.
+pub(crate) fn detour_in_use(w: &mut OptW) {
+    w.set_in_use(TasksStamp::now());
+}
+
+/// Notes that int3 hits no longer run `point`'s region from its detour:
+/// the probe core calls it right after it set the point back to a plain
+/// int3 probe. Writer; `w` is the point's.
+pub(crate) fn detour_unused(w: &mut OptW) {
+    w.set_unused();
+}
+
 /// Queues the jump into `point`'s detour over its int3 (the kernel's
 /// `arch_optimize_kprobes()`); [`TextGuard::poke_bp_finish`] writes it.
-///
-/// # Safety
-///
-/// The point is armed (its int3 is in the text), its detour is prepared and
-/// in use by int3 hits, and no task can be inside the region's bytes after
-/// the first (a Tasks RCU grace period has passed since the detour came into
-/// use). `w` is the point's.
-pub(crate) unsafe fn optimize(guard: &TextGuard<'_>, point: &Point, w: &OptW) {
+/// Returns whether it was queued: only if the region's text is its int3
+/// and the original bytes the detour copied (nothing else patched it), the
+/// point is queued, and `gp` began after int3 hits began to run the region
+/// from the detour, so that no task can be inside the region's bytes after
+/// the first. Process context, under `text_mutex` (`guard`); `w` is the
+/// point's.
+pub(crate) fn optimize(guard: &TextGuard<'_>, point: &Point, w: &OptW, gp: &TasksGp) -> bool {
+    let in_use = w.in_use_since().is_some_and(|since| gp.covers(since));
+    if point.opt_state() != OptState::Queued || !in_use || !region_unchanged(point, w) {
+        return false;
+    }
     let Some(slot) = w.slot else {
-        return;
+        return false;
     };
     let Some(rel) = rel32(point.addr, slot.addr() + ENTRY) else {
-        return;
+        return false;
     };
     let jmp = [JMP32, rel[0], rel[1], rel[2], rel[3]];
-    // SAFETY: the caller's contract: an instruction boundary, nothing
-    // inside the rest of the 5 bytes.
+    // SAFETY: `point.addr` starts an instruction, the region's first, whose
+    // int3 is in the text (checked above, under `text_mutex`, which every
+    // patcher of kernel text holds); no task can be inside the region's
+    // bytes after the first, where a jump into the region never goes (the
+    // detour's analysis), as int3 hits have run the region from the detour
+    // since before `gp` began (checked above), and `gp` has ended.
     unsafe { guard.poke_bp_queue(point.addr, &jmp) };
+    true
 }
 
 /// Whether the region's text is still what the detour copied, with the
@@ -377,31 +405,74 @@ pub(crate) fn region_unchanged(point: &Point, w: &OptW) -> bool {
     }
 }
 
-/// First step of removing the jump (the kernel's `arch_unoptimize_kprobe()`):
-/// an int3 over its first byte, after which (once every CPU synchronised)
-/// no CPU runs into the jump's other bytes.
-///
-/// # Safety
-///
-/// `point`'s jump is in the text, and its detour stays in use by int3 hits
-/// until [`unoptimize_finish`] and a synchronisation.
-pub(crate) unsafe fn unoptimize_start(guard: &TextGuard<'_>, point: &Point) {
-    // SAFETY: one byte at an instruction boundary.
-    unsafe { guard.poke(point.addr, &[INT3]) };
+/// The jump into `point`'s detour, as [`optimize`] writes it.
+fn jump_of(point: &Point, w: &OptW) -> Option<[u8; JMP32_INSN_SIZE]> {
+    let rel = rel32(point.addr, w.slot?.addr() + ENTRY)?;
+    Some([JMP32, rel[0], rel[1], rel[2], rel[3]])
 }
 
-/// Second step: the bytes the jump's displacement replaced go back.
-///
-/// # Safety
-///
-/// [`unoptimize_start`] was done and synchronised; `w` is the point's.
-pub(crate) unsafe fn unoptimize_finish(guard: &TextGuard<'_>, point: &Point, w: &OptW) {
+/// Whether the text at `point` holds `bytes`. Process context.
+fn text_is(point: &Point, bytes: &[u8]) -> bool {
+    let mut now = [0u8; JMP32_INSN_SIZE];
+    now.get_mut(..bytes.len())
+        .is_some_and(|now| crate::kernel_ext::text::read(point.addr, now).is_ok() && now == bytes)
+}
+
+/// First step of removing the jump (the kernel's `arch_unoptimize_kprobe()`):
+/// an int3 over its first byte, after which (once every CPU synchronised,
+/// [`TextGuard::sync`]) no CPU runs into the jump's other bytes. Does
+/// nothing, and returns false, unless the point is optimized and its jump
+/// is in the text. Process context, under `text_mutex` (`guard`); `w` is
+/// the point's.
+pub(crate) fn unoptimize_start(guard: &TextGuard<'_>, point: &Point, w: &mut OptW) -> bool {
+    if point.opt_state() != OptState::Optimized {
+        return false;
+    }
+    let Some(jmp) = jump_of(point, w) else {
+        return false;
+    };
+    if !text_is(point, &jmp) {
+        return false;
+    }
+    // SAFETY: one byte at an instruction boundary, the jump's first
+    // (checked above, under `text_mutex`, which every patcher of kernel
+    // text holds).
+    unsafe { guard.poke(point.addr, &[INT3]) };
+    w.set_unoptimizing(guard.sync_stamp());
+    true
+}
+
+/// Second step: the bytes the jump's displacement replaced go back, once
+/// every CPU has synchronised since [`unoptimize_start`]. Does nothing,
+/// and returns false, otherwise. Process context, under `text_mutex`
+/// (`guard`); `w` is the point's.
+pub(crate) fn unoptimize_finish(guard: &TextGuard<'_>, point: &Point, w: &mut OptW) -> bool {
+    let Some(from) = w.unoptimizing_from() else {
+        return false;
+    };
+    // Int3 hits still run the region from the detour (`detour_unused`
+    // ends `Unoptimizing`), and every CPU has seen the int3.
+    if point.opt_state() == OptState::None || !guard.synced_since(from) {
+        return false;
+    }
+    let Some(mut jmp) = jump_of(point, w) else {
+        return false;
+    };
+    jmp[0] = INT3;
+    if !text_is(point, &jmp) {
+        return false;
+    }
     let orig = w.orig;
     if let Some(tail) = orig.get(1..JMP32_INSN_SIZE) {
-        // SAFETY: no CPU executes these bytes: they follow the int3 (the
-        // caller's contract).
+        // SAFETY: no CPU executes these bytes: they are the rest of a jump
+        // whose first byte is an int3 that every CPU has seen since (both
+        // checked above, under `text_mutex`), and no CPU is inside an
+        // instruction.
         unsafe { guard.poke(point.addr + 1, tail) };
     }
+    // Int3 hits run the region from the detour until the state changes.
+    w.set_in_use(TasksStamp::now());
+    true
 }
 
 /// Frees the detour. The caller guarantees that no task can be in it any

@@ -6,7 +6,11 @@
 //! removing the jump is `opt.rs`'s.
 
 use super::slot::SLOT_SIZE;
-use crate::{kprobe::slots::Slot, pure::insn::analyze::JMP32_INSN_SIZE};
+use crate::{
+    kernel_ext::{sync::TasksStamp, text::SyncStamp},
+    kprobe::slots::Slot,
+    pure::insn::analyze::JMP32_INSN_SIZE,
+};
 use core::sync::atomic::{AtomicUsize, Ordering};
 
 /// The most bytes a jump can make the copy cover: instructions are copied
@@ -93,16 +97,34 @@ impl OptInsn {
 ///
 /// `slot` is `None` until the detour is written, then holds the image
 /// described in the module documentation for a region of `size` bytes
-/// whose original bytes are `orig`.
+/// whose original bytes are `orig`. `use_kind` says whether int3 hits run
+/// the region from the detour (`InUse`: queued or optimized, with `stamp`
+/// the Tasks RCU stamp of when they began to) or the jump is being taken
+/// out (`Unoptimizing`: with `stamp` the text synchronisation stamp taken
+/// after the int3 over the jump was written); `Unused` otherwise.
 pub(crate) struct OptW {
     pub(super) slot: Option<Slot>,
     /// The detour calls the post-handlers after the first instruction.
     pub(super) post: bool,
     pub(super) size: u8,
     pub(super) orig: [u8; MAX_REGION],
-    /// The end of the probed function.
-    pub(super) func_end: usize,
+    /// The end of the probed function, as an offset from the point.
+    pub(super) to_func_end: u32,
+    pub(super) use_kind: DetourUse,
+    pub(super) stamp: u32,
 }
+
+/// What a detour is used for; see [`OptW`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub(crate) enum DetourUse {
+    Unused,
+    InUse,
+    Unoptimizing,
+}
+
+// A point, which holds its `OptW`, is a kmalloc-192 object.
+const _: () = assert!(core::mem::size_of::<OptW>() <= 40);
 
 impl OptW {
     /// No detour yet.
@@ -112,8 +134,38 @@ impl OptW {
             post: false,
             size: 0,
             orig: [0; MAX_REGION],
-            func_end: 0,
+            to_func_end: 0,
+            use_kind: DetourUse::Unused,
+            stamp: 0,
         }
+    }
+
+    /// Since when int3 hits run the region from the detour, if they do.
+    pub(super) fn in_use_since(&self) -> Option<TasksStamp> {
+        (self.use_kind == DetourUse::InUse).then(|| TasksStamp::from_bits(self.stamp))
+    }
+
+    /// Int3 hits run the region from the detour from `since` on.
+    pub(super) fn set_in_use(&mut self, since: TasksStamp) {
+        self.use_kind = DetourUse::InUse;
+        self.stamp = since.to_bits();
+    }
+
+    /// Since when the jump is being taken out, if it is.
+    pub(super) fn unoptimizing_from(&self) -> Option<SyncStamp> {
+        (self.use_kind == DetourUse::Unoptimizing).then(|| SyncStamp::from_bits(self.stamp))
+    }
+
+    /// The jump is being taken out from `from` on.
+    pub(super) fn set_unoptimizing(&mut self, from: SyncStamp) {
+        self.use_kind = DetourUse::Unoptimizing;
+        self.stamp = from.to_bits();
+    }
+
+    /// Int3 hits no longer run the region from the detour.
+    pub(super) fn set_unused(&mut self) {
+        self.use_kind = DetourUse::Unused;
+        self.stamp = 0;
     }
 
     /// The text where the jump at `addr` changes what a decoder walking
@@ -126,7 +178,8 @@ impl OptW {
         if self.size() == JMP32_INSN_SIZE {
             (addr, addr + JMP32_INSN_SIZE)
         } else {
-            (addr, self.func_end.max(addr + self.size()))
+            let func_end = addr + self.to_func_end as usize;
+            (addr, func_end.max(addr + self.size()))
         }
     }
 
