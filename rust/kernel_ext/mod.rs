@@ -28,6 +28,7 @@ pub(crate) mod objpool;
 pub(crate) mod owned;
 pub(crate) mod race;
 pub(crate) mod rcu_list;
+pub(crate) mod slots;
 pub(crate) mod str;
 pub(crate) mod sync;
 pub(crate) mod task;

@@ -13,9 +13,8 @@ use super::{blacklist::Blacklist, sites::TextSites};
 use super::{
     kretprobe,
     point::{Points, Reg, Registry},
-    slots::SlotCache,
     table::Table,
-    Core,
+    Core, Slots,
 };
 use crate::{
     arch,
@@ -57,7 +56,7 @@ impl Core {
                     "rkprobes_reg"
                 ),
                 table,
-                slots <- SlotCache::new(rt),
+                slots <- Slots::new(rt, arch::TRAP_FILL),
                 nr_optimized: AtomicUsize::new(0),
                 rt,
                 ksyms,

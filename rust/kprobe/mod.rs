@@ -50,7 +50,8 @@
 //!  4. Core::reg               register.rs, gone.rs, debugfs.rs, drop, and
 //!                             the optimizer's work (optimize.rs).
 //!  5. Under Core::reg, each alone: no two of these are ever held together.
-//!     a. SlotCache's mutex    slots.rs: alloc and free, from arch::prepare
+//!     a. SlotCache's mutex    kernel_ext/slots.rs: alloc and free, from
+//!                             arch::prepare and arch::prepare_optimized,
 //!                             and when a point is freed; under it run only
 //!                             execmem_alloc/free and set_memory_rox.
 //!     b. kprobe_mutex         blacklist.rs, walking kprobe_blacklist, and
@@ -149,7 +150,6 @@
 pub(crate) mod abi;
 pub(crate) mod blacklist;
 pub(crate) mod kretprobe;
-pub(crate) mod slots;
 pub(crate) mod table;
 
 mod address;
@@ -169,15 +169,20 @@ pub(crate) use point::{OptState, Point, Registry};
 use crate::{
     arch,
     ffi::{kallsyms::Kallsyms, runtime::Runtime},
-    kernel_ext::notifier::{DieChain, ModuleChain, Notifier},
+    kernel_ext::{
+        notifier::{DieChain, ModuleChain, Notifier},
+        slots::SlotCache,
+    },
 };
 use blacklist::Blacklist;
 use core::{pin::Pin, sync::atomic::AtomicUsize};
 use kernel::{prelude::*, sync::Mutex};
 use register::Removal;
 use sites::TextSites;
-use slots::SlotCache;
 use table::Table;
+
+/// The cache of the architecture's out-of-line slots.
+pub(crate) type Slots = SlotCache<{ arch::SLOT_SIZE }>;
 
 /// The probe core: module-wide state.
 #[pin_data(PinnedDrop)]
@@ -186,7 +191,7 @@ pub(crate) struct Core {
     reg: Mutex<Reg>,
     table: Table<Point>,
     #[pin]
-    slots: SlotCache,
+    slots: Slots,
     /// How many points have their jump in the text: while none has,
     /// reading original text needs no search for jumps.
     nr_optimized: AtomicUsize,
@@ -237,7 +242,7 @@ impl Core {
     }
 
     /// The slot cache.
-    pub(crate) fn slots(&self) -> &SlotCache {
+    pub(crate) fn slots(&self) -> &Slots {
         &self.slots
     }
 

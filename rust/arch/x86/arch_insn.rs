@@ -6,7 +6,7 @@
 //! copying and arming the instruction is `insn.rs`'s.
 
 use crate::{
-    kprobe::slots::Slot,
+    kernel_ext::slots::Slot,
     pure::insn::{IfModifier, LoopKind, MAX_INSN_SIZE},
 };
 

@@ -24,12 +24,10 @@ use super::{
 use crate::{
     kernel_ext::{
         eilseq, eopnotsupp,
+        slots::Slot,
         text::{self, TextGuard},
     },
-    kprobe::{
-        slots::{Slot, SlotCache},
-        Core, Registry,
-    },
+    kprobe::{Core, Registry, Slots},
     pure::insn::{
         adjust_probe_offset, copy_insn, is_boundary, ControlFlow, IndirectOperand, Insn,
         MAX_INSN_SIZE,
@@ -174,14 +172,15 @@ pub(crate) fn prepare(
 /// instruction; int3 everywhere else, so that a reused slot holds nothing
 /// of its last probe. The slot's address must be known to relocate, so the
 /// image is written after allocation.
-fn alloc_slot(slots: &SlotCache, insn: &Insn, addr: usize, boost: bool) -> Result<Slot> {
+fn alloc_slot(slots: &Slots, insn: &Insn, addr: usize, boost: bool) -> Result<Slot> {
     let slot = slots.alloc()?;
     let written =
-        slot_image(insn, addr, slot.addr(), boost).and_then(|image| slots.write(slot, &image));
+        slot_image(insn, addr, slot.addr(), boost).and_then(|image| slots.write(&slot, &image));
     match written {
-        Ok(()) => Ok(slot),
+        // Reachable once the point is published and armed.
+        Ok(()) => Ok(slot.publish()),
         Err(e) => {
-            slots.free(slot);
+            slots.discard(slot);
             Err(e)
         }
     }
@@ -263,7 +262,7 @@ pub(super) fn read_resting(core: &Core, reg: &Registry, start: usize, buf: &mut 
 
 /// Frees what `prepare` allocated. The caller guarantees that no CPU runs in
 /// the slot any more. Process context.
-pub(crate) fn release(slots: &SlotCache, insn: &ArchInsn) {
+pub(crate) fn release(slots: &Slots, insn: &ArchInsn) {
     if let Some(slot) = insn.slot {
         slots.free(slot);
     }

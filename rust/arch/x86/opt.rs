@@ -61,7 +61,7 @@ use crate::{
         sync::{PreemptNotraceGuard, TasksGp, TasksStamp},
         text::TextGuard,
     },
-    kprobe::{slots::SlotCache, Core, OptState, Point, Registry},
+    kprobe::{Core, OptState, Point, Registry, Slots},
     pure::insn::{
         analyze::JMP32_INSN_SIZE, FuncCode, IndirectJumpCheck, OptimizeRefusal, RelocError,
     },
@@ -176,7 +176,7 @@ pub(crate) fn prepare_optimized(
     let written = match image {
         Ok(d) if !reserved => core
             .slots()
-            .write(slot, &d.image)
+            .write(&slot, &d.image)
             .map(|()| d.taken)
             .map_err(|_| OptRefusal::NotNow),
         Ok(_) => Err(OptRefusal::Never),
@@ -185,7 +185,7 @@ pub(crate) fn prepare_optimized(
     let size = match written {
         Ok(size) => size,
         Err(e) => {
-            core.slots().free(slot);
+            core.slots().discard(slot);
             return Err(e);
         }
     };
@@ -196,6 +196,7 @@ pub(crate) fn prepare_optimized(
     ) {
         o.copy_from_slice(c);
     }
+    let slot = slot.publish();
     *point.opt_w_mut(reg) = OptW {
         slot: Some(slot),
         post,
@@ -478,7 +479,7 @@ pub(crate) fn unoptimize_finish(guard: &TextGuard<'_>, point: &Point, w: &mut Op
 /// Frees the detour. The caller guarantees that no task can be in it any
 /// more (a Tasks RCU grace period passed since it was last in use). Process
 /// context.
-pub(crate) fn release_optimized(slots: &SlotCache, opt: &OptInsn, w: &mut OptW) {
+pub(crate) fn release_optimized(slots: &Slots, opt: &OptInsn, w: &mut OptW) {
     if let Some(slot) = w.slot.take() {
         opt.copy.store(0, Ordering::Relaxed);
         w.post = false;

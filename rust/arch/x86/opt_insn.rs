@@ -7,8 +7,7 @@
 
 use super::slot::SLOT_SIZE;
 use crate::{
-    kernel_ext::{sync::TasksStamp, text::SyncStamp},
-    kprobe::slots::Slot,
+    kernel_ext::{slots::Slot, sync::TasksStamp, text::SyncStamp},
     pure::insn::analyze::JMP32_INSN_SIZE,
 };
 use core::sync::atomic::{AtomicUsize, Ordering};

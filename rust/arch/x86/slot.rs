@@ -2,8 +2,8 @@
 
 //! The x86-64 layout of rkprobes' executable text: the size of an
 //! out-of-line slot and the byte that fills what no slot uses. A leaf: the
-//! probe core's slot cache (`kprobe/slots.rs`) sizes its pages from it, and
-//! the architecture's files that fill slots use it too.
+//! probe core's slot cache (`kernel_ext/slots.rs`, `kprobe::Slots`) is made
+//! with them, and the architecture's files that fill slots use them too.
 
 /// The int3 opcode.
 pub(super) const INT3: u8 = 0xcc;
