@@ -35,23 +35,23 @@ use crate::kernel_ext::{
     rcu_list::{Owner, RETIRED},
 };
 use crate::{
-    abi::{RkpKretprobe, RkpKretprobeInstance},
+    abi::RkpKretprobeInstance,
     arch,
     ffi::runtime::Runtime,
     kernel_ext::{
         execmem::ExecPages,
-        module,
+        module::SelfRefs,
         objpool::{ObjPool, Owned, Slot},
         race::{self, Window},
         sync::PreemptGuard,
         task::{self, TaskRef},
         work::reclaim,
     },
-    kprobe::client::RetClient,
+    kprobe::client::{RetCell, RetClient},
 };
 use crate::{impl_linked, impl_rcu_element};
-use core::marker::PhantomData;
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
+use core::{marker::PhantomData, ptr::NonNull};
 use kernel::prelude::*;
 
 /// Whether a kretprobe's instances may grow past the number it registered
@@ -65,6 +65,12 @@ pub(crate) enum Growth {
     /// last ones are out (see the module documentation).
     Grow,
 }
+
+/// The references on rkprobes that unregistered pools keep, one each, while
+/// frames are out: those frames return into rkprobes' trampoline. Given by
+/// `Kretprobes::retire`, taken back by the last frame ([`Pool::put_ref`])
+/// without reading the pool, which may be freed by then.
+pub(super) static ZOMBIE_REFS: SelfRefs = SelfRefs::new();
 
 /// The most instances a growing kretprobe's chain reaches.
 pub(super) const GROW_MAX: usize = 1 << 20;
@@ -80,9 +86,9 @@ pub(super) const GROW_MAX: usize = 1 << 20;
 /// one stub per instance. `refs` counts the registration (while `rp` is
 /// non-null) and every instance out on a stack; the pool is freed only
 /// when it is zero and no CPU can reach it.
-pub(super) struct Pool {
-    /// The client's kretprobe; null once it is unregistered.
-    pub(super) rp: AtomicPtr<RkpKretprobe>,
+pub(crate) struct Pool {
+    /// The client's kretprobe; cleared once it is unregistered.
+    pub(super) rp: RetCell,
     /// The pool's links on `Kretprobes`' list, whose forward links readers
     /// follow.
     pub(super) links: Links<Pool>,
@@ -141,7 +147,7 @@ impl Pool {
         let npages = max.div_ceil(stubs::STUBS_PER_PAGE);
         let mut pool = KBox::new(
             Pool {
-                rp: AtomicPtr::new(rp.as_ptr()),
+                rp: RetCell::new(rp),
                 links: Links::new(),
                 retired: Link::new(),
                 owner: Owner::new(),
@@ -161,14 +167,14 @@ impl Pool {
             },
             GFP_KERNEL,
         )?;
-        let this = core::ptr::from_ref::<Pool>(&pool);
+        let this = NonNull::from(&*pool);
         // A stray jump anywhere but a stub traps: the pages come filled
         // with int3.
         pool.stubs = Some(ExecPages::new(
             &rt,
             npages,
             arch::TRAP_FILL,
-            |base, region| stubs::write_pages(this.cast(), max, base, region),
+            |base, region| stubs::write_pages(this, max, base, region),
         )?);
         pool.stubs_base = pool.stubs.as_ref().map_or(0, ExecPages::addr);
         Ok(pool)
@@ -300,21 +306,11 @@ impl Pool {
         self.instance(stubs::index_at(self.stubs_base(), addr)?)
     }
 
-    /// The instance whose frame returned into the stub at `stub`, found
-    /// through the header of the stub's page.
-    ///
-    /// # Safety
-    ///
-    /// The trampoline was called from `stub`, as the frame that its
-    /// instance hijacked returned into it: the stub is in a page of a live
-    /// pool (an instance out holds its pool) and the pool stays live for
-    /// `'a`, until the instance is given back.
-    pub(super) unsafe fn returning<'a>(stub: usize) -> Option<Returning<'a>> {
-        // SAFETY: the stub is in a page of a live pool (the caller's
-        // contract).
-        let (pool, i) = unsafe { stubs::owner_of(stub) }?;
-        // SAFETY: the header names the live pool it belongs to.
-        let pool = unsafe { &*pool.cast::<Pool>() };
+    /// The instance whose frame returned into the stub of `frame`, found
+    /// through the header of the stub's page. Trampoline context.
+    #[inline(always)]
+    pub(super) fn returning<'a>(frame: &arch::ReturnFrame<'a, Pool>) -> Option<Returning<'a>> {
+        let (pool, i) = frame.owner()?;
         let inst = pool.instance(i)?;
         Some(Returning {
             inst,
@@ -323,15 +319,17 @@ impl Pool {
     }
 
     /// Drops a reference; the last one of an unregistered pool releases
-    /// rkprobes' module reference and asks for the pool to be freed. Any
-    /// context. The pool may be freed as soon as this returns.
+    /// the reference on rkprobes that its retirement took ([`ZOMBIE_REFS`])
+    /// and asks for the pool to be freed. Any context. The pool may be
+    /// freed as soon as the reference is dropped: nothing here reads it
+    /// after that.
     pub(super) fn put_ref(&self) {
         if self.refs.fetch_sub(1, Ordering::AcqRel) == 1 {
             reclaim::kick();
-            // SAFETY: the reference taken at unregistration for the frames
-            // that were still out (`Kretprobes::retire`, which unregistration
-            // and a failed registration call).
-            unsafe { module::put_self() };
+            // The reference taken at unregistration for the frames that
+            // were still out (`Kretprobes::retire`, which unregistration and
+            // a failed registration call).
+            drop(ZOMBIE_REFS.take());
         }
     }
 
@@ -444,7 +442,7 @@ impl Taken<'_> {
     /// and the stack word `fp` that holds it.
     #[inline(always)]
     pub(super) fn set_frame(&mut self, rp: RetClient, ret: usize, fp: usize) {
-        self.inst.set_frame(rp.as_ptr(), ret, fp);
+        self.inst.set_frame(rp, ret, fp);
     }
 
     /// Puts the instance out for the current task's frame: takes a
@@ -520,9 +518,10 @@ impl<'a> Returned<'a> {
         self.inst.slot().as_raw()
     }
 
-    /// The kretprobe the instance was taken for.
+    /// The kretprobe the instance was taken for: valid while the pool's
+    /// [`Pool::rp`] is set, on this CPU with preemption off.
     #[inline(always)]
-    pub(super) fn rp(&self) -> *mut RkpKretprobe {
+    pub(super) fn rp(&self) -> Option<RetClient> {
         self.inst.slot().rp()
     }
 

@@ -19,13 +19,13 @@
 
 use super::{
     is_kretprobe,
-    pool::{Growth, Pool, GROW_MAX},
-    pre_handler, Kretprobes, Pools,
+    pool::{Growth, Pool, GROW_MAX, ZOMBIE_REFS},
+    Kretprobes, Pools,
 };
 use crate::{
     abi::{KRETPROBE_MAXACTIVE_MAX, KRETPROBE_MAX_DATA_SIZE},
     ffi::runtime::Runtime,
-    kernel_ext::{cpu, module, sync::synchronize_rcu, work::reclaim},
+    kernel_ext::{cpu, module::SelfRef, sync::synchronize_rcu, work::reclaim},
     kprobe::{
         client::{Client, RetClient},
         Core,
@@ -38,7 +38,7 @@ use kernel::{ffi::c_int, prelude::*};
 /// `maxactive` the pool's size, its entry probe's handler rkprobes' own,
 /// its `rkp_private` the pool.
 fn give_pool(rp: RetClient, pool: &Pool) -> Result {
-    rp.attach(NonNull::from(pool).cast(), pool.max as c_int, pre_handler)
+    rp.attach::<Kretprobes>(pool, pool.max as c_int)
 }
 
 impl Kretprobes {
@@ -135,7 +135,7 @@ impl Kretprobes {
         }
         let chains = || retired.iter().flat_map(|&p| p.chain());
         for pool in chains() {
-            pool.rp.store(core::ptr::null_mut(), Ordering::Release);
+            pool.rp.clear();
         }
         // No CPU is in a return handler that saw the client's structure after
         // this: return handlers run with preemption off, which the grace
@@ -145,7 +145,7 @@ impl Kretprobes {
             // Frames still out hold rkprobes loaded; the last one returns
             // this reference (`Pool::put_ref`). The pool stays until the
             // mutex, held here, is dropped.
-            module::get_self();
+            ZOMBIE_REFS.add(SelfRef::get());
             pool.put_ref();
         }
         // Zombies ask for the reclaim work, which frees them when drained.
@@ -169,7 +169,7 @@ impl Kretprobes {
         let mut heads: KVec<&Pool> = KVec::new();
         for pool in pools.iter() {
             if pool.growth == Growth::Grow
-                && !pool.rp.load(Ordering::Acquire).is_null()
+                && pool.rp.is_set()
                 && heads.push(pool, GFP_KERNEL).is_err()
             {
                 break;
@@ -199,10 +199,9 @@ impl Kretprobes {
     /// [`GROW_MAX`] instances in all. Writer, with the pools' mutex held;
     /// may sleep.
     pub(super) fn grow(&self, pools: &Pools<'_>, head: &Pool, rt: &Runtime, n: usize) {
-        let rp = head.rp.load(Ordering::Acquire);
-        // SAFETY: `rp` is cleared, under the mutex held here, before its
-        // kretprobe's unregistration returns: a non-null one is registered.
-        let Some(rp) = (unsafe { RetClient::from_raw(rp) }) else {
+        // Cleared, under the mutex held here, before its kretprobe's
+        // unregistration returns: a kretprobe found there is registered.
+        let Some(rp) = head.rp.get() else {
             return;
         };
         let total: usize = head.chain().map(|p| p.max).sum();
@@ -282,9 +281,8 @@ impl Kretprobes {
         // `rkp_private` (`leave`, and `register`'s failure), with the mutex
         // held.
         let p = unsafe { pools.get(pool) };
-        let owner = p.rp.load(Ordering::Acquire);
         // A shared pool names the first of its kretprobes.
-        let names_it = core::ptr::eq(owner, rp.as_ptr()) || (p.shared() && !owner.is_null());
+        let names_it = p.rp.holds(rp) || (p.shared() && p.rp.is_set());
         names_it.then_some(p)
     }
 
@@ -384,7 +382,7 @@ pub(super) fn mark_drained<'a>(pools: &Pools<'_>, retired: impl Iterator<Item = 
         // reclaim work. The last returning frame dropped its reference as
         // its last access to the pool, and the list frees it a grace period
         // after it is taken off.
-        if p.rp.load(Ordering::Acquire).is_null() && p.refs.load(Ordering::Acquire) == 0 {
+        if !p.rp.is_set() && p.refs.load(Ordering::Acquire) == 0 {
             pools.retire(p);
         } else {
             zombies = true;
