@@ -226,7 +226,7 @@ fn enter(rp: RetClient, ri: Option<pool::Taken<'_>>, mut regs: arch::EntryRegs<'
 /// with them, as the kernel's x86 `rethook`), and may not sleep, allocate
 /// or take locks.
 #[inline(always)]
-pub(crate) fn trampoline_handler(regs: &mut ffi::pt_regs, mut frame: arch::ReturnFrame<'_, Pool>) {
+pub(crate) fn trampoline_handler(regs: &mut ffi::pt_regs, frame: arch::ReturnFrame<'_, Pool>) {
     let Some(ri) = Pool::returning(&frame) else {
         unknown_stub(frame.stub())
     };

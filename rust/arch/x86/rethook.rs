@@ -156,7 +156,10 @@ impl<'a> EntryRegs<'a> {
 /// `word` is valid for reads and writes for `'a`, and nothing else uses it
 /// then. `stub`, the address the word held less the `call`'s length, is a
 /// stub in a page that starts with the [`stub_page_header`] of an `O`; the
-/// page stays mapped and the `O` live for `'a`.
+/// page stays mapped and the `O` live for `'a`, or until the owner is told
+/// that the frame returned, if that comes first: for a kretprobe pool,
+/// until the stub's instance is given back, the trampoline's last use of
+/// anything made from the frame.
 pub(crate) struct ReturnFrame<'a, O> {
     word: NonNull<usize>,
     stub: usize,
@@ -221,9 +224,9 @@ impl<'a, O> ReturnFrame<'a, O> {
     }
 
     /// Writes the real return address `real` back into the word, before
-    /// the trampoline returns to it.
+    /// the trampoline returns to it; the frame is done with its stub then.
     #[inline(always)]
-    pub(crate) fn set_return(&mut self, real: usize) {
+    pub(crate) fn set_return(self, real: usize) {
         // SAFETY: valid for writes for `'a` (the type invariant).
         unsafe { self.word.as_ptr().write(real) };
     }
