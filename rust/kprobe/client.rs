@@ -16,6 +16,7 @@ use crate::abi::{flags, PreHandler, RkpKprobe, RkpKretprobe, RkpKretprobeInstanc
 use crate::arch::EntryRegs;
 use crate::ffi;
 use crate::kernel_ext::list::Linked;
+use crate::kernel_ext::sync::PreemptOff;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicI32, AtomicPtr, AtomicU32, AtomicUsize, Ordering};
 use kernel::{
@@ -485,9 +486,9 @@ pub(crate) trait RetEntry: 'static {
 
     /// The entry handler of `rp`, whose pool is `pool`, for the hit whose
     /// registers are `regs`. int3 context with interrupts off, or the
-    /// ftrace callback or a detour with preemption off: may not sleep,
-    /// allocate or take locks.
-    fn enter(rp: RetClient, pool: &Self::Pool, regs: EntryRegs<'_>);
+    /// ftrace callback or a detour with preemption off (`rcu`): may not
+    /// sleep, allocate or take locks.
+    fn enter(rp: RetClient, pool: &Self::Pool, regs: EntryRegs<'_>, rcu: &PreemptOff<'_>);
 }
 
 /// The pre-handler of every kretprobe's entry probe, as the hit path calls
@@ -517,6 +518,9 @@ pub(crate) unsafe extern "C" fn kretprobe_entry<H: RetEntry>(
     // function's entry), on the current task's stack, ours for the
     // handler's duration, before the function runs.
     let regs = unsafe { EntryRegs::new(&mut *regs) };
-    H::enter(rp, pool, regs);
+    // SAFETY: the hit path runs pre-handlers with interrupts off (int3) or
+    // preemption off (the ftrace callback, a detour), for the whole call.
+    let rcu = unsafe { PreemptOff::assume() };
+    H::enter(rp, pool, regs, &rcu);
     0
 }

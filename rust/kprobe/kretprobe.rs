@@ -60,7 +60,7 @@ use crate::{
     kernel_ext::{
         nofault,
         rcu_list::{self, RcuList},
-        sync::PreemptNotraceGuard,
+        sync::{PreemptNotraceGuard, PreemptOff},
         task,
         work::reclaim,
     },
@@ -172,10 +172,10 @@ impl Kretprobes {
 ///
 /// [`kretprobe_entry`]: crate::kprobe::client::kretprobe_entry
 #[inline(always)]
-fn pre_handler(rp: RetClient, pool: &Pool, regs: arch::EntryRegs<'_>) {
+fn pre_handler(rp: RetClient, pool: &Pool, regs: arch::EntryRegs<'_>, rcu: &PreemptOff<'_>) {
     match pool.take_one() {
         Ok(ri) => enter(rp, ri, regs),
-        Err(()) => enter_chain(rp, pool, regs),
+        Err(()) => enter_chain(rp, pool, regs, rcu),
     }
 }
 
@@ -183,16 +183,16 @@ impl RetEntry for Kretprobes {
     type Pool = Pool;
 
     #[inline(always)]
-    fn enter(rp: RetClient, pool: &Pool, regs: arch::EntryRegs<'_>) {
-        pre_handler(rp, pool, regs);
+    fn enter(rp: RetClient, pool: &Pool, regs: arch::EntryRegs<'_>, rcu: &PreemptOff<'_>) {
+        pre_handler(rp, pool, regs, rcu);
     }
 }
 
 /// [`pre_handler`] for a pool that is a chain's first (growing or shared):
 /// apart, so that the one-pool case keeps its instance in registers.
 #[inline(never)]
-fn enter_chain(rp: RetClient, pool: &Pool, regs: arch::EntryRegs<'_>) {
-    enter(rp, pool.take_from_chain(), regs)
+fn enter_chain(rp: RetClient, pool: &Pool, regs: arch::EntryRegs<'_>, rcu: &PreemptOff<'_>) {
+    enter(rp, pool.take_from_chain(rcu), regs)
 }
 
 /// Hijacks the return address of the function being entered, whose entry

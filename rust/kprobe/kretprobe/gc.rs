@@ -40,7 +40,7 @@ impl Kretprobes {
         }
         for &p in wanting.iter() {
             // As large as the chain so far.
-            let total: usize = p.chain().map(|q| q.max).sum();
+            let total: usize = p.chain(&pools).map(|q| q.max).sum();
             self.grow(&pools, p, rt, total);
             // Cleared after the pool is linked: an entry that finds the
             // new last pool half taken asks again.

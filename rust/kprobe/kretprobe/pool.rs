@@ -10,8 +10,9 @@
 //! A pool that grows ([`Growth::Grow`]) is the head of a chain: when its
 //! last pool is half taken, the entry handler asks the reclaim work for one
 //! more, as large as the chain so far, which the work links at the chain's
-//! end ([`Pool::next`]); the entry handler takes from the first pool of the
-//! chain that has a free instance. Memory is allocated only in process
+//! end (`Pool::next`, an `rcu_list::Next`, which keeps the pool it names
+//! listed); the entry handler takes from the first pool of the chain that
+//! has a free instance. Memory is allocated only in process
 //! context, and an instance is never moved, so the lock-free paths stay as
 //! they are.
 //!
@@ -29,10 +30,10 @@
 //! giving back instances, finding the instance of a stub and dropping
 //! references are lock-free and run in any context, NMI included.
 
-use super::stubs;
+use super::{stubs, Pools};
 use crate::kernel_ext::{
     list::{Link, Linked, Links},
-    rcu_list::{Owner, RETIRED},
+    rcu_list::{Next, Owner, RETIRED},
 };
 use crate::{
     abi::RkpKretprobeInstance,
@@ -43,14 +44,14 @@ use crate::{
         module::SelfRefs,
         objpool::{ObjPool, Owned, Slot},
         race::{self, Window},
-        sync::PreemptGuard,
+        sync::{PreemptGuard, PreemptOff},
         task::{self, TaskRef},
         work::reclaim,
     },
     kprobe::client::{RetCell, RetClient},
 };
 use crate::{impl_linked, impl_rcu_element};
-use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use core::{marker::PhantomData, ptr::NonNull};
 use kernel::prelude::*;
 
@@ -109,8 +110,9 @@ pub(crate) struct Pool {
     pub(super) data_size: usize,
     /// Whether the chain this pool heads may grow.
     pub(super) growth: Growth,
-    /// The next pool of the chain, set once by the reclaim work.
-    next: AtomicPtr<Pool>,
+    /// The next pool of the chain, linked once by the reclaim work and cut
+    /// when the chain is retired.
+    pub(super) next: Next<Pool>,
     /// The entry handler asked the reclaim work for another pool.
     pub(super) wants_more: AtomicBool,
     /// A pool a chain grew by, not its head.
@@ -157,7 +159,7 @@ impl Pool {
                 max,
                 data_size,
                 growth,
-                next: AtomicPtr::new(core::ptr::null_mut()),
+                next: Next::new(),
                 wants_more: AtomicBool::new(false),
                 extra: false,
                 shared: false,
@@ -180,48 +182,10 @@ impl Pool {
         Ok(pool)
     }
 
-    /// The next pool of this pool's chain. Any context, while the chain's
-    /// kretprobe is registered or the caller holds the pools' mutex.
-    pub(super) fn next(&self) -> Option<&Pool> {
-        let next = self.next.load(Ordering::Acquire);
-        // SAFETY: a non-null `next` names a listed pool (`set_next`), which
-        // is freed only after its chain was retired; retiring a chain cuts
-        // its links ([`Pool::cut_chain`]), with the pools' mutex held, before
-        // the mutex lets any of its pools be freed. The entry handlers, which
-        // walk a chain without the mutex, are done with it before it is
-        // retired (their kretprobe is unregistered), so a link read here,
-        // in either context, names a pool that outlives the borrow of
-        // `self`.
-        unsafe { next.as_ref() }
-    }
-
-    /// Links `pool` after this one, the last of its chain. Writer, with the
+    /// The chain that starts here, this pool first. Writer, with the
     /// pools' mutex held.
-    ///
-    /// # Safety
-    ///
-    /// `pool` is listed, and is freed only after the chain is retired
-    /// (which cuts this link first, [`Pool::cut_chain`]).
-    pub(super) unsafe fn set_next(&self, pool: &Pool) {
-        self.next
-            .store(core::ptr::from_ref(pool).cast_mut(), Ordering::Release);
-    }
-
-    /// Cuts the chain that starts here: no pool of it names a next one any
-    /// more, so that a zombie's drained pools, which the list frees, are
-    /// not reached through the pools before them. Writer, with the pools'
-    /// mutex held, once the chain is retired: no entry handler walks it.
-    pub(super) fn cut_chain(&self) {
-        let mut pool = Some(self);
-        while let Some(p) = pool {
-            pool = p.next();
-            p.next.store(core::ptr::null_mut(), Ordering::Relaxed);
-        }
-    }
-
-    /// The chain that starts here, this pool first.
-    pub(super) fn chain(&self) -> impl Iterator<Item = &Pool> {
-        core::iter::successors(Some(self), |p| p.next())
+    pub(super) fn chain<'g>(&'g self, pools: &'g Pools<'_>) -> impl Iterator<Item = &'g Pool> {
+        core::iter::successors(Some(self), move |p| pools.next(&p.next))
     }
 
     /// Takes a free instance from a pool whose chain is this one pool
@@ -241,12 +205,12 @@ impl Pool {
     /// has one, and asks for more instances when a growing chain's last
     /// pool is half taken. Any context, NMI included (lock-free).
     #[inline(always)]
-    pub(super) fn take_from_chain(&self) -> Option<Taken<'_>> {
+    pub(super) fn take_from_chain<'a>(&'a self, rcu: &'a PreemptOff<'_>) -> Option<Taken<'a>> {
         let mut pool = self;
         loop {
             if let Some(t) = pool.pop() {
                 if self.growth == Growth::Grow
-                    && pool.next.load(Ordering::Relaxed).is_null()
+                    && !pool.next.is_set()
                     && pool.refs.load(Ordering::Relaxed) > pool.max / 2
                     && !self.wants_more.swap(true, Ordering::Relaxed)
                 {
@@ -254,7 +218,7 @@ impl Pool {
                 }
                 return Some(t);
             }
-            pool = pool.next()?;
+            pool = pool.next.get_rcu(rcu)?;
         }
     }
 

@@ -125,15 +125,13 @@ impl Kretprobes {
     /// handler sees the client's structure, and each pool is freed once its
     /// last frame has returned. Marks those already drained for the list to
     /// free ([`mark_drained`]; the caller's `free_retired`, or the reclaim
-    /// work's), and cuts the chains: a zombie head must not name an extra
-    /// pool that the list frees before it. Writer, with the pools' mutex
-    /// held.
+    /// work's), and cuts the chains. Writer, with the pools' mutex held.
     pub(super) fn retire(&self, pools: &Pools<'_>, retired: &[&Pool]) {
         if retired.is_empty() {
             // Nothing to wait for.
             return;
         }
-        let chains = || retired.iter().flat_map(|&p| p.chain());
+        let chains = || retired.iter().flat_map(|&p| p.chain(pools));
         for pool in chains() {
             pool.rp.clear();
         }
@@ -149,12 +147,20 @@ impl Kretprobes {
             pool.put_ref();
         }
         // Zombies ask for the reclaim work, which frees them when drained.
-        mark_drained(pools, chains());
         // No entry handler walks the chains any more (the grace period
-        // above), and none of their pools is freed before the mutex is
-        // dropped, or the guard taken mutably, after this.
+        // above): each link is cut as its pool is reached, so that the pool
+        // after it, which the list does not retire while a link names it,
+        // can be, and a zombie head does not name an extra pool that the
+        // list frees before it.
         for &head in retired {
-            head.cut_chain();
+            let mut next = Some(head);
+            let cut = core::iter::from_fn(|| {
+                let p = next?;
+                next = pools.next(&p.next);
+                pools.unlink(&p.next);
+                Some(p)
+            });
+            mark_drained(pools, cut);
         }
     }
 
@@ -183,11 +189,11 @@ impl Kretprobes {
         let want = tasks + tasks / 4 + 64;
         let mut room = usize::MAX;
         for &h in heads.iter() {
-            let total: usize = h.chain().map(|p| p.max).sum();
+            let total: usize = h.chain(pools).map(|p| p.max).sum();
             if total < want {
                 self.grow(pools, h, rt, (want - total).max(total / 2));
             }
-            let total: usize = h.chain().map(|p| p.max).sum();
+            let total: usize = h.chain(pools).map(|p| p.max).sum();
             room = room.min(total.saturating_sub(tasks));
         }
         // Without the fork tracepoint the chains grow as they fill
@@ -204,7 +210,7 @@ impl Kretprobes {
         let Some(rp) = head.rp.get() else {
             return;
         };
-        let total: usize = head.chain().map(|p| p.max).sum();
+        let total: usize = head.chain(pools).map(|p| p.max).sum();
         let n = n.min(GROW_MAX.saturating_sub(total));
         if n == 0 {
             return;
@@ -218,10 +224,10 @@ impl Kretprobes {
         // Listed first, so that the lookups know its stubs before a frame
         // can return into one.
         let pool = pools.push_front(pool);
-        if let Some(last) = head.chain().last() {
-            // SAFETY: listed, the pool is freed only after it is retired
-            // with its chain (`retire`, `mark_drained`).
-            unsafe { last.set_next(pool) };
+        if let Some(last) = head.chain(pools).last() {
+            // Cannot fail: `last` names no pool, and `pool` is listed and
+            // not retired.
+            let _ = pools.link(&last.next, pool);
         }
     }
 
