@@ -83,10 +83,10 @@ pub(super) const GROW_MAX: usize = 1 << 20;
 /// `objs` holds `max` instances, each followed by `data_size` bytes of
 /// data and with `rkp_index` set to its index. `stubs`, once the pool is
 /// built (it is `None` only inside [`Pool::new`]), are executable pages
-/// holding a `StubHeader` naming this pool at the start of each page and
-/// one stub per instance. `refs` counts the registration (while `rp` is
-/// non-null) and every instance out on a stack; the pool is freed only
-/// when it is zero and no CPU can reach it.
+/// holding a header naming this pool (`arch::stub_page_header`) at the
+/// start of each page and one stub per instance. `refs` counts the
+/// registration (while `rp` is set) and every instance out on a stack; the
+/// pool is freed only when it is zero and no CPU can reach it.
 pub(crate) struct Pool {
     /// The client's kretprobe; cleared once it is unregistered.
     pub(super) rp: RetCell,
