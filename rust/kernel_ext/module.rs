@@ -11,6 +11,7 @@ use crate::{
     kernel_ext::sync::PreemptGuard,
 };
 use core::ops::{Deref, Range};
+use core::sync::atomic::{AtomicUsize, Ordering};
 use kernel::{ffi::c_ulong, types::Opaque};
 
 /// Which module something belongs to, or vmlinux: only ever compared, so
@@ -231,4 +232,76 @@ pub(crate) fn get_self() {
 pub(crate) unsafe fn put_self() {
     // SAFETY: the caller's contract.
     unsafe { ffi::rkp_module_put_self() };
+}
+
+/// A reference on rkprobes itself, which keeps it loaded: taken by
+/// [`SelfRef::get`], given back when dropped. Any context, NMI included.
+///
+/// # Invariants
+///
+/// The value owns one reference on rkprobes, taken by [`get_self`].
+pub(crate) struct SelfRef(());
+
+impl SelfRef {
+    /// Takes a reference on rkprobes. Any context.
+    pub(crate) fn get() -> Self {
+        get_self();
+        // INVARIANT: the reference just taken.
+        SelfRef(())
+    }
+}
+
+impl Drop for SelfRef {
+    fn drop(&mut self) {
+        // SAFETY: the value owns a reference from `get_self` (the type
+        // invariant), which it gives up here.
+        unsafe { put_self() };
+    }
+}
+
+/// References on rkprobes kept on behalf of objects that wait for
+/// something to return into rkprobes' code, counted, so that whoever sees
+/// the wait end can give one back without reading the object, which may be
+/// gone by then. Any context, NMI included, lock-free.
+///
+/// # Invariants
+///
+/// `held` is the number of references on rkprobes that the value owns,
+/// each given up by a [`SelfRef`].
+pub(crate) struct SelfRefs {
+    held: AtomicUsize,
+}
+
+impl SelfRefs {
+    /// No references.
+    pub(crate) const fn new() -> Self {
+        SelfRefs {
+            held: AtomicUsize::new(0),
+        }
+    }
+
+    /// Keeps `r`. Any context.
+    pub(crate) fn add(&self, r: SelfRef) {
+        self.held.fetch_add(1, Ordering::Relaxed);
+        // INVARIANT: counted just now.
+        core::mem::forget(r);
+    }
+
+    /// Takes one of the references back, if there is one. Any context.
+    pub(crate) fn take(&self) -> Option<SelfRef> {
+        self.held
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
+            .ok()?;
+        // INVARIANT: the decrement hands one reference to the returned
+        // value.
+        Some(SelfRef(()))
+    }
+}
+
+impl Drop for SelfRefs {
+    fn drop(&mut self) {
+        while let Some(r) = self.take() {
+            drop(r);
+        }
+    }
 }

@@ -29,7 +29,7 @@ use core::{
     cell::UnsafeCell,
     marker::PhantomData,
     ptr::NonNull,
-    sync::atomic::{AtomicPtr, Ordering},
+    sync::atomic::{AtomicPtr, AtomicUsize, Ordering},
 };
 use kernel::{
     ffi::c_void,
@@ -45,14 +45,67 @@ use kernel::{
 /// ([`Guard::free_retired`]).
 pub(crate) const RETIRED: u64 = u64::from_le_bytes(*b"retired\0");
 
-/// The word in which an element records the list that owns it. Only this
-/// module reads or writes it.
-pub(crate) struct Owner(AtomicPtr<c_void>);
+/// The words in which an element records the list that owns it, and how
+/// many [`Next`] links name it. Only this module reads or writes them.
+pub(crate) struct Owner(AtomicPtr<c_void>, AtomicUsize);
 
 impl Owner {
     /// Owned by no list.
     pub(crate) const fn new() -> Self {
-        Owner(AtomicPtr::new(core::ptr::null_mut()))
+        Owner(AtomicPtr::new(core::ptr::null_mut()), AtomicUsize::new(0))
+    }
+}
+
+/// A link from an element of an [`RcuList`] to another element of the same
+/// list (a kretprobe pool to the next pool of its chain), beside the list's
+/// own order. The writer sets and cuts it ([`Guard::link`],
+/// [`Guard::unlink`]) and follows it under the mutex ([`Guard::next`]);
+/// readers follow it in a read section ([`Next::get_rcu`]).
+///
+/// # Invariants
+///
+/// `to` is null, or an element of the list whose address `list` holds, not
+/// retired, and counted in its [`Owner`] as linked to: [`Guard::retire`]
+/// leaves alone an element that a link names, so it is freed only a grace
+/// period after every link to it was cut. `to` and `list` change only with
+/// that list's mutex held.
+pub(crate) struct Next<T> {
+    to: AtomicPtr<T>,
+    list: AtomicPtr<c_void>,
+}
+
+impl<T: Element> Next<T> {
+    /// A link to nothing.
+    pub(crate) const fn new() -> Self {
+        Next {
+            to: AtomicPtr::new(core::ptr::null_mut()),
+            list: AtomicPtr::new(core::ptr::null_mut()),
+        }
+    }
+
+    /// Whether the link names an element. Any context.
+    #[inline(always)]
+    pub(crate) fn is_set(&self) -> bool {
+        !self.to.load(Ordering::Relaxed).is_null()
+    }
+
+    /// The element the link names, for as long as the read section `rcu`
+    /// lasts. Any context in which the caller holds a [`ReadSection`].
+    #[inline(always)]
+    pub(crate) fn get_rcu<'a, G: ReadSection>(&'a self, _rcu: &'a G) -> Option<&'a T> {
+        let to = NonNull::new(self.to.load(Ordering::Acquire))?;
+        // SAFETY: when loaded, the link named an element not retired (the
+        // type invariant): the writer takes it off its list only after
+        // cutting every link to it and retiring it, and frees it a grace
+        // period after that, which waits for `_rcu`'s section, begun before
+        // the load, for `'a`.
+        Some(unsafe { to.as_ref() })
+    }
+}
+
+impl<T: Element> Default for Next<T> {
+    fn default() -> Self {
+        Self::new()
     }
 }
 
@@ -216,11 +269,63 @@ impl<T: Element> Guard<'_, T> {
         unsafe { e.as_ref() }
     }
 
+    /// The element that `link` names, if it was set with this list's
+    /// mutex; valid until [`Guard::free_retired`], which takes the guard
+    /// mutably. Writer.
+    pub(crate) fn next(&self, link: &Next<T>) -> Option<&T> {
+        if link.list.load(Ordering::Relaxed) != self.list.id() {
+            return None;
+        }
+        let to = NonNull::new(link.to.load(Ordering::Relaxed))?;
+        // SAFETY: an element of this list, not retired (the type invariant
+        // of `Next`, whose fields this list's mutex, held, keeps): freed
+        // only by `free_retired`, after the borrow of `self` ends.
+        Some(unsafe { to.as_ref() })
+    }
+
+    /// Sets `link`, which names nothing, to name `to`, an element of this
+    /// list that is not retired. Returns whether it did: `false` (nothing
+    /// changed) when `link` names an element already or `to` is not such
+    /// an element. O(1). Writer.
+    pub(crate) fn link(&self, link: &Next<T>, to: &T) -> bool {
+        if link.is_set() || to.owner().0.load(Ordering::Relaxed) != self.list.id() {
+            return false;
+        }
+        // SAFETY: valid (borrowed); we are the writer of the retired lists
+        // of its kind.
+        if unsafe { is_listed::<T, RETIRED>(NonNull::from(to)) } {
+            return false;
+        }
+        // INVARIANT: counted before it is published; this list's element,
+        // not retired, as checked.
+        to.owner().1.fetch_add(1, Ordering::Relaxed);
+        link.list.store(self.list.id(), Ordering::Relaxed);
+        link.to
+            .store(core::ptr::from_ref(to).cast_mut(), Ordering::Release);
+        true
+    }
+
+    /// Cuts `link`, if this list's mutex set it: it names nothing from now
+    /// on, and its element may be retired. Readers that loaded it before
+    /// keep the element until their read sections end. O(1). Writer.
+    pub(crate) fn unlink(&self, link: &Next<T>) {
+        let Some(to) = self.next(link) else {
+            return;
+        };
+        let count = &to.owner().1;
+        link.to.store(core::ptr::null_mut(), Ordering::Relaxed);
+        // INVARIANT: the link names nothing before its count goes.
+        count.fetch_sub(1, Ordering::Relaxed);
+    }
+
     /// Marks `e` to be taken off and freed by the next
     /// [`Guard::free_retired`]. Returns whether it was marked now: `false`
-    /// for an element already marked, or not this list's. O(1).
+    /// for an element already marked, not this list's, or named by a
+    /// [`Next`] link (cut those first). O(1).
     pub(crate) fn retire(&self, e: &T) -> bool {
-        if e.owner().0.load(Ordering::Relaxed) != self.list.id() {
+        if e.owner().0.load(Ordering::Relaxed) != self.list.id()
+            || e.owner().1.load(Ordering::Relaxed) != 0
+        {
             return false;
         }
         let e = NonNull::from(e);

@@ -80,12 +80,41 @@ impl Drop for PreemptNotraceGuard {
     }
 }
 
+/// Preemption or interrupts off for `'a` because the context says so (a
+/// probe hit's handler, which runs in int3 context or with preemption off):
+/// a [`ReadSection`] that costs nothing.
+///
+/// # Invariants
+///
+/// Preemption or interrupts are off on this CPU for `'a`.
+pub(crate) struct PreemptOff<'a> {
+    _not_send: PhantomData<(*mut (), &'a ())>,
+}
+
+impl PreemptOff<'_> {
+    /// The proof that preemption is off.
+    ///
+    /// # Safety
+    ///
+    /// Preemption or interrupts are off on this CPU until `'a` ends.
+    #[inline(always)]
+    pub(crate) unsafe fn assume() -> Self {
+        // INVARIANT: the caller's contract.
+        PreemptOff {
+            _not_send: PhantomData,
+        }
+    }
+}
+
 // SAFETY: preemption off is an RCU read-side critical section, which
 // `synchronize_rcu()` waits for (RCU-sched has been part of RCU since 4.20),
 // for as long as the guard lives; it is `!Send`.
 unsafe impl ReadSection for PreemptGuard {}
 // SAFETY: as for `PreemptGuard`.
 unsafe impl ReadSection for PreemptNotraceGuard {}
+// SAFETY: as for `PreemptGuard`, with preemption or interrupts (which also
+// make a read-side critical section) off for `'a` (the type invariant).
+unsafe impl ReadSection for PreemptOff<'_> {}
 
 /// Waits for an RCU grace period (`synchronize_rcu()`): every CPU that was
 /// in a read-side critical section (preemption or interrupts off included)

@@ -353,10 +353,17 @@ impl<'a> Slot<'a, RkpKretprobeInstance> {
         cell.store(self.index(), Ordering::Relaxed);
     }
 
-    /// The kretprobe the instance was last taken for.
+    /// The kretprobe the instance was last taken for; `None` for an
+    /// instance never taken. The handle is valid while that kretprobe is
+    /// registered: its pool's [`RetCell`](crate::kprobe::client::RetCell)
+    /// tells.
     #[inline(always)]
-    pub(crate) fn rp(self) -> *mut RkpKretprobe {
-        self.rp_cell().load(Ordering::Relaxed)
+    pub(crate) fn rp(self) -> Option<RetClient> {
+        // SAFETY: Rust writes the field only in `set_frame`, from a handle,
+        // and instances start zeroed: null, or a kretprobe that met the
+        // handle's invariants when the instance was taken, and meets them
+        // until its unregistration returns.
+        unsafe { RetClient::from_raw(self.rp_cell().load(Ordering::Relaxed)) }
     }
 
     /// The real return address the instance last recorded, and the stack
@@ -381,9 +388,9 @@ impl Owned<'_, RkpKretprobeInstance> {
     /// and the stack word `fp` that holds it. Seen by whoever claims the
     /// instance after it is put out.
     #[inline(always)]
-    pub(crate) fn set_frame(&mut self, rp: *mut RkpKretprobe, ret: usize, fp: usize) {
+    pub(crate) fn set_frame(&mut self, rp: RetClient, ret: usize, fp: usize) {
         let s = self.slot();
-        s.rp_cell().store(rp, Ordering::Relaxed);
+        s.rp_cell().store(rp.as_ptr(), Ordering::Relaxed);
         s.ret_addr_cell().store(ret, Ordering::Relaxed);
         s.fp_cell().store(fp, Ordering::Relaxed);
     }

@@ -13,8 +13,10 @@
 //! it through safe methods whose accesses are argued here, once.
 
 use crate::abi::{flags, PreHandler, RkpKprobe, RkpKretprobe, RkpKretprobeInstance};
+use crate::arch::EntryRegs;
 use crate::ffi;
 use crate::kernel_ext::list::Linked;
+use crate::kernel_ext::sync::PreemptOff;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicI32, AtomicPtr, AtomicU32, AtomicUsize, Ordering};
 use kernel::{
@@ -384,17 +386,14 @@ impl RetClient {
         })
     }
 
-    /// Gives the kretprobe, being registered, its core's word `private`
-    /// (its pool) and `maxactive` instances, and makes `pre` its entry
+    /// Gives the kretprobe, being registered, its core's word, `pool`, and
+    /// `maxactive` instances, and makes `H`'s [`kretprobe_entry`] its entry
     /// probe's only handler, before the entry probe is registered. `EINVAL`
     /// if the kretprobe or its entry probe is registered, or another
     /// registration of it got there first. Process context.
-    pub(crate) fn attach(
-        self,
-        private: NonNull<c_void>,
-        maxactive: c_int,
-        pre: PreHandler,
-    ) -> Result {
+    pub(crate) fn attach<H: RetEntry>(self, pool: &H::Pool, maxactive: c_int) -> Result {
+        let private = NonNull::from(pool).cast::<c_void>();
+        let pre: PreHandler = kretprobe_entry::<H>;
         if !self.entry().private().is_null() {
             return Err(EINVAL);
         }
@@ -435,4 +434,93 @@ impl RetClient {
     pub(crate) fn set_private(self, p: *mut c_void) {
         self.private_cell().store(p, Ordering::Relaxed);
     }
+}
+
+/// A kretprobe pool's kretprobe, as the return path finds it.
+///
+/// # Invariants
+///
+/// Null, or a kretprobe that meets [`RetClient`]'s invariants: it is stored
+/// from a handle, and cleared before that kretprobe's unregistration
+/// returns, a grace period before, so that a handle loaded with preemption
+/// off stays valid until preemption is back on.
+pub(crate) struct RetCell(AtomicPtr<RkpKretprobe>);
+
+impl RetCell {
+    /// A cell holding `rp`.
+    pub(crate) fn new(rp: RetClient) -> Self {
+        RetCell(AtomicPtr::new(rp.as_ptr()))
+    }
+
+    /// The kretprobe, or `None` once cleared. Any context.
+    #[inline(always)]
+    pub(crate) fn get(&self) -> Option<RetClient> {
+        NonNull::new(self.0.load(Ordering::Acquire)).map(RetClient)
+    }
+
+    /// Whether the cell still holds its kretprobe. Any context.
+    #[inline(always)]
+    pub(crate) fn is_set(&self) -> bool {
+        !self.0.load(Ordering::Acquire).is_null()
+    }
+
+    /// Whether the cell holds `rp`. Any context.
+    pub(crate) fn holds(&self, rp: RetClient) -> bool {
+        core::ptr::eq(self.0.load(Ordering::Acquire), rp.as_ptr())
+    }
+
+    /// Clears the cell, before the kretprobe's unregistration waits for a
+    /// grace period. Writer.
+    pub(crate) fn clear(&self) {
+        // INVARIANT: null.
+        self.0.store(core::ptr::null_mut(), Ordering::Release);
+    }
+}
+
+/// What a kretprobe's entry probe hit enters: the probe core's entry
+/// handler, and the type of pool that [`RetClient::attach`] gives a
+/// kretprobe as its core's word.
+pub(crate) trait RetEntry: 'static {
+    /// A kretprobe's instances, shared by the CPUs that hit its entry.
+    type Pool: Sync;
+
+    /// The entry handler of `rp`, whose pool is `pool`, for the hit whose
+    /// registers are `regs`. int3 context with interrupts off, or the
+    /// ftrace callback or a detour with preemption off (`rcu`): may not
+    /// sleep, allocate or take locks.
+    fn enter(rp: RetClient, pool: &Self::Pool, regs: EntryRegs<'_>, rcu: &PreemptOff<'_>);
+}
+
+/// The pre-handler of every kretprobe's entry probe, as the hit path calls
+/// it: makes the raw kretprobe and registers safe handles and enters
+/// [`RetEntry::enter`]. Context as that one's.
+///
+/// # Safety
+///
+/// Called by the hit path with the `kp` of a registered `RkpKretprobe`
+/// whose pre-handler this is, and the registers of a hit at the function's
+/// entry.
+pub(crate) unsafe extern "C" fn kretprobe_entry<H: RetEntry>(
+    kp: *mut RkpKprobe,
+    regs: *mut ffi::pt_regs,
+) -> c_int {
+    // SAFETY: the caller's contract: the entry probe of a registered
+    // kretprobe, which stays valid until after its unregistration, which
+    // waits for this handler.
+    let rp = unsafe { RetClient::of_entry(kp) };
+    // SAFETY: the kretprobe's pre-handler is this function: its core's
+    // word is an `H::Pool`, set with it by `attach::<H>` before its entry
+    // probe was registered and kept until after its unregistration, which
+    // waits for this handler; the pool is freed only after that.
+    let pool = unsafe { &*rp.private().cast::<H::Pool>() };
+    // SAFETY: the registers of a hit at the function's first instruction
+    // (the caller's contract: registration checks that the probe is at a
+    // function's entry), on the current task's stack, ours for the
+    // handler's duration, before the function runs.
+    let regs = unsafe { EntryRegs::new(&mut *regs) };
+    // SAFETY: the hit path runs pre-handlers with interrupts off (int3) or
+    // preemption off (the ftrace callback, a detour), for the whole call.
+    let rcu = unsafe { PreemptOff::assume() };
+    H::enter(rp, pool, regs, &rcu);
+    0
 }

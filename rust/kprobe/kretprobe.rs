@@ -51,30 +51,23 @@ mod register;
 mod stubs;
 
 use super::{
-    client::{Client, RetClient},
+    client::{kretprobe_entry, Client, RetClient, RetEntry},
     Core,
 };
 use crate::{
-    abi::RkpKprobe,
     arch,
     ffi::{self, runtime::Runtime},
     kernel_ext::{
         nofault,
         rcu_list::{self, RcuList},
-        sync::PreemptNotraceGuard,
+        sync::{PreemptNotraceGuard, PreemptOff},
         task,
         work::reclaim,
     },
 };
 use core::sync::atomic::{AtomicBool, Ordering};
-use kernel::{
-    c_str,
-    ffi::{c_int, c_ulong},
-    prelude::*,
-    static_lock_class,
-};
-pub(crate) use pool::Growth;
-use pool::Pool;
+use kernel::{c_str, ffi::c_ulong, prelude::*, static_lock_class};
+pub(crate) use pool::{Growth, Pool};
 
 /// The writer's hold on the pools' list: every pool, registered or zombie.
 /// Readers walk the list without a lock, as an RCU list is walked
@@ -170,136 +163,105 @@ impl Kretprobes {
     }
 }
 
-/// The pre-handler of every kretprobe's entry probe: takes an instance and
-/// hijacks the return address. int3 context with interrupts off, or the
-/// ftrace callback or a detour with preemption off: may not sleep, allocate
-/// or take locks (the pool is lock-free, safe against nesting).
+/// The entry probe's handler of every kretprobe `rp`, whose pool is `pool`:
+/// takes an instance and hijacks the return address. Entered from the hit
+/// path through [`kretprobe_entry`], which makes the handles. int3 context
+/// with interrupts off, or the ftrace callback or a detour with preemption
+/// off: may not sleep, allocate or take locks (the pool is lock-free, safe
+/// against nesting).
 ///
-/// # Safety
-///
-/// Called by the hit path with the `kp` of a registered `RkpKretprobe` and the
-/// registers of a hit at the function's entry.
-pub(crate) unsafe extern "C" fn pre_handler(kp: *mut RkpKprobe, regs: *mut ffi::pt_regs) -> c_int {
-    // SAFETY: the caller's contract: the entry probe of a registered
-    // kretprobe, which stays valid until after its unregistration, which
-    // waits for this handler.
-    let rp = unsafe { RetClient::of_entry(kp) };
-    // SAFETY: a registered kretprobe's pool lives until after
-    // unregistration, which waits for this handler.
-    let pool = unsafe { &*rp.private().cast::<Pool>() };
-    // SAFETY: the registers of a hit at the entry, where the stack pointer
-    // points to the return address.
-    let (fp, ret) = unsafe { arch::rethook_prepare(&*regs) };
-    let stub = match pool.take_one() {
-        Ok(ri) => enter(rp, ri, fp, ret, regs),
-        Err(()) => enter_chain(rp, pool, fp, ret, regs),
-    };
-    if let Some(stub) = stub {
-        // SAFETY: `fp` holds the return address of the function being
-        // entered.
-        unsafe { arch::rethook_hijack(fp, stub) };
-    }
-    0
-}
-
-/// [`enter`] for a pool that is a chain's first (growing or shared): apart,
-/// so that the one-pool case keeps its instance in registers.
-#[inline(never)]
-fn enter_chain(
-    rp: RetClient,
-    pool: &Pool,
-    fp: usize,
-    ret: usize,
-    regs: *mut ffi::pt_regs,
-) -> Option<usize> {
-    enter(rp, pool.take_from_chain(), fp, ret, regs)
-}
-
-/// Records the frame of the function being entered, whose return address
-/// `ret` is in the stack word `fp`, in the instance `ri` taken for it, runs
-/// the entry handler with `regs`, and returns the stub its return is to go
-/// through; counts a miss when there was no instance.
+/// [`kretprobe_entry`]: crate::kprobe::client::kretprobe_entry
 #[inline(always)]
-fn enter(
-    rp: RetClient,
-    ri: Option<pool::Taken<'_>>,
-    fp: usize,
-    ret: usize,
-    regs: *mut ffi::pt_regs,
-) -> Option<usize> {
+fn pre_handler(rp: RetClient, pool: &Pool, regs: arch::EntryRegs<'_>, rcu: &PreemptOff<'_>) {
+    match pool.take_one() {
+        Ok(ri) => enter(rp, ri, regs),
+        Err(()) => enter_chain(rp, pool, regs, rcu),
+    }
+}
+
+impl RetEntry for Kretprobes {
+    type Pool = Pool;
+
+    #[inline(always)]
+    fn enter(rp: RetClient, pool: &Pool, regs: arch::EntryRegs<'_>, rcu: &PreemptOff<'_>) {
+        pre_handler(rp, pool, regs, rcu);
+    }
+}
+
+/// [`pre_handler`] for a pool that is a chain's first (growing or shared):
+/// apart, so that the one-pool case keeps its instance in registers.
+#[inline(never)]
+fn enter_chain(rp: RetClient, pool: &Pool, regs: arch::EntryRegs<'_>, rcu: &PreemptOff<'_>) {
+    enter(rp, pool.take_from_chain(rcu), regs)
+}
+
+/// Hijacks the return address of the function being entered, whose entry
+/// registers are `regs`, with the instance `ri` taken for it from `rp`'s
+/// pool, or counts a miss when there was none.
+#[inline(always)]
+fn enter(rp: RetClient, ri: Option<pool::Taken<'_>>, mut regs: arch::EntryRegs<'_>) {
     let Some(mut ri) = ri else {
         rp.inc_nmissed();
         // Perhaps instances are held by exited tasks.
         reclaim::kick();
-        return None;
+        return;
     };
+    let (fp, ret) = regs.return_address();
     ri.set_frame(rp, ret, fp);
-    if rp.run_entry_handler(ri.as_ptr(), regs) != 0 {
+    if rp.run_entry_handler(ri.as_ptr(), regs.as_ptr()) != 0 {
         ri.give_back();
-        return None;
+        return;
     }
-    Some(ri.put_out())
+    regs.hijack(ri.put_out());
 }
 
 /// Called by the architecture's trampoline when a hijacked frame returned
-/// into the stub at `stub`; `frame` is the stack word that held the return
-/// address. Takes the instance back, then writes the real return address
-/// back into `frame`, sets `ip` to it, runs the return handler and gives
-/// the instance back. Returns the real return address.
+/// into its stub, `frame` (`rethook_callback.rs`), with the trampoline's
+/// `regs`. Takes the instance back, then writes the real return address
+/// back into the frame, sets `ip` to it, runs the return handler and gives
+/// the instance back.
 ///
 /// Runs in whatever context the function returned in, NMI included; the
 /// handler runs with preemption off (interrupts as the function returned
 /// with them, as the kernel's x86 `rethook`), and may not sleep, allocate
 /// or take locks.
-///
-/// # Safety
-///
-/// `stub` is the stub the trampoline was called from, by the frame that
-/// returned into it, as the task that entered; `frame` is the stack word
-/// that holds the return address; `regs` are the trampoline's.
-pub(crate) unsafe fn trampoline_handler(
-    regs: &mut ffi::pt_regs,
-    frame: *mut usize,
-    stub: usize,
-) -> usize {
-    // SAFETY: the caller's contract.
-    let Some(ri) = (unsafe { Pool::returning(stub) }) else {
-        unknown_stub(stub)
+#[inline(always)]
+pub(crate) fn trampoline_handler(regs: &mut ffi::pt_regs, frame: arch::ReturnFrame<'_, Pool>) {
+    let Some(ri) = Pool::returning(&frame) else {
+        unknown_stub(frame.stub())
     };
+    let at = frame.addr();
     // The frame takes the instance back before it reads it, so that what it
     // reads, and the handler's view of the instance, cannot change under it.
     let (real, ri) = match ri.take_out() {
         Ok(ri) => {
             let (real, fp) = ri.frame();
-            if fp != frame as usize {
-                frame_mismatch(fp, frame as usize);
+            if fp != at {
+                frame_mismatch(fp, at);
             }
             (real, Some(ri))
         }
-        Err(lost) => (returned_unowned(lost, frame as usize), None),
+        Err(lost) => (returned_unowned(lost, at), None),
     };
     // Before the handler, so that a stack trace taken there is right.
-    // SAFETY: the caller's contract: `frame` is the return address's word.
-    unsafe { arch::rethook_fixup_return(frame, real) };
+    frame.set_return(real);
     regs.ip = real as _;
     let Some(ri) = ri else {
-        return real;
+        return;
     };
     let regs_ptr = core::ptr::from_mut(regs);
     let pool = ri.pool();
     arch::run_busy(|free| {
-        let owner = pool.rp.load(Ordering::Acquire);
-        if owner.is_null() {
+        // Published, this CPU with preemption off: the instance's
+        // kretprobe, one of the pool's, stays registered until preemption
+        // is back on (its unregistration clears the cell and waits for a
+        // grace period).
+        if !pool.rp.is_set() {
             return;
         }
         // The instance's own kretprobe, set at entry: the pool's, or one of
         // a shared pool's.
-        let rp = ri.rp();
-        // SAFETY: set at entry, it stays valid while the pool's `rp` is
-        // published and this CPU has preemption off: unregistration of the
-        // pool's kretprobes clears `rp` and waits for a grace period before
-        // it returns.
-        let Some(rp) = (unsafe { RetClient::from_raw(rp) }) else {
+        let Some(rp) = ri.rp() else {
             return;
         };
         if free {
@@ -310,7 +272,6 @@ pub(crate) unsafe fn trampoline_handler(
         }
     });
     ri.release();
-    real
 }
 
 /// The trampoline was called from a stub that belongs to no pool: the stack
@@ -372,5 +333,5 @@ pub(crate) extern "C" fn rkp_kretprobe_gc() {
 /// Whether `kp` is the entry probe of a kretprobe. Any context.
 pub(crate) fn is_kretprobe(kp: Client) -> bool {
     kp.pre_handler()
-        .is_some_and(|h| core::ptr::eq(h as *const (), pre_handler as *const ()))
+        .is_some_and(|h| core::ptr::eq(h as *const (), kretprobe_entry::<Kretprobes> as *const ()))
 }

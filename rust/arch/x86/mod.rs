@@ -37,7 +37,7 @@ pub(crate) use opt_insn::{OptInsn, OptW, MAX_REGION};
 pub(crate) use page_fault::PageFaultHook;
 pub(crate) use regs::{argument_register_offset, regs_get_kernel_argument, NR_REG_ARGUMENTS};
 pub(crate) use rethook::{
-    rethook_fixup_return, rethook_hijack, rethook_prepare, rethook_stub, RETHOOK_STUB_SIZE,
+    rethook_stub, stub_page_header, EntryRegs, ReturnFrame, RETHOOK_STUB_SIZE, STUB_HEADER,
 };
 pub(crate) use slot::{SLOT_SIZE, TRAP_FILL};
 pub(crate) use trap_path::trace_int3_path;

@@ -4,8 +4,9 @@
 //! where a hijacked function's return enters the probe core, as the
 //! kernel's `arch_rethook_trampoline_callback()`.
 
-use super::rethook::CALL_LEN;
+use super::rethook::ReturnFrame;
 use crate::{ffi, kprobe::kretprobe};
+use core::ptr::NonNull;
 
 /// `__KERNEL_CS` on x86-64.
 const KERNEL_CS: u64 = 0x10;
@@ -28,13 +29,17 @@ pub(crate) unsafe extern "C" fn rkp_kretprobe_trampoline_callback(regs: *mut ffi
     // the function's caller sees it is two words further up.
     r.sp = r.sp.wrapping_add(2 * 8);
     // SAFETY: the word right above the saved registers is the one the
-    // stub's call pushed (the caller's contract).
-    let frame = unsafe { regs.add(1) }.cast::<usize>();
-    // SAFETY: as above.
-    let stub = unsafe { frame.read() }.wrapping_sub(CALL_LEN);
-    // SAFETY: `stub` is the stub that called the trampoline and `frame` the
-    // word its call pushed, where the real return address belongs.
-    unsafe { kretprobe::trampoline_handler(r, frame, stub) };
+    // stub's call pushed (the caller's contract), not null.
+    let word = unsafe { NonNull::new_unchecked(regs.add(1).cast::<usize>()) };
+    // SAFETY: the trampoline is called only by return stubs, which are in
+    // the pages of kretprobe pools, headed by their pool
+    // (`kretprobe/stubs.rs`). The function returned into the stub because
+    // the entry handler put the stub's instance out for its frame, which
+    // holds a reference on the pool: the pool and its pages stay until
+    // that instance is given back, after the return handler. The word is
+    // the trampoline's until it returns.
+    let frame = unsafe { ReturnFrame::<kretprobe::Pool>::new(word) };
+    kretprobe::trampoline_handler(r, frame);
     // The trampoline restores the flags with popf right before ret: it pops
     // them from the `ss` slot.
     r.__bindgen_anon_2.ssx = r.flags as u64;

@@ -26,7 +26,7 @@ impl Kretprobes {
     /// every pool, off the registration paths. Process context, may sleep.
     pub(crate) fn gc(&self, rt: &Runtime) -> usize {
         let mut pools = self.pools.lock();
-        let zombie = |p: &Pool| p.rp.load(Ordering::Acquire).is_null();
+        let zombie = |p: &Pool| !p.rp.is_set();
         let mut wanting: KVec<&Pool> = KVec::new();
         for p in pools.iter() {
             // A zombie's chain was cut when it was retired: it grows no
@@ -40,7 +40,7 @@ impl Kretprobes {
         }
         for &p in wanting.iter() {
             // As large as the chain so far.
-            let total: usize = p.chain().map(|q| q.max).sum();
+            let total: usize = p.chain(&pools).map(|q| q.max).sum();
             self.grow(&pools, p, rt, total);
             // Cleared after the pool is linked: an entry that finds the
             // new last pool half taken asks again.
@@ -67,10 +67,7 @@ impl Kretprobes {
             let pools = self.pools.lock();
             let mut left: KVec<&Pool> = KVec::new();
             for pool in pools.iter() {
-                if !pool.rp.load(Ordering::Acquire).is_null()
-                    && !pool.extra
-                    && left.push(pool, GFP_KERNEL).is_err()
-                {
+                if pool.rp.is_set() && !pool.extra && left.push(pool, GFP_KERNEL).is_err() {
                     // Retire what fits now.
                     break;
                 }

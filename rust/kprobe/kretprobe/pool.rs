@@ -10,8 +10,9 @@
 //! A pool that grows ([`Growth::Grow`]) is the head of a chain: when its
 //! last pool is half taken, the entry handler asks the reclaim work for one
 //! more, as large as the chain so far, which the work links at the chain's
-//! end ([`Pool::next`]); the entry handler takes from the first pool of the
-//! chain that has a free instance. Memory is allocated only in process
+//! end (`Pool::next`, an `rcu_list::Next`, which keeps the pool it names
+//! listed); the entry handler takes from the first pool of the chain that
+//! has a free instance. Memory is allocated only in process
 //! context, and an instance is never moved, so the lock-free paths stay as
 //! they are.
 //!
@@ -29,29 +30,29 @@
 //! giving back instances, finding the instance of a stub and dropping
 //! references are lock-free and run in any context, NMI included.
 
-use super::stubs;
+use super::{stubs, Pools};
 use crate::kernel_ext::{
     list::{Link, Linked, Links},
-    rcu_list::{Owner, RETIRED},
+    rcu_list::{Next, Owner, RETIRED},
 };
 use crate::{
-    abi::{RkpKretprobe, RkpKretprobeInstance},
+    abi::RkpKretprobeInstance,
     arch,
     ffi::runtime::Runtime,
     kernel_ext::{
         execmem::ExecPages,
-        module,
+        module::SelfRefs,
         objpool::{ObjPool, Owned, Slot},
         race::{self, Window},
-        sync::PreemptGuard,
+        sync::{PreemptGuard, PreemptOff},
         task::{self, TaskRef},
         work::reclaim,
     },
-    kprobe::client::RetClient,
+    kprobe::client::{RetCell, RetClient},
 };
 use crate::{impl_linked, impl_rcu_element};
-use core::marker::PhantomData;
-use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use core::{marker::PhantomData, ptr::NonNull};
 use kernel::prelude::*;
 
 /// Whether a kretprobe's instances may grow past the number it registered
@@ -66,6 +67,12 @@ pub(crate) enum Growth {
     Grow,
 }
 
+/// The references on rkprobes that unregistered pools keep, one each, while
+/// frames are out: those frames return into rkprobes' trampoline. Given by
+/// `Kretprobes::retire`, taken back by the last frame ([`Pool::put_ref`])
+/// without reading the pool, which may be freed by then.
+pub(super) static ZOMBIE_REFS: SelfRefs = SelfRefs::new();
+
 /// The most instances a growing kretprobe's chain reaches.
 pub(super) const GROW_MAX: usize = 1 << 20;
 
@@ -76,13 +83,13 @@ pub(super) const GROW_MAX: usize = 1 << 20;
 /// `objs` holds `max` instances, each followed by `data_size` bytes of
 /// data and with `rkp_index` set to its index. `stubs`, once the pool is
 /// built (it is `None` only inside [`Pool::new`]), are executable pages
-/// holding a `StubHeader` naming this pool at the start of each page and
-/// one stub per instance. `refs` counts the registration (while `rp` is
-/// non-null) and every instance out on a stack; the pool is freed only
-/// when it is zero and no CPU can reach it.
-pub(super) struct Pool {
-    /// The client's kretprobe; null once it is unregistered.
-    pub(super) rp: AtomicPtr<RkpKretprobe>,
+/// holding a header naming this pool (`arch::stub_page_header`) at the
+/// start of each page and one stub per instance. `refs` counts the
+/// registration (while `rp` is set) and every instance out on a stack; the
+/// pool is freed only when it is zero and no CPU can reach it.
+pub(crate) struct Pool {
+    /// The client's kretprobe; cleared once it is unregistered.
+    pub(super) rp: RetCell,
     /// The pool's links on `Kretprobes`' list, whose forward links readers
     /// follow.
     pub(super) links: Links<Pool>,
@@ -103,8 +110,9 @@ pub(super) struct Pool {
     pub(super) data_size: usize,
     /// Whether the chain this pool heads may grow.
     pub(super) growth: Growth,
-    /// The next pool of the chain, set once by the reclaim work.
-    next: AtomicPtr<Pool>,
+    /// The next pool of the chain, linked once by the reclaim work and cut
+    /// when the chain is retired.
+    pub(super) next: Next<Pool>,
     /// The entry handler asked the reclaim work for another pool.
     pub(super) wants_more: AtomicBool,
     /// A pool a chain grew by, not its head.
@@ -141,7 +149,7 @@ impl Pool {
         let npages = max.div_ceil(stubs::STUBS_PER_PAGE);
         let mut pool = KBox::new(
             Pool {
-                rp: AtomicPtr::new(rp.as_ptr()),
+                rp: RetCell::new(rp),
                 links: Links::new(),
                 retired: Link::new(),
                 owner: Owner::new(),
@@ -151,7 +159,7 @@ impl Pool {
                 max,
                 data_size,
                 growth,
-                next: AtomicPtr::new(core::ptr::null_mut()),
+                next: Next::new(),
                 wants_more: AtomicBool::new(false),
                 extra: false,
                 shared: false,
@@ -161,61 +169,23 @@ impl Pool {
             },
             GFP_KERNEL,
         )?;
-        let this = core::ptr::from_ref::<Pool>(&pool);
+        let this = NonNull::from(&*pool);
         // A stray jump anywhere but a stub traps: the pages come filled
         // with int3.
         pool.stubs = Some(ExecPages::new(
             &rt,
             npages,
             arch::TRAP_FILL,
-            |base, region| stubs::write_pages(this.cast(), max, base, region),
+            |base, region| stubs::write_pages(this, max, base, region),
         )?);
         pool.stubs_base = pool.stubs.as_ref().map_or(0, ExecPages::addr);
         Ok(pool)
     }
 
-    /// The next pool of this pool's chain. Any context, while the chain's
-    /// kretprobe is registered or the caller holds the pools' mutex.
-    pub(super) fn next(&self) -> Option<&Pool> {
-        let next = self.next.load(Ordering::Acquire);
-        // SAFETY: a non-null `next` names a listed pool (`set_next`), which
-        // is freed only after its chain was retired; retiring a chain cuts
-        // its links ([`Pool::cut_chain`]), with the pools' mutex held, before
-        // the mutex lets any of its pools be freed. The entry handlers, which
-        // walk a chain without the mutex, are done with it before it is
-        // retired (their kretprobe is unregistered), so a link read here,
-        // in either context, names a pool that outlives the borrow of
-        // `self`.
-        unsafe { next.as_ref() }
-    }
-
-    /// Links `pool` after this one, the last of its chain. Writer, with the
+    /// The chain that starts here, this pool first. Writer, with the
     /// pools' mutex held.
-    ///
-    /// # Safety
-    ///
-    /// `pool` is listed, and is freed only after the chain is retired
-    /// (which cuts this link first, [`Pool::cut_chain`]).
-    pub(super) unsafe fn set_next(&self, pool: &Pool) {
-        self.next
-            .store(core::ptr::from_ref(pool).cast_mut(), Ordering::Release);
-    }
-
-    /// Cuts the chain that starts here: no pool of it names a next one any
-    /// more, so that a zombie's drained pools, which the list frees, are
-    /// not reached through the pools before them. Writer, with the pools'
-    /// mutex held, once the chain is retired: no entry handler walks it.
-    pub(super) fn cut_chain(&self) {
-        let mut pool = Some(self);
-        while let Some(p) = pool {
-            pool = p.next();
-            p.next.store(core::ptr::null_mut(), Ordering::Relaxed);
-        }
-    }
-
-    /// The chain that starts here, this pool first.
-    pub(super) fn chain(&self) -> impl Iterator<Item = &Pool> {
-        core::iter::successors(Some(self), |p| p.next())
+    pub(super) fn chain<'g>(&'g self, pools: &'g Pools<'_>) -> impl Iterator<Item = &'g Pool> {
+        core::iter::successors(Some(self), move |p| pools.next(&p.next))
     }
 
     /// Takes a free instance from a pool whose chain is this one pool
@@ -235,12 +205,12 @@ impl Pool {
     /// has one, and asks for more instances when a growing chain's last
     /// pool is half taken. Any context, NMI included (lock-free).
     #[inline(always)]
-    pub(super) fn take_from_chain(&self) -> Option<Taken<'_>> {
+    pub(super) fn take_from_chain<'a>(&'a self, rcu: &'a PreemptOff<'_>) -> Option<Taken<'a>> {
         let mut pool = self;
         loop {
             if let Some(t) = pool.pop() {
                 if self.growth == Growth::Grow
-                    && pool.next.load(Ordering::Relaxed).is_null()
+                    && !pool.next.is_set()
                     && pool.refs.load(Ordering::Relaxed) > pool.max / 2
                     && !self.wants_more.swap(true, Ordering::Relaxed)
                 {
@@ -248,7 +218,7 @@ impl Pool {
                 }
                 return Some(t);
             }
-            pool = pool.next()?;
+            pool = pool.next.get_rcu(rcu)?;
         }
     }
 
@@ -300,21 +270,11 @@ impl Pool {
         self.instance(stubs::index_at(self.stubs_base(), addr)?)
     }
 
-    /// The instance whose frame returned into the stub at `stub`, found
-    /// through the header of the stub's page.
-    ///
-    /// # Safety
-    ///
-    /// The trampoline was called from `stub`, as the frame that its
-    /// instance hijacked returned into it: the stub is in a page of a live
-    /// pool (an instance out holds its pool) and the pool stays live for
-    /// `'a`, until the instance is given back.
-    pub(super) unsafe fn returning<'a>(stub: usize) -> Option<Returning<'a>> {
-        // SAFETY: the stub is in a page of a live pool (the caller's
-        // contract).
-        let (pool, i) = unsafe { stubs::owner_of(stub) }?;
-        // SAFETY: the header names the live pool it belongs to.
-        let pool = unsafe { &*pool.cast::<Pool>() };
+    /// The instance whose frame returned into the stub of `frame`, found
+    /// through the header of the stub's page. Trampoline context.
+    #[inline(always)]
+    pub(super) fn returning<'a>(frame: &arch::ReturnFrame<'a, Pool>) -> Option<Returning<'a>> {
+        let (pool, i) = frame.owner()?;
         let inst = pool.instance(i)?;
         Some(Returning {
             inst,
@@ -323,15 +283,17 @@ impl Pool {
     }
 
     /// Drops a reference; the last one of an unregistered pool releases
-    /// rkprobes' module reference and asks for the pool to be freed. Any
-    /// context. The pool may be freed as soon as this returns.
+    /// the reference on rkprobes that its retirement took ([`ZOMBIE_REFS`])
+    /// and asks for the pool to be freed. Any context. The pool may be
+    /// freed as soon as the reference is dropped: nothing here reads it
+    /// after that.
     pub(super) fn put_ref(&self) {
         if self.refs.fetch_sub(1, Ordering::AcqRel) == 1 {
             reclaim::kick();
-            // SAFETY: the reference taken at unregistration for the frames
-            // that were still out (`Kretprobes::retire`, which unregistration
-            // and a failed registration call).
-            unsafe { module::put_self() };
+            // The reference taken at unregistration for the frames that
+            // were still out (`Kretprobes::retire`, which unregistration and
+            // a failed registration call).
+            drop(ZOMBIE_REFS.take());
         }
     }
 
@@ -444,7 +406,7 @@ impl Taken<'_> {
     /// and the stack word `fp` that holds it.
     #[inline(always)]
     pub(super) fn set_frame(&mut self, rp: RetClient, ret: usize, fp: usize) {
-        self.inst.set_frame(rp.as_ptr(), ret, fp);
+        self.inst.set_frame(rp, ret, fp);
     }
 
     /// Puts the instance out for the current task's frame: takes a
@@ -520,9 +482,10 @@ impl<'a> Returned<'a> {
         self.inst.slot().as_raw()
     }
 
-    /// The kretprobe the instance was taken for.
+    /// The kretprobe the instance was taken for: valid while the pool's
+    /// [`Pool::rp`] is set, on this CPU with preemption off.
     #[inline(always)]
-    pub(super) fn rp(&self) -> *mut RkpKretprobe {
+    pub(super) fn rp(&self) -> Option<RetClient> {
         self.inst.slot().rp()
     }
 

@@ -19,13 +19,13 @@
 
 use super::{
     is_kretprobe,
-    pool::{Growth, Pool, GROW_MAX},
-    pre_handler, Kretprobes, Pools,
+    pool::{Growth, Pool, GROW_MAX, ZOMBIE_REFS},
+    Kretprobes, Pools,
 };
 use crate::{
     abi::{KRETPROBE_MAXACTIVE_MAX, KRETPROBE_MAX_DATA_SIZE},
     ffi::runtime::Runtime,
-    kernel_ext::{cpu, module, sync::synchronize_rcu, work::reclaim},
+    kernel_ext::{cpu, module::SelfRef, sync::synchronize_rcu, work::reclaim},
     kprobe::{
         client::{Client, RetClient},
         Core,
@@ -38,7 +38,7 @@ use kernel::{ffi::c_int, prelude::*};
 /// `maxactive` the pool's size, its entry probe's handler rkprobes' own,
 /// its `rkp_private` the pool.
 fn give_pool(rp: RetClient, pool: &Pool) -> Result {
-    rp.attach(NonNull::from(pool).cast(), pool.max as c_int, pre_handler)
+    rp.attach::<Kretprobes>(pool, pool.max as c_int)
 }
 
 impl Kretprobes {
@@ -125,17 +125,15 @@ impl Kretprobes {
     /// handler sees the client's structure, and each pool is freed once its
     /// last frame has returned. Marks those already drained for the list to
     /// free ([`mark_drained`]; the caller's `free_retired`, or the reclaim
-    /// work's), and cuts the chains: a zombie head must not name an extra
-    /// pool that the list frees before it. Writer, with the pools' mutex
-    /// held.
+    /// work's), and cuts the chains. Writer, with the pools' mutex held.
     pub(super) fn retire(&self, pools: &Pools<'_>, retired: &[&Pool]) {
         if retired.is_empty() {
             // Nothing to wait for.
             return;
         }
-        let chains = || retired.iter().flat_map(|&p| p.chain());
+        let chains = || retired.iter().flat_map(|&p| p.chain(pools));
         for pool in chains() {
-            pool.rp.store(core::ptr::null_mut(), Ordering::Release);
+            pool.rp.clear();
         }
         // No CPU is in a return handler that saw the client's structure after
         // this: return handlers run with preemption off, which the grace
@@ -145,16 +143,24 @@ impl Kretprobes {
             // Frames still out hold rkprobes loaded; the last one returns
             // this reference (`Pool::put_ref`). The pool stays until the
             // mutex, held here, is dropped.
-            module::get_self();
+            ZOMBIE_REFS.add(SelfRef::get());
             pool.put_ref();
         }
         // Zombies ask for the reclaim work, which frees them when drained.
-        mark_drained(pools, chains());
         // No entry handler walks the chains any more (the grace period
-        // above), and none of their pools is freed before the mutex is
-        // dropped, or the guard taken mutably, after this.
+        // above): each link is cut as its pool is reached, so that the pool
+        // after it, which the list does not retire while a link names it,
+        // can be, and a zombie head does not name an extra pool that the
+        // list frees before it.
         for &head in retired {
-            head.cut_chain();
+            let mut next = Some(head);
+            let cut = core::iter::from_fn(|| {
+                let p = next?;
+                next = pools.next(&p.next);
+                pools.unlink(&p.next);
+                Some(p)
+            });
+            mark_drained(pools, cut);
         }
     }
 
@@ -169,7 +175,7 @@ impl Kretprobes {
         let mut heads: KVec<&Pool> = KVec::new();
         for pool in pools.iter() {
             if pool.growth == Growth::Grow
-                && !pool.rp.load(Ordering::Acquire).is_null()
+                && pool.rp.is_set()
                 && heads.push(pool, GFP_KERNEL).is_err()
             {
                 break;
@@ -183,11 +189,11 @@ impl Kretprobes {
         let want = tasks + tasks / 4 + 64;
         let mut room = usize::MAX;
         for &h in heads.iter() {
-            let total: usize = h.chain().map(|p| p.max).sum();
+            let total: usize = h.chain(pools).map(|p| p.max).sum();
             if total < want {
                 self.grow(pools, h, rt, (want - total).max(total / 2));
             }
-            let total: usize = h.chain().map(|p| p.max).sum();
+            let total: usize = h.chain(pools).map(|p| p.max).sum();
             room = room.min(total.saturating_sub(tasks));
         }
         // Without the fork tracepoint the chains grow as they fill
@@ -199,13 +205,12 @@ impl Kretprobes {
     /// [`GROW_MAX`] instances in all. Writer, with the pools' mutex held;
     /// may sleep.
     pub(super) fn grow(&self, pools: &Pools<'_>, head: &Pool, rt: &Runtime, n: usize) {
-        let rp = head.rp.load(Ordering::Acquire);
-        // SAFETY: `rp` is cleared, under the mutex held here, before its
-        // kretprobe's unregistration returns: a non-null one is registered.
-        let Some(rp) = (unsafe { RetClient::from_raw(rp) }) else {
+        // Cleared, under the mutex held here, before its kretprobe's
+        // unregistration returns: a kretprobe found there is registered.
+        let Some(rp) = head.rp.get() else {
             return;
         };
-        let total: usize = head.chain().map(|p| p.max).sum();
+        let total: usize = head.chain(pools).map(|p| p.max).sum();
         let n = n.min(GROW_MAX.saturating_sub(total));
         if n == 0 {
             return;
@@ -219,10 +224,10 @@ impl Kretprobes {
         // Listed first, so that the lookups know its stubs before a frame
         // can return into one.
         let pool = pools.push_front(pool);
-        if let Some(last) = head.chain().last() {
-            // SAFETY: listed, the pool is freed only after it is retired
-            // with its chain (`retire`, `mark_drained`).
-            unsafe { last.set_next(pool) };
+        if let Some(last) = head.chain(pools).last() {
+            // Cannot fail: `last` names no pool, and `pool` is listed and
+            // not retired.
+            let _ = pools.link(&last.next, pool);
         }
     }
 
@@ -282,9 +287,8 @@ impl Kretprobes {
         // `rkp_private` (`leave`, and `register`'s failure), with the mutex
         // held.
         let p = unsafe { pools.get(pool) };
-        let owner = p.rp.load(Ordering::Acquire);
         // A shared pool names the first of its kretprobes.
-        let names_it = core::ptr::eq(owner, rp.as_ptr()) || (p.shared() && !owner.is_null());
+        let names_it = p.rp.holds(rp) || (p.shared() && p.rp.is_set());
         names_it.then_some(p)
     }
 
@@ -384,7 +388,7 @@ pub(super) fn mark_drained<'a>(pools: &Pools<'_>, retired: impl Iterator<Item = 
         // reclaim work. The last returning frame dropped its reference as
         // its last access to the pool, and the list frees it a grace period
         // after it is taken off.
-        if p.rp.load(Ordering::Acquire).is_null() && p.refs.load(Ordering::Acquire) == 0 {
+        if !p.rp.is_set() && p.refs.load(Ordering::Acquire) == 0 {
             pools.retire(p);
         } else {
             zombies = true;
