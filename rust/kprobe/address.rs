@@ -201,8 +201,8 @@ impl Core {
             if let Some(p) = self.table.lookup(a) {
                 // An ftrace site is not patched by rkprobes: its bytes are
                 // ftrace's (see `is_ftrace_site`).
-                if !p.arch.is_ftrace() {
-                    *b = p.arch.orig_byte();
+                if !p.arch().is_ftrace() {
+                    *b = p.arch().orig_byte();
                 }
                 continue;
             }

@@ -173,9 +173,9 @@ impl Show for ListFile {
                 } else {
                     'k'
                 };
-                let addr = if show_addr { p.addr } else { 0 };
+                let addr = if show_addr { p.addr() } else { 0 };
                 let _ = write!(out, "{addr:016x}  {kind}  ");
-                let _ = match buf.symbolise(p.addr) {
+                let _ = match buf.symbolise(p.addr()) {
                     Some(s) => write!(
                         out,
                         "{}+0x{:x}  {} ",
@@ -183,7 +183,7 @@ impl Show for ListFile {
                         s.offset,
                         s.module.unwrap_or(" ")
                     ),
-                    None => write!(out, "0x{:x} ", p.addr),
+                    None => write!(out, "0x{:x} ", p.addr()),
                 };
                 let _ = writeln!(
                     out,

@@ -55,7 +55,7 @@ impl Core {
         // Nothing here allocates: the batch runs through the points.
         let mut dying = Batch::new();
         for p in points.live() {
-            if p.module == module && (going || in_init(p.addr)) {
+            if p.module == module && (going || in_init(p.addr())) {
                 dying.add(p);
             }
         }

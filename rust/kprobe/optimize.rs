@@ -123,9 +123,9 @@ impl Core {
         p.opt_state() == OptState::None
             && !p.w(reg).opt_refused
             && p.is_armed()
-            && !p.arch.is_ftrace()
+            && !p.arch().is_ftrace()
             && p.any_enabled()
-            && (1..5).all(|k| self.table.lookup(p.addr + k).is_none())
+            && (1..5).all(|k| self.table.lookup(p.addr() + k).is_none())
     }
 
     /// Whether no other probe is inside `p`'s prepared region: rkprobes'
@@ -135,8 +135,8 @@ impl Core {
     fn region_free(&self, reg: &Registry, p: &Point) -> bool {
         let size = p.opt_w(reg).size();
         size > 0
-            && (1..size).all(|k| self.table.lookup(p.addr + k).is_none())
-            && !self.native_kprobe_before(p.func(reg), p.addr + size - 1)
+            && (1..size).all(|k| self.table.lookup(p.addr() + k).is_none())
+            && !self.native_kprobe_before(p.func(reg), p.addr() + size - 1)
     }
 
     /// Queues `p` for optimization if it can be optimized (the kernel's
@@ -148,7 +148,7 @@ impl Core {
     /// optimizer's next pass to find. Writer.
     pub(super) fn try_queue(&self, reg: &mut Registry, p: &Point) {
         match self.queue(reg, p) {
-            Queue::Queued | Queue::Later => self.todo(reg, p.addr),
+            Queue::Queued | Queue::Later => self.todo(reg, p.addr()),
             Queue::No => {}
         }
     }
@@ -181,13 +181,13 @@ impl Core {
         for p in removed.iter() {
             if p.is_empty() {
                 for k in 1..arch::MAX_REGION {
-                    let a = p.addr.checked_sub(k);
+                    let a = p.addr().checked_sub(k);
                     if let Some(q) = a.and_then(|a| points.lookup(&self.table, a)) {
-                        self.todo(reg, q.addr);
+                        self.todo(reg, q.addr());
                     }
                 }
             } else {
-                self.todo(reg, p.addr);
+                self.todo(reg, p.addr());
             }
         }
         self.kick_optimizer(reg);
@@ -218,7 +218,7 @@ impl Core {
         // kernel's `register_kprobe()` refuses blacklisted addresses. A
         // registration that got past that check before is seen by
         // `region_free` now or under `text_mutex` before the jump goes in.
-        let (start, end) = p.opt_w(reg).decode_shadow(p.addr);
+        let (start, end) = p.opt_w(reg).decode_shadow(p.addr());
         p.w_mut(reg).reservation = self.blacklist.reserve(start, end);
         if !self.region_free(reg, p) {
             self.blacklist
@@ -266,7 +266,7 @@ impl Core {
         for p in batch.take() {
             // Points that became optimizable since they were armed.
             if let Queue::Later = self.queue(reg, p) {
-                self.todo(reg, p.addr);
+                self.todo(reg, p.addr());
             }
             if p.opt_state() == OptState::Queued {
                 queued.add(p);

@@ -23,7 +23,7 @@
 //! sleep, allocate or take locks. The rest is the writer's: process context
 //! with `Core::reg` held.
 
-use super::{blacklist::Reservation, client::Client, table::Chained};
+use super::{blacklist::Reservation, client::Client, table::Chained, Core};
 use crate::abi::RkpKprobe;
 use crate::kernel_ext::{
     list::{self, Head, Link, Linked, Links},
@@ -33,6 +33,7 @@ use crate::kernel_ext::{
 use crate::{arch, ffi, impl_linked, impl_tagged};
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, Ordering};
 use kernel::ffi::c_ulong;
+use kernel::prelude::*;
 
 mod registry;
 pub(crate) use registry::{Batch, Points};
@@ -77,12 +78,14 @@ const ARMED_FTRACE: u8 = 2;
 /// the table. `module` is the module containing
 /// `addr` (`ModuleId::VMLINUX` for vmlinux), only ever compared: as in the kernel, a probe
 /// holds no reference on it, and the module notifier kills the module's
-/// points when it goes (`Core::kill_module_points`).
+/// points when it goes (`Core::kill_module_points`). `arch` was prepared
+/// by the architecture for the instruction at `addr` (`arch::prepare`), and
+/// neither changes.
 pub(crate) struct Point {
     /// The probed address.
-    pub(crate) addr: usize,
+    addr: usize,
     /// The architecture's copy of the instruction and how to run it.
-    pub(crate) arch: arch::ArchInsn,
+    arch: arch::ArchInsn,
     clients: Head<RkpKprobe>,
     /// Some client has a post-handler (the kernel's aggregate probe has
     /// `aggr_post_handler` then): set before such a client is published,
@@ -174,16 +177,22 @@ impl Iterator for ClientIter<'_> {
 }
 
 impl Point {
-    /// A point at `addr` in the function at `func`, in `module`, with no
-    /// client yet, disarmed, whose writer's state `reg` owns. Writer.
-    pub(super) fn new(
+    /// A point at `addr` in the function at `func` (through ftrace if
+    /// `ftrace`), in `module`, with no client yet, disarmed, whose writer's
+    /// state `reg` owns: its instruction prepared there by the architecture
+    /// (`arch::prepare`, which may allocate a slot; [`arch::release`] frees
+    /// it). Writer, may sleep.
+    pub(super) fn prepare(
+        core: &Core,
+        reg: &Registry,
         addr: usize,
         func: usize,
-        arch: arch::ArchInsn,
+        ftrace: bool,
         module: ModuleId,
-        reg: &Registry,
-    ) -> Self {
-        Self {
+    ) -> Result<Self> {
+        let arch = arch::prepare(core, reg, addr, func, ftrace)?;
+        // INVARIANT: `arch` was prepared for `addr`.
+        Ok(Self {
             addr,
             arch,
             clients: Head::new(),
@@ -211,7 +220,20 @@ impl Point {
                 AtomicPtr::new(core::ptr::null_mut()),
                 AtomicPtr::new(core::ptr::null_mut()),
             ],
-        }
+        })
+    }
+
+    /// The probed address.
+    #[inline(always)]
+    pub(crate) fn addr(&self) -> usize {
+        self.addr
+    }
+
+    /// The architecture's copy of the instruction at [`Point::addr`] and how
+    /// to run it.
+    #[inline(always)]
+    pub(crate) fn arch(&self) -> &arch::ArchInsn {
+        &self.arch
     }
 
     /// The start of the function containing the probed address. `reg` is

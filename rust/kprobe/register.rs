@@ -218,15 +218,15 @@ impl Core {
         // The point's memory first: once `prepare` has a slot, nothing may
         // fail before the point owns it.
         let room = KBox::<Point>::new_uninit(GFP_KERNEL)?;
-        let insn = arch::prepare(self, reg, t.addr, t.func, t.ftrace)?;
         let module = t.module.as_ref().map_or(ModuleId::VMLINUX, |m| m.id());
-        let point = KBox::write(room, Point::new(t.addr, t.func, insn, module, reg));
+        let point = Point::prepare(self, reg, t.addr, t.func, t.ftrace, module)?;
+        let point = KBox::write(room, point);
         points.publish(&self.table, point).map_err(|p| {
             // Not this core's table, or refused by it (never): the point
             // was not published. Given back, it releases its slot here;
             // kept to free, `free_removed` releases it.
             if let Some(p) = p {
-                arch::release(&self.slots, &p.arch);
+                arch::release(&self.slots, p.arch());
             }
             EINVAL
         })
@@ -264,11 +264,11 @@ impl Core {
         let mut addrs: KVec<c_ulong> = KVec::new();
         for p in points {
             // The same rule as for one site (see the loop in `set_armed`).
-            if self.native_kprobe_before(p.func(reg), p.addr) {
+            if self.native_kprobe_before(p.func(reg), p.addr()) {
                 continue;
             }
             if sel.push(p, GFP_KERNEL).is_err()
-                || addrs.push(p.addr as c_ulong, GFP_KERNEL).is_err()
+                || addrs.push(p.addr() as c_ulong, GFP_KERNEL).is_err()
             {
                 return;
             }
@@ -292,7 +292,7 @@ impl Core {
         let mut addrs: KVec<c_ulong> = KVec::new();
         for p in points {
             if sel.push(p, GFP_KERNEL).is_err()
-                || addrs.push(p.addr as c_ulong, GFP_KERNEL).is_err()
+                || addrs.push(p.addr() as c_ulong, GFP_KERNEL).is_err()
             {
                 return;
             }
@@ -321,7 +321,7 @@ impl Core {
         let todo = |ftrace: bool| {
             batch
                 .iter()
-                .filter(move |p| p.arch.is_ftrace() == ftrace && p.is_armed() != on && want(p))
+                .filter(move |p| p.arch().is_ftrace() == ftrace && p.is_armed() != on && want(p))
         };
         let mut result = Ok(());
         if !on {
@@ -342,8 +342,8 @@ impl Core {
                 // to arm or optimize: no kernel kprobe appears in between,
                 // and a jump of one on its way out is still in the text.
                 if on
-                    && (self.native_kprobe_before(p.func(reg), p.addr)
-                        || !arch::text_unchanged(self, reg, p.addr, &p.arch))
+                    && (self.native_kprobe_before(p.func(reg), p.addr())
+                        || !arch::text_unchanged(self, reg, p.addr(), p.arch()))
                 {
                     result = result.and(Err(EBUSY));
                     continue;
@@ -352,9 +352,9 @@ impl Core {
                 // it) and in the opposite state.
                 unsafe {
                     if on {
-                        arch::arm(&guard, p.addr, &p.arch)
+                        arch::arm(&guard, p.addr(), p.arch())
                     } else {
-                        arch::disarm(&guard, p.addr, &p.arch)
+                        arch::disarm(&guard, p.addr(), p.arch())
                     }
                 };
                 p.set_armed_state(on);
@@ -374,17 +374,17 @@ impl Core {
         for p in todo(true) {
             if !on {
                 // Never fails (see `ftrace_disarm`).
-                arch::ftrace_disarm(p.addr, reg.ftrace_armed == 1);
+                arch::ftrace_disarm(p.addr(), reg.ftrace_armed == 1);
                 p.set_armed_state(false);
                 reg.ftrace_armed -= 1;
                 continue;
             }
             // No text conflict here (both would be ftrace callbacks), but the
             // same rule as at registration (`check_address_safe`).
-            let r = if self.native_kprobe_before(p.func(reg), p.addr) {
+            let r = if self.native_kprobe_before(p.func(reg), p.addr()) {
                 Err(EBUSY)
             } else {
-                arch::ftrace_arm(self, p.addr, reg.ftrace_armed == 0)
+                arch::ftrace_arm(self, p.addr(), reg.ftrace_armed == 0)
             };
             match r {
                 Ok(()) => {
@@ -493,7 +493,7 @@ impl Core {
         // Retired points are on `Points`' list of points to free, whose
         // reclaim waits for the grace period since the last was retired.
         for p in points.reclaim(&self.rt) {
-            arch::release(&self.slots, &p.arch);
+            arch::release(&self.slots, p.arch());
             arch::release_optimized(&self.slots, &p.optinsn, p.opt_w_mut(reg));
         }
         // INVARIANT: a grace period has passed since the last retire: either

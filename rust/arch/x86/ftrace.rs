@@ -188,7 +188,7 @@ unsafe fn ftrace_hit(core: &Core, ip: usize, regs: *mut ffi::pt_regs) {
         if point.has_post() {
             // As if the NOP had run (the point's address is `ip`: one
             // register less kept across the handlers' calls).
-            r.ip = point.addr.wrapping_add(MCOUNT_INSN_SIZE);
+            r.ip = point.addr().wrapping_add(MCOUNT_INSN_SIZE);
             super::ctl::this_cpu().top_set_status(Status::HitSsDone);
             point.run_post_handlers(regs, 0);
         }

@@ -143,7 +143,7 @@ pub(super) fn optimized_post(ret: usize, regs: &mut ffi::pt_regs) {
     if !matches!(status, Status::HitSs | Status::Reenter) || point.optinsn.post_ret() != ret {
         return;
     }
-    regs.ip = point.addr.wrapping_add(point.arch.len as usize) as _;
+    regs.ip = point.addr().wrapping_add(point.arch().len as usize) as _;
     let saved = frame.saved_flags();
     regs.flags = (regs.flags as u64 | saved) as _;
     if status == Status::HitSs {
@@ -191,12 +191,12 @@ pub(crate) fn die_notify(core: &Core, event: DieEvent<'_>) -> Notify {
 /// Where the copy of `point` that runs with a trailing int3 starts, and
 /// where that int3 is.
 fn step_range(point: &Point) -> Option<(usize, usize)> {
-    let slot = point.arch.slot?;
+    let slot = point.arch().slot?;
     // A slot is a copy's bytes in execmem, far below the top of the
     // address space: no overflow to check.
     Some((
         slot.addr(),
-        slot.addr().wrapping_add(usize::from(point.arch.len)),
+        slot.addr().wrapping_add(usize::from(point.arch().len)),
     ))
 }
 
@@ -279,11 +279,11 @@ fn setup(point: &Point, regs: &mut ffi::pt_regs, ctl: &Ctl, reenter: bool, post:
         // the copy is stepped below.
         return start_step(point, regs, ctl, reenter);
     }
-    let insn = &point.arch;
+    let insn = point.arch();
     // A discriminant test: `!=` is the derived `PartialEq`, which LLVM
     // leaves out of line (a call and 14 instructions a hit).
     if !matches!(insn.op, Op::Step) {
-        emulate(insn, point.addr, regs);
+        emulate(insn, point.addr(), regs);
         if !reenter {
             ctl.top_set_status(Status::HitSsDone);
             point.run_post_handlers(regs, 0);
@@ -341,7 +341,7 @@ fn start_step(point: &Point, regs: &mut ffi::pt_regs, ctl: &Ctl, reenter: bool) 
 /// post-handlers run (the kernel's `resume_singlestep()` and
 /// `kprobe_post_process()`). int3 context.
 fn resume(point: &Point, regs: &mut ffi::pt_regs, ctl: &Ctl, frame: &Frame) {
-    regs.ip = point.addr.wrapping_add(point.arch.len as usize) as _;
+    regs.ip = point.addr().wrapping_add(point.arch().len as usize) as _;
     regs.flags = (regs.flags as u64 | frame.saved_flags()) as _;
     if frame.status() == Status::HitSs {
         frame.set_status(Status::HitSsDone);
@@ -449,7 +449,7 @@ fn oops(regs: &mut ffi::pt_regs) {
             if !in_copy(point, regs) {
                 return;
             }
-            regs.ip = point.addr as _;
+            regs.ip = point.addr() as _;
             regs.flags = (regs.flags as u64 | frame.saved_flags()) as _;
         }
         // A handler's, when raised at the level of the frame's push (not
@@ -541,7 +541,7 @@ fn in_copy(point: &Point, regs: &ffi::pt_regs) -> bool {
 /// exception-table entry is; a fault it resolves returns to the int3, and
 /// the probe hits again. Exception context.
 fn leave_copy(point: &Point, regs: &mut ffi::pt_regs, ctl: &Ctl, frame: &Frame) {
-    regs.ip = point.addr as _;
+    regs.ip = point.addr() as _;
     regs.flags = (regs.flags as u64 | frame.saved_flags()) as _;
     ctl.pop();
 }

@@ -136,7 +136,7 @@ pub(crate) fn prepare_optimized(
         }
         return Ok(());
     }
-    let addr = point.addr;
+    let addr = point.addr();
     let rt = core.runtime();
     let in_extable = |a: u64| {
         // SAFETY: `search_exception_tables` only reads the sorted tables.
@@ -260,10 +260,10 @@ fn detour_image(
     is_thunk: impl Fn(u64) -> bool,
     post: bool,
 ) -> Result<Detour, OptRefusal> {
-    let addr = point.addr;
+    let addr = point.addr();
     // With post-handlers, the first instruction runs alone, as an int3 hit
     // steps it, and the post-handlers' call follows it.
-    if post && !matches!(point.arch.op, Op::Step) {
+    if post && !matches!(point.arch().op, Op::Step) {
         return Err(OptRefusal::NotWithPost);
     }
     let mut image = [INT3; SLOT_SIZE];
@@ -350,13 +350,13 @@ pub(crate) unsafe fn optimize(guard: &TextGuard<'_>, point: &Point, w: &OptW) {
     let Some(slot) = w.slot else {
         return;
     };
-    let Some(rel) = rel32(point.addr, slot.addr() + ENTRY) else {
+    let Some(rel) = rel32(point.addr(), slot.addr() + ENTRY) else {
         return;
     };
     let jmp = [JMP32, rel[0], rel[1], rel[2], rel[3]];
     // SAFETY: the caller's contract: an instruction boundary, nothing
     // inside the rest of the 5 bytes.
-    unsafe { guard.poke_bp_queue(point.addr, &jmp) };
+    unsafe { guard.poke_bp_queue(point.addr(), &jmp) };
 }
 
 /// Whether the region's text is still what the detour copied, with the
@@ -369,7 +369,7 @@ pub(crate) fn region_unchanged(point: &Point, w: &OptW) -> bool {
     let mut now = [0u8; MAX_REGION];
     match (now.get_mut(..size), orig.get(1..size)) {
         (Some(now), Some(then)) => {
-            crate::kernel_ext::text::read(point.addr, now).is_ok()
+            crate::kernel_ext::text::read(point.addr(), now).is_ok()
                 && now.first() == Some(&INT3)
                 && now.get(1..) == Some(then)
         }
@@ -387,7 +387,7 @@ pub(crate) fn region_unchanged(point: &Point, w: &OptW) -> bool {
 /// until [`unoptimize_finish`] and a synchronisation.
 pub(crate) unsafe fn unoptimize_start(guard: &TextGuard<'_>, point: &Point) {
     // SAFETY: one byte at an instruction boundary.
-    unsafe { guard.poke(point.addr, &[INT3]) };
+    unsafe { guard.poke(point.addr(), &[INT3]) };
 }
 
 /// Second step: the bytes the jump's displacement replaced go back.
@@ -400,7 +400,7 @@ pub(crate) unsafe fn unoptimize_finish(guard: &TextGuard<'_>, point: &Point, w: 
     if let Some(tail) = orig.get(1..JMP32_INSN_SIZE) {
         // SAFETY: no CPU executes these bytes: they follow the int3 (the
         // caller's contract).
-        unsafe { guard.poke(point.addr + 1, tail) };
+        unsafe { guard.poke(point.addr() + 1, tail) };
     }
 }
 
@@ -460,7 +460,7 @@ pub(crate) unsafe extern "C" fn rkp_optprobe_entry_post_callback(
     let point = unsafe { &*point };
     // SAFETY: the trampoline's saved registers (the caller's contract).
     let regs = unsafe { &mut *regs };
-    regs.ip = point.addr.wrapping_add(1) as _;
+    regs.ip = point.addr().wrapping_add(1) as _;
     super::kprobes::optimized_hit_post(point, regs);
 }
 
