@@ -161,7 +161,11 @@ pub(crate) use point::{Point, Registry};
 
 use crate::{
     ffi::{self, kallsyms::Kallsyms, runtime::Runtime},
-    kernel_ext::notifier::{DieChain, ModuleChain, Notifier},
+    kernel_ext::{
+        list::ReadSection,
+        notifier::{DieChain, ModuleChain, Notifier},
+        sync::PreemptGuard,
+    },
 };
 use blacklist::Blacklist;
 use core::{
@@ -248,9 +252,21 @@ impl Core {
         &self.slots
     }
 
-    /// The point at `addr`. Hit path (RCU read side) or writer.
-    pub(crate) fn lookup(&self, addr: usize) -> Option<&Point> {
-        self.table.lookup(addr)
+    /// The point at `addr`, for as long as the read section `rcu` lasts.
+    /// Any context; the hit path's.
+    #[inline(always)]
+    pub(crate) fn lookup<'a, G: ReadSection>(
+        &'a self,
+        rcu: &'a G,
+        addr: usize,
+    ) -> Option<&'a Point> {
+        self.table.lookup(rcu, addr)
+    }
+
+    /// Whether a point is published at `addr`. Any context.
+    pub(crate) fn has_point(&self, addr: usize) -> bool {
+        let rcu = PreemptGuard::new();
+        self.table.lookup(&rcu, addr).is_some()
     }
 
     /// Makes sure that rkprobes sees page faults before the kernel handles

@@ -125,7 +125,7 @@ impl Core {
             && p.is_armed()
             && !p.arch().is_ftrace()
             && p.any_enabled()
-            && (1..5).all(|k| self.table.lookup(p.addr() + k).is_none())
+            && (1..5).all(|k| !self.has_point(p.addr() + k))
     }
 
     /// Whether no other probe is inside `p`'s prepared region: rkprobes'
@@ -135,7 +135,7 @@ impl Core {
     fn region_free(&self, reg: &Registry, p: &Point) -> bool {
         let size = p.opt_w(reg).size();
         size > 0
-            && (1..size).all(|k| self.table.lookup(p.addr() + k).is_none())
+            && (1..size).all(|k| !self.has_point(p.addr() + k))
             && !self.native_kprobe_before(p.func(reg), p.addr() + size - 1)
     }
 

@@ -23,15 +23,21 @@
 //! sleep, allocate or take locks. The rest is the writer's: process context
 //! with `Core::reg` held.
 
-use super::{blacklist::Reservation, client::Client, table::Chained, Core};
+use super::{
+    blacklist::Reservation,
+    client::Client,
+    table::{ChainLinks, Chained},
+    Core,
+};
 use crate::abi::RkpKprobe;
 use crate::kernel_ext::{
     list::{self, Head, Link, Linked, Links},
     module::ModuleId,
     owned::{OwnedBy, Tag},
+    sync::Rcu,
 };
-use crate::{arch, ffi, impl_linked, impl_tagged};
-use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, Ordering};
+use crate::{arch, ffi, impl_chained, impl_linked, impl_tagged};
+use core::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use kernel::ffi::c_ulong;
 use kernel::prelude::*;
 
@@ -115,7 +121,7 @@ pub(crate) struct Point {
     /// Its link on the [`Batch`] being worked on.
     batch_link: Link<Point>,
     /// The probe table's links (`table::Chained`).
-    chain: [AtomicPtr<Point>; 2],
+    chain: ChainLinks<Point>,
 }
 
 // A point is a kmalloc-192 object: what it holds per probe is counted in
@@ -145,18 +151,7 @@ pub(super) struct PointW {
     pub(super) opt: arch::OptW,
 }
 
-// SAFETY: `addr` never changes, and `chain` is used by the table alone.
-unsafe impl Chained for Point {
-    #[inline(always)]
-    fn key(&self) -> usize {
-        self.addr
-    }
-
-    #[inline(always)]
-    fn link(&self, parity: usize) -> &AtomicPtr<Self> {
-        &self.chain[parity & 1]
-    }
-}
+impl_chained!(Point, addr, chain);
 
 /// The client probes of a point, walked lock-free.
 pub(super) struct ClientIter<'a> {
@@ -216,10 +211,7 @@ impl Point {
             reg_links: Links::new(),
             reg_tag: Tag::new(),
             batch_link: Link::new(),
-            chain: [
-                AtomicPtr::new(core::ptr::null_mut()),
-                AtomicPtr::new(core::ptr::null_mut()),
-            ],
+            chain: ChainLinks::new(),
         })
     }
 
@@ -283,9 +275,10 @@ impl Point {
     /// asked once, not a test per client.
     ///
     /// Hit context (int3 with interrupts off, ftrace or a detour with
-    /// preemption off): may not sleep, allocate or take locks.
+    /// preemption off), in the read section `_rcu`: may not sleep, allocate
+    /// or take locks.
     #[inline(always)]
-    pub(crate) fn run_pre_handlers(&self, regs: *mut ffi::pt_regs) -> bool {
+    pub(crate) fn run_pre_handlers(&self, _rcu: Rcu<'_>, regs: *mut ffi::pt_regs) -> bool {
         for c in self.clients() {
             if c.run_pre(regs) != 0 {
                 return false;
@@ -302,15 +295,22 @@ impl Point {
         self.has_post.load(Ordering::Relaxed)
     }
 
-    /// Runs the post-handlers of the enabled clients. int3 context.
-    pub(crate) fn run_post_handlers(&self, regs: *mut ffi::pt_regs, flags: c_ulong) {
+    /// Runs the post-handlers of the enabled clients. Hit context, in the
+    /// read section `_rcu`.
+    pub(crate) fn run_post_handlers(&self, _rcu: Rcu<'_>, regs: *mut ffi::pt_regs, flags: c_ulong) {
         for c in self.clients() {
             c.run_post(regs, flags);
         }
     }
 
-    /// Calls the fault handlers until one handles the fault. Exception context.
-    pub(crate) fn run_fault_handlers(&self, regs: *mut ffi::pt_regs, trapnr: i32) -> bool {
+    /// Calls the fault handlers until one handles the fault. Exception
+    /// context, in the read section `_rcu`.
+    pub(crate) fn run_fault_handlers(
+        &self,
+        _rcu: Rcu<'_>,
+        regs: *mut ffi::pt_regs,
+        trapnr: i32,
+    ) -> bool {
         self.clients().any(|c| c.run_fault(regs, trapnr))
     }
 
@@ -369,8 +369,9 @@ impl Point {
         self.armed.store(v, Ordering::Relaxed);
     }
 
-    /// Counts a hit whose handlers could not run. Exception context.
-    pub(crate) fn missed(&self) {
+    /// Counts a hit whose handlers could not run. Hit context, in the read
+    /// section `_rcu`.
+    pub(crate) fn missed(&self, _rcu: Rcu<'_>) {
         for c in self.clients() {
             c.inc_nmissed();
         }

@@ -222,12 +222,9 @@ impl Core {
         let point = Point::prepare(self, reg, t.addr, t.func, t.ftrace, module)?;
         let point = KBox::write(room, point);
         points.publish(&self.table, point).map_err(|p| {
-            // Not this core's table, or refused by it (never): the point
-            // was not published. Given back, it releases its slot here;
-            // kept to free, `free_removed` releases it.
-            if let Some(p) = p {
-                arch::release(&self.slots, p.arch());
-            }
+            // Not this core's table (never): the point was not published,
+            // and releases its slot here.
+            arch::release(&self.slots, p.arch());
             EINVAL
         })
     }

@@ -57,7 +57,10 @@ use super::{
 };
 use crate::{
     ffi::{self, kallsyms::SymbolBuf},
-    kernel_ext::{sync::PreemptNotraceGuard, text::TextGuard},
+    kernel_ext::{
+        sync::{PreemptNotraceGuard, Rcu},
+        text::TextGuard,
+    },
     kprobe::{slots::SlotCache, Core, Point, Registry},
     pure::insn::{
         analyze::JMP32_INSN_SIZE, FuncCode, IndirectJumpCheck, OptimizeRefusal, RelocError,
@@ -435,10 +438,10 @@ pub(crate) unsafe extern "C" fn rkp_optprobe_callback(
     point: *const Point,
     regs: *mut ffi::pt_regs,
 ) {
-    let _preempt = PreemptNotraceGuard::new();
+    let preempt = PreemptNotraceGuard::new();
     // SAFETY: the caller's contract.
     let point = unsafe { &*point };
-    super::kprobes::optimized_hit(point, regs);
+    super::kprobes::optimized_hit(point, Rcu::of(&preempt), regs);
 }
 
 /// [`rkp_optprobe_callback`] for the detour of a point with post-handlers,
@@ -455,13 +458,13 @@ pub(crate) unsafe extern "C" fn rkp_optprobe_entry_post_callback(
     point: *const Point,
     regs: *mut ffi::pt_regs,
 ) {
-    let _preempt = PreemptNotraceGuard::new();
+    let preempt = PreemptNotraceGuard::new();
     // SAFETY: the caller's contract.
     let point = unsafe { &*point };
     // SAFETY: the trampoline's saved registers (the caller's contract).
     let regs = unsafe { &mut *regs };
     regs.ip = point.addr().wrapping_add(1) as _;
-    super::kprobes::optimized_hit_post(point, regs);
+    super::kprobes::optimized_hit_post(point, Rcu::of(&preempt), regs);
 }
 
 /// Called by `rkp_optprobe_post_trampoline`, which the detour of a point
@@ -479,8 +482,8 @@ pub(crate) unsafe extern "C" fn rkp_optprobe_entry_post_callback(
 /// Only called by the trampoline, with its saved registers.
 #[no_mangle]
 pub(crate) unsafe extern "C" fn rkp_optprobe_post_callback(ret: usize, regs: *mut ffi::pt_regs) {
-    let _preempt = PreemptNotraceGuard::new();
+    let preempt = PreemptNotraceGuard::new();
     // SAFETY: the caller's contract: the trampoline's frame.
     let regs = unsafe { &mut *regs };
-    super::kprobes::optimized_post(ret, regs);
+    super::kprobes::optimized_post(ret, Rcu::of(&preempt), regs);
 }
