@@ -166,7 +166,7 @@ impl Show for ListFile {
         let show_addr = out.opener_sees_addresses(core.runtime());
         let locked = core.reg.lock();
         for p in locked.points.all() {
-            for kp in p.clients() {
+            for kp in p.clients_w(&locked.reg) {
                 let f = kp.flags();
                 let kind = if kretprobe::is_kretprobe(kp) {
                     'r'

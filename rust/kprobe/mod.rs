@@ -297,9 +297,11 @@ impl PinnedDrop for Core {
             let mut removal = Removal::new();
             let mut left = 0usize;
             // Unlinking a client leaves its link for the walk, and its point
-            // where it is until `finish_removal`.
+            // where it is until `finish_removal`. The walk is a reader's: the
+            // unlinks need the registry exclusively.
             for p in points.all() {
-                for kp in p.clients() {
+                let rcu = PreemptGuard::new();
+                for kp in p.clients(&rcu) {
                     self.unlink_client(points, reg, &mut removal, kp);
                     left += 1;
                 }

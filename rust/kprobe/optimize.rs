@@ -89,9 +89,10 @@ pub(crate) extern "C" fn rkp_optimizer_work() {
 }
 
 /// Sets or clears `OPTIMIZED` in the flags of every client of `p` (the
-/// kernel's `KPROBE_FLAG_OPTIMIZED`). Writer.
-fn set_optimized_flag(p: &Point, on: bool) {
-    for kp in p.clients() {
+/// kernel's `KPROBE_FLAG_OPTIMIZED`). `reg` is the registration mutex's
+/// guard.
+fn set_optimized_flag(reg: &Registry, p: &Point, on: bool) {
+    for kp in p.clients_w(reg) {
         if on {
             kp.update_flags(flags::OPTIMIZED, 0);
         } else {
@@ -230,7 +231,7 @@ impl Core {
         // A task may be preempted in the detour from now on.
         p.ran_boosted();
         p.set_opt_state(OptState::Queued);
-        set_optimized_flag(p, true);
+        set_optimized_flag(reg, p, true);
         optimizer::kick(OPTIMIZE_DELAY);
         Queue::Queued
     }
@@ -287,7 +288,7 @@ impl Core {
             // kernel kprobe arrived, and nothing else patched the region.
             if !self.region_free(reg, p) || !arch::region_unchanged(p, p.opt_w(reg)) {
                 p.set_opt_state(OptState::None);
-                set_optimized_flag(p, false);
+                set_optimized_flag(reg, p, false);
                 dropped = true;
                 continue;
             }
@@ -361,14 +362,14 @@ impl Core {
             for p in todo(OptState::Optimized) {
                 self.nr_optimized.fetch_sub(1, Ordering::Relaxed);
                 p.set_opt_state(OptState::None);
-                set_optimized_flag(p, false);
+                set_optimized_flag(reg, p, false);
             }
         }
         // Queued points have no jump yet: nothing to undo in the text; int3
         // hits stop using the detour.
         for p in todo(OptState::Queued) {
             p.set_opt_state(OptState::None);
-            set_optimized_flag(p, false);
+            set_optimized_flag(reg, p, false);
         }
         // No jump left: the kernel's kprobes may come back.
         self.blacklist.release(

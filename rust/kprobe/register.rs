@@ -148,14 +148,14 @@ impl Core {
             kp.update_flags(flags::FTRACE, 0);
         }
         kp.set_addr(target.addr);
-        kp.set_private(core::ptr::from_ref(point).cast_mut().cast());
         if point.opt_state() != OptState::None {
             kp.update_flags(flags::OPTIMIZED, 0);
         }
-        // SAFETY: not registered (checked above), so on no point's list; a
-        // client stays valid until unregistered (`Client`'s invariant), and
-        // unregistration waits for a grace period after the unlink.
-        unsafe { point.append(reg, kp) };
+        // Not registered (checked above, with the registration mutex held
+        // since), so appended: its `rkp_private` names the point from now on.
+        if !point.append(reg, kp) {
+            return Err(EINVAL);
+        }
         Ok(())
     }
 
@@ -438,10 +438,10 @@ impl Core {
         let Some(p) = self.point_of(points, kp) else {
             return;
         };
+        // Clears its `rkp_private`: not registered any more.
         if p.unlink(reg, kp) {
             removal.points.add(p);
         }
-        kp.set_private(core::ptr::null_mut());
     }
 
     /// Disarms the points of `removal` left with no enabled client, and
