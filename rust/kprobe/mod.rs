@@ -263,6 +263,14 @@ impl Core {
         self.table.lookup(rcu, addr)
     }
 
+    /// Whether `p` is the point published at its address. Any context.
+    pub(crate) fn is_published(&self, p: &Point) -> bool {
+        let rcu = PreemptGuard::new();
+        self.table
+            .lookup(&rcu, p.addr())
+            .is_some_and(|q| core::ptr::eq(q, p))
+    }
+
     /// Whether a point is published at `addr`. Any context.
     pub(crate) fn has_point(&self, addr: usize) -> bool {
         let rcu = PreemptGuard::new();

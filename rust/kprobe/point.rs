@@ -303,6 +303,14 @@ impl Point {
         }
     }
 
+    /// Whether the optimizer's jump is in the text, or being taken out
+    /// ([`OptState::Optimized`]). Any context; exact with the registration
+    /// mutex held, which the optimizer holds while it writes or removes the
+    /// jump and records it.
+    pub(crate) fn jump_in_text(&self) -> bool {
+        self.opt_state() == OptState::Optimized
+    }
+
     /// Moves the point to `s`. Writer. Release: a hit that sees a detour in
     /// use sees it written.
     pub(super) fn set_opt_state(&self, s: OptState) {

@@ -345,15 +345,14 @@ impl Core {
                     result = result.and(Err(EBUSY));
                     continue;
                 }
-                // SAFETY: the point is published in the table (a hit finds
-                // it) and in the opposite state.
-                unsafe {
-                    if on {
-                        arch::arm(&guard, p.addr(), p.arch())
-                    } else {
-                        arch::disarm(&guard, p.addr(), p.arch())
-                    }
-                };
+                // Refused for a point that is not published or has the
+                // optimizer's jump in the text; this one is published (a
+                // hit finds it) and was unoptimized above.
+                if !arch::set_int3(self, reg, &guard, p, on) {
+                    pr_err!("probe at {:#x} not (dis)armed\n", p.addr());
+                    result = result.and(Err(EINVAL));
+                    continue;
+                }
                 p.set_armed_state(on);
             }
             guard.sync();
