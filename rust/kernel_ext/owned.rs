@@ -249,11 +249,6 @@ impl<T: Tagged<ID>, const ID: u64, const N: usize> OwnedLists<T, ID, N> {
         walk.into_iter().flatten().map(|e| unsafe { e.as_ref() })
     }
 
-    /// Whether list `i` is empty (or there is none).
-    pub(crate) fn is_empty(&self, i: usize) -> bool {
-        self.heads.get(i).map_or(true, |h| h.is_empty())
-    }
-
     /// Takes every element off list `i`, first to last, giving its box back.
     pub(crate) fn take(&mut self, i: usize) -> impl Iterator<Item = KBox<T>> + '_ {
         core::iter::from_fn(move || {

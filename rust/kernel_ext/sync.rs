@@ -116,6 +116,71 @@ unsafe impl ReadSection for PreemptNotraceGuard {}
 // make a read-side critical section) off for `'a` (the type invariant).
 unsafe impl ReadSection for PreemptOff<'_> {}
 
+/// Interrupts or preemption off, as the architecture's hit paths enter:
+/// the int3 handler and the fault handlers (exception context, interrupts
+/// off or preemption disabled by the kernel's entry code). It changes
+/// nothing: it states what its maker argued, for [`Rcu::of`].
+///
+/// # Invariants
+///
+/// While it lives, the CPU that made it runs with interrupts or preemption
+/// off; it is `!Send`, so it stays on that CPU.
+pub(crate) struct NoPreempt {
+    _not_send: PhantomData<*mut ()>,
+}
+
+impl NoPreempt {
+    /// The statement that interrupts or preemption are off. Costs nothing.
+    ///
+    /// # Safety
+    ///
+    /// Interrupts or preemption are disabled on this CPU, and stay disabled
+    /// for as long as the value lives.
+    #[inline(always)]
+    pub(crate) unsafe fn assume() -> Self {
+        // INVARIANT: the caller's contract.
+        Self {
+            _not_send: PhantomData,
+        }
+    }
+}
+
+// SAFETY: interrupts or preemption off is an RCU read-side critical section
+// for `synchronize_rcu()` (type invariant), for as long as the value lives.
+unsafe impl ReadSection for NoPreempt {}
+
+/// A read section, borrowed from the guard or statement that keeps it
+/// ([`PreemptNotraceGuard`], [`NoPreempt`]), as a value of no size: the hit
+/// path passes it to the functions that walk lock-free structures at no
+/// cost, where a reference would take a register.
+///
+/// # Invariants
+///
+/// A read section ([`ReadSection`]) lives for `'a` on the CPU that made
+/// this value; it is `!Send`.
+#[derive(Clone, Copy)]
+pub(crate) struct Rcu<'a> {
+    _section: PhantomData<&'a ()>,
+    _not_send: PhantomData<*mut ()>,
+}
+
+impl<'a> Rcu<'a> {
+    /// The read section `section` keeps, for as long as it is borrowed.
+    #[inline(always)]
+    pub(crate) fn of<G: ReadSection>(_section: &'a G) -> Self {
+        // INVARIANT: `_section` lives for `'a`, and keeps the CPU in a read
+        // section while it does (`ReadSection`).
+        Self {
+            _section: PhantomData,
+            _not_send: PhantomData,
+        }
+    }
+}
+
+// SAFETY: a value lives at most `'a`, during which the section it was
+// borrowed from lives (type invariant); it is `!Send`.
+unsafe impl ReadSection for Rcu<'_> {}
+
 /// Waits for an RCU grace period (`synchronize_rcu()`): every CPU that was
 /// in a read-side critical section (preemption or interrupts off included)
 /// has left it. Process context, may sleep.

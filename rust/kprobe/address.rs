@@ -22,7 +22,7 @@ use super::{
 use crate::{
     arch,
     ffi::kallsyms::SymbolBuf,
-    kernel_ext::{module::ModuleRef, text},
+    kernel_ext::{module::ModuleRef, sync::PreemptGuard, text},
 };
 use core::sync::atomic::Ordering;
 use kernel::{prelude::*, str::CStr};
@@ -194,15 +194,17 @@ impl Core {
     pub(crate) fn read_original(&self, reg: &Registry, addr: usize, buf: &mut [u8]) -> Result {
         text::read(addr, buf)?;
         let jumps = self.nr_optimized.load(Ordering::Relaxed) > 0;
+        // The points are read in a read section: none is freed meanwhile.
+        let rcu = PreemptGuard::new();
         for (i, b) in buf.iter_mut().enumerate() {
             let Some(a) = addr.checked_add(i) else {
                 continue;
             };
-            if let Some(p) = self.table.lookup(a) {
+            if let Some(p) = self.table.lookup(&rcu, a) {
                 // An ftrace site is not patched by rkprobes: its bytes are
                 // ftrace's (see `is_ftrace_site`).
-                if !p.arch.is_ftrace() {
-                    *b = p.arch.orig_byte();
+                if !p.arch().is_ftrace() {
+                    *b = p.arch().orig_byte();
                 }
                 continue;
             }
@@ -212,7 +214,7 @@ impl Core {
                 continue;
             }
             let replaced = (1..5usize).find_map(|k| {
-                let p = self.table.lookup(a.checked_sub(k)?)?;
+                let p = self.table.lookup(&rcu, a.checked_sub(k)?)?;
                 if p.opt_state() != OptState::Optimized {
                     return None;
                 }

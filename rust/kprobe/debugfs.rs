@@ -166,16 +166,16 @@ impl Show for ListFile {
         let show_addr = out.opener_sees_addresses(core.runtime());
         let locked = core.reg.lock();
         for p in locked.points.all() {
-            for kp in p.clients() {
+            for kp in p.clients_w(&locked.reg) {
                 let f = kp.flags();
                 let kind = if kretprobe::is_kretprobe(kp) {
                     'r'
                 } else {
                     'k'
                 };
-                let addr = if show_addr { p.addr } else { 0 };
+                let addr = if show_addr { p.addr() } else { 0 };
                 let _ = write!(out, "{addr:016x}  {kind}  ");
-                let _ = match buf.symbolise(p.addr) {
+                let _ = match buf.symbolise(p.addr()) {
                     Some(s) => write!(
                         out,
                         "{}+0x{:x}  {} ",
@@ -183,7 +183,7 @@ impl Show for ListFile {
                         s.offset,
                         s.module.unwrap_or(" ")
                     ),
-                    None => write!(out, "0x{:x} ", p.addr),
+                    None => write!(out, "0x{:x} ", p.addr()),
                 };
                 let _ = writeln!(
                     out,

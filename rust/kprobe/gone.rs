@@ -55,7 +55,7 @@ impl Core {
         // Nothing here allocates: the batch runs through the points.
         let mut dying = Batch::new();
         for p in points.live() {
-            if p.module == module && (going || in_init(p.addr)) {
+            if p.module == module && (going || in_init(p.addr())) {
                 dying.add(p);
             }
         }
@@ -67,7 +67,7 @@ impl Core {
         // runs there.
         let _ = self.set_armed(reg, &dying, false, |_| true);
         for p in dying.iter() {
-            for kp in p.clients() {
+            for kp in p.clients_w(reg) {
                 kp.update_flags(flags::GONE, 0);
             }
             points.move_to_gone(&self.table, p);

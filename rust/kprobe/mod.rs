@@ -170,8 +170,10 @@ use crate::{
     arch,
     ffi::{kallsyms::Kallsyms, runtime::Runtime},
     kernel_ext::{
+        list::ReadSection,
         notifier::{DieChain, ModuleChain, Notifier},
         slots::SlotCache,
+        sync::PreemptGuard,
     },
 };
 use blacklist::Blacklist;
@@ -246,9 +248,29 @@ impl Core {
         &self.slots
     }
 
-    /// The point at `addr`. Hit path (RCU read side) or writer.
-    pub(crate) fn lookup(&self, addr: usize) -> Option<&Point> {
-        self.table.lookup(addr)
+    /// The point at `addr`, for as long as the read section `rcu` lasts.
+    /// Any context; the hit path's.
+    #[inline(always)]
+    pub(crate) fn lookup<'a, G: ReadSection>(
+        &'a self,
+        rcu: &'a G,
+        addr: usize,
+    ) -> Option<&'a Point> {
+        self.table.lookup(rcu, addr)
+    }
+
+    /// Whether `p` is the point published at its address. Any context.
+    pub(crate) fn is_published(&self, p: &Point) -> bool {
+        let rcu = PreemptGuard::new();
+        self.table
+            .lookup(&rcu, p.addr())
+            .is_some_and(|q| core::ptr::eq(q, p))
+    }
+
+    /// Whether a point is published at `addr`. Any context.
+    pub(crate) fn has_point(&self, addr: usize) -> bool {
+        let rcu = PreemptGuard::new();
+        self.table.lookup(&rcu, addr).is_some()
     }
 
     /// Makes sure that rkprobes sees page faults before the kernel handles
@@ -277,9 +299,11 @@ impl PinnedDrop for Core {
             let mut removal = Removal::new();
             let mut left = 0usize;
             // Unlinking a client leaves its link for the walk, and its point
-            // where it is until `finish_removal`.
+            // where it is until `finish_removal`. The walk is a reader's: the
+            // unlinks need the registry exclusively.
             for p in points.all() {
-                for kp in p.clients() {
+                let rcu = PreemptGuard::new();
+                for kp in p.clients(&rcu) {
                     self.unlink_client(points, reg, &mut removal, kp);
                     left += 1;
                 }

@@ -93,9 +93,10 @@ pub(crate) extern "C" fn rkp_optimizer_work() {
 }
 
 /// Sets or clears `OPTIMIZED` in the flags of every client of `p` (the
-/// kernel's `KPROBE_FLAG_OPTIMIZED`). Writer.
-fn set_optimized_flag(p: &Point, on: bool) {
-    for kp in p.clients() {
+/// kernel's `KPROBE_FLAG_OPTIMIZED`). `reg` is the registration mutex's
+/// guard.
+fn set_optimized_flag(reg: &Registry, p: &Point, on: bool) {
+    for kp in p.clients_w(reg) {
         if on {
             kp.update_flags(flags::OPTIMIZED, 0);
         } else {
@@ -127,9 +128,9 @@ impl Core {
         p.opt_state() == OptState::None
             && !p.w(reg).opt_refused
             && p.is_armed()
-            && !p.arch.is_ftrace()
+            && !p.arch().is_ftrace()
             && p.any_enabled()
-            && (1..5).all(|k| self.table.lookup(p.addr + k).is_none())
+            && (1..5).all(|k| !self.has_point(p.addr() + k))
     }
 
     /// Whether no other probe is inside `p`'s prepared region: rkprobes'
@@ -139,8 +140,8 @@ impl Core {
     fn region_free(&self, reg: &Registry, p: &Point) -> bool {
         let size = p.opt_w(reg).size();
         size > 0
-            && (1..size).all(|k| self.table.lookup(p.addr + k).is_none())
-            && !self.native_kprobe_before(p.func(reg), p.addr + size - 1)
+            && (1..size).all(|k| !self.has_point(p.addr() + k))
+            && !self.native_kprobe_before(p.func(reg), p.addr() + size - 1)
     }
 
     /// Queues `p` for optimization if it can be optimized (the kernel's
@@ -152,7 +153,7 @@ impl Core {
     /// optimizer's next pass to find. Writer.
     pub(super) fn try_queue(&self, reg: &mut Registry, p: &Point) {
         match self.queue(reg, p) {
-            Queue::Queued | Queue::Later => self.todo(reg, p.addr),
+            Queue::Queued | Queue::Later => self.todo(reg, p.addr()),
             Queue::No => {}
         }
     }
@@ -185,13 +186,13 @@ impl Core {
         for p in removed.iter() {
             if p.is_empty() {
                 for k in 1..arch::MAX_REGION {
-                    let a = p.addr.checked_sub(k);
+                    let a = p.addr().checked_sub(k);
                     if let Some(q) = a.and_then(|a| points.lookup(&self.table, a)) {
-                        self.todo(reg, q.addr);
+                        self.todo(reg, q.addr());
                     }
                 }
             } else {
-                self.todo(reg, p.addr);
+                self.todo(reg, p.addr());
             }
         }
         self.kick_optimizer(reg);
@@ -222,7 +223,7 @@ impl Core {
         // kernel's `register_kprobe()` refuses blacklisted addresses. A
         // registration that got past that check before is seen by
         // `region_free` now or under `text_mutex` before the jump goes in.
-        let (start, end) = p.opt_w(reg).decode_shadow(p.addr);
+        let (start, end) = p.opt_w(reg).decode_shadow(p.addr());
         p.w_mut(reg).reservation = self.blacklist.reserve(start, end);
         if !self.region_free(reg, p) {
             self.blacklist
@@ -235,7 +236,7 @@ impl Core {
         p.ran_boosted();
         p.set_opt_state(OptState::Queued);
         arch::detour_in_use(p.opt_w_mut(reg));
-        set_optimized_flag(p, true);
+        set_optimized_flag(reg, p, true);
         optimizer::kick(OPTIMIZE_DELAY);
         Queue::Queued
     }
@@ -271,7 +272,7 @@ impl Core {
         for p in batch.take() {
             // Points that became optimizable since they were armed.
             if let Queue::Later = self.queue(reg, p) {
-                self.todo(reg, p.addr);
+                self.todo(reg, p.addr());
             }
             if p.opt_state() == OptState::Queued {
                 queued.add(p);
@@ -298,7 +299,7 @@ impl Core {
             if !queued {
                 p.set_opt_state(OptState::None);
                 arch::detour_unused(p.opt_w_mut(reg));
-                set_optimized_flag(p, false);
+                set_optimized_flag(reg, p, false);
                 dropped = true;
             }
         }
@@ -360,7 +361,7 @@ impl Core {
                 if !arch::unoptimize_start(&guard, p, p.opt_w_mut(reg)) {
                     pr_err!(
                         "optimized probe at {:#x}: its jump is not in the text\n",
-                        p.addr
+                        p.addr()
                     );
                 }
             }
@@ -369,7 +370,7 @@ impl Core {
                 if !arch::unoptimize_finish(&guard, p, p.opt_w_mut(reg)) {
                     pr_err!(
                         "optimized probe at {:#x}: its jump was not taken out\n",
-                        p.addr
+                        p.addr()
                     );
                 }
             }
@@ -378,7 +379,7 @@ impl Core {
                 self.nr_optimized.fetch_sub(1, Ordering::Relaxed);
                 p.set_opt_state(OptState::None);
                 arch::detour_unused(p.opt_w_mut(reg));
-                set_optimized_flag(p, false);
+                set_optimized_flag(reg, p, false);
             }
         }
         // Queued points have no jump yet: nothing to undo in the text; int3
@@ -386,7 +387,7 @@ impl Core {
         for p in todo(OptState::Queued) {
             p.set_opt_state(OptState::None);
             arch::detour_unused(p.opt_w_mut(reg));
-            set_optimized_flag(p, false);
+            set_optimized_flag(reg, p, false);
         }
         // No jump left: the kernel's kprobes may come back.
         self.blacklist.release(

@@ -4,48 +4,47 @@
 //! aggregate kprobe), and the running of the clients' handlers.
 //!
 //! A point's client list is in registration order and runs through the
-//! clients' own structures. Its links are published with release stores,
-//! so that the hit path walks it lock-free; unregistration returns only
+//! clients' own structures (a `ClientChain`, `client.rs`), which the hit
+//! path walks lock-free in its read section; unregistration returns only
 //! after a grace period. A point's memory is its owner's ([`Points`], in
 //! `point/registry.rs`), whose lists and a [`Batch`] chain points through
 //! themselves, so that the writer can arm, disarm, list or free any number
 //! of them without memory. All of them are `kernel_ext::list`'s lists.
 //!
 //! The writer's state of a point (what the optimizer decided, its
-//! function, its detour's writer's half) is `OwnedBy` the [`Registry`]: it
-//! is reached only with the registration mutex's guard.
+//! function, its detour's writer's half) is kept by its client chain for
+//! the [`Registry`], which owns both: it is reached only with the
+//! registration mutex's guard.
 //!
 //! Context: the handler-running functions ([`Point::run_pre_handlers`],
 //! [`Point::run_post_handlers`], [`Point::run_fault_handlers`],
 //! [`Point::missed`], [`Point::ran_boosted`]) are the hit path: int3, #DB or
 //! fault context with interrupts off, or the ftrace callback or an optimized
-//! probe's detour with preemption off; they may not
-//! sleep, allocate or take locks. The rest is the writer's: process context
-//! with `Core::reg` held.
+//! probe's detour with preemption off, which the [`Rcu`] they take states;
+//! they may not sleep, allocate or take locks. The rest is the writer's:
+//! process context with `Core::reg` held.
 
-use super::{blacklist::Reservation, client::Client, table::Chained};
-use crate::abi::RkpKprobe;
-use crate::kernel_ext::{
-    list::{self, Head, Link, Linked, Links},
-    module::ModuleId,
-    owned::{OwnedBy, Tag},
+use super::{
+    blacklist::Reservation,
+    client::{Client, ClientChain, Clients},
+    table::{ChainLinks, Chained},
+    Core,
 };
-use crate::{arch, ffi, impl_linked, impl_tagged};
-use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, Ordering};
+use crate::kernel_ext::{
+    list::{Link, Linked, Links, ReadSection},
+    module::ModuleId,
+    owned::Tag,
+    sync::{PreemptGuard, Rcu},
+};
+use crate::{arch, ffi, impl_chained, impl_linked, impl_tagged};
+use core::ptr::NonNull;
+use core::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use kernel::ffi::c_ulong;
+use kernel::prelude::*;
 
 mod registry;
 pub(crate) use registry::{Batch, Points};
 pub(crate) use registry::{Reg, Registry};
-
-// A client's link on its point's list is its own structure's (`rkp_next`,
-// `client.rs`), as the kernel's `struct kprobe` is on its aggregate probe's
-// list, so that a client costs rkprobes no memory. The links are published with release
-// stores, so that the hit path walks the list lock-free. Unlinking a client
-// only redirects its predecessor's link and leaves its own alone (the
-// kernel's `list_del_rcu()`): a reader standing on it walks on.
-// Unregistration returns only after a grace period, so the client's
-// structure outlives every such reader.
 
 /// Where a point is in jump optimization (`rust/kprobe/optimize.rs`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -72,18 +71,21 @@ const ARMED_FTRACE: u8 = 2;
 ///
 /// # Invariants
 ///
-/// `clients` is the head of a list of registered probes in registration
-/// order, linked through their `rkp_next`, non-empty while the point is in
-/// the table. `module` is the module containing
-/// `addr` (`ModuleId::VMLINUX` for vmlinux), only ever compared: as in the kernel, a probe
-/// holds no reference on it, and the module notifier kills the module's
-/// points when it goes (`Core::kill_module_points`).
+/// `clients` holds the registered probes in registration order, non-empty
+/// while the point is in the table, and the point's writer's state; both
+/// are changed through `&mut` of the registry named at creation. `module`
+/// is the module containing `addr` (`ModuleId::VMLINUX` for vmlinux), only
+/// ever compared: as in the kernel, a probe holds no reference on it, and
+/// the module notifier kills the module's points when it goes
+/// (`Core::kill_module_points`). `arch` was prepared by the architecture
+/// for the instruction at `addr` (`arch::prepare`), and neither changes.
 pub(crate) struct Point {
     /// The probed address.
-    pub(crate) addr: usize,
+    addr: usize,
     /// The architecture's copy of the instruction and how to run it.
-    pub(crate) arch: arch::ArchInsn,
-    clients: Head<RkpKprobe>,
+    arch: arch::ArchInsn,
+    /// The clients, and the writer's state.
+    clients: ClientChain<PointW, Registry>,
     /// Some client has a post-handler (the kernel's aggregate probe has
     /// `aggr_post_handler` then): set before such a client is published,
     /// recomputed when one is unlinked (the kernel clears its aggregate's
@@ -102,8 +104,6 @@ pub(crate) struct Point {
     /// The detour of an optimized probe, once prepared.
     pub(crate) optinsn: arch::OptInsn,
     pub(super) module: ModuleId,
-    /// The writer's state.
-    w: OwnedBy<PointW, Registry>,
     /// The point's links on the lists of its owner ([`Points`]: the live
     /// points, those of unloaded code, those to free), so that moving it
     /// costs O(1) and no memory, and which of them holds it.
@@ -112,7 +112,7 @@ pub(crate) struct Point {
     /// Its link on the [`Batch`] being worked on.
     batch_link: Link<Point>,
     /// The probe table's links (`table::Chained`).
-    chain: [AtomicPtr<Point>; 2],
+    chain: ChainLinks<Point>,
 }
 
 // A point is a kmalloc-192 object: what it holds per probe is counted in
@@ -142,58 +142,28 @@ pub(super) struct PointW {
     pub(super) opt: arch::OptW,
 }
 
-// SAFETY: `addr` never changes, and `chain` is used by the table alone.
-unsafe impl Chained for Point {
-    #[inline(always)]
-    fn key(&self) -> usize {
-        self.addr
-    }
-
-    #[inline(always)]
-    fn link(&self, parity: usize) -> &AtomicPtr<Self> {
-        &self.chain[parity & 1]
-    }
-}
-
-/// The client probes of a point, walked lock-free.
-pub(super) struct ClientIter<'a> {
-    walk: list::Iter<RkpKprobe, 0>,
-    _point: core::marker::PhantomData<&'a Point>,
-}
-
-impl Iterator for ClientIter<'_> {
-    type Item = Client;
-
-    #[inline(always)]
-    fn next(&mut self) -> Option<Client> {
-        // SAFETY: only clients are linked (`append`), and a linked client
-        // stays valid for the walker's RCU read-side critical section or the
-        // writer's mutex (the type invariant of `Point`).
-        self.walk.next().map(|c| unsafe { Client::from_nonnull(c) })
-    }
-}
+impl_chained!(Point, addr, chain);
 
 impl Point {
-    /// A point at `addr` in the function at `func`, in `module`, with no
-    /// client yet, disarmed, whose writer's state `reg` owns. Writer.
-    pub(super) fn new(
+    /// A point at `addr` in the function at `func` (through ftrace if
+    /// `ftrace`), in `module`, with no client yet, disarmed, whose writer's
+    /// state `reg` owns: its instruction prepared there by the architecture
+    /// (`arch::prepare`, which may allocate a slot; [`arch::release`] frees
+    /// it). Writer, may sleep.
+    pub(super) fn prepare(
+        core: &Core,
+        reg: &Registry,
         addr: usize,
         func: usize,
-        arch: arch::ArchInsn,
+        ftrace: bool,
         module: ModuleId,
-        reg: &Registry,
-    ) -> Self {
-        Self {
+    ) -> Result<Self> {
+        let arch = arch::prepare(core, reg, addr, func, ftrace)?;
+        // INVARIANT: `arch` was prepared for `addr`.
+        Ok(Self {
             addr,
             arch,
-            clients: Head::new(),
-            has_post: AtomicBool::new(false),
-            armed: AtomicU8::new(ARMED_NO),
-            was_boosted: AtomicBool::new(false),
-            opt: AtomicU8::new(OptState::None as u8),
-            optinsn: arch::OptInsn::new(),
-            module,
-            w: OwnedBy::new(
+            clients: ClientChain::new(
                 reg,
                 PointW {
                     // A function's length fits in 32 bits (`Target` takes it
@@ -204,14 +174,30 @@ impl Point {
                     opt: arch::OptW::new(),
                 },
             ),
+            has_post: AtomicBool::new(false),
+            armed: AtomicU8::new(ARMED_NO),
+            was_boosted: AtomicBool::new(false),
+            opt: AtomicU8::new(OptState::None as u8),
+            optinsn: arch::OptInsn::new(),
+            module,
             reg_links: Links::new(),
             reg_tag: Tag::new(),
             batch_link: Link::new(),
-            chain: [
-                AtomicPtr::new(core::ptr::null_mut()),
-                AtomicPtr::new(core::ptr::null_mut()),
-            ],
-        }
+            chain: ChainLinks::new(),
+        })
+    }
+
+    /// The probed address.
+    #[inline(always)]
+    pub(crate) fn addr(&self) -> usize {
+        self.addr
+    }
+
+    /// The architecture's copy of the instruction at [`Point::addr`] and how
+    /// to run it.
+    #[inline(always)]
+    pub(crate) fn arch(&self) -> &arch::ArchInsn {
+        &self.arch
     }
 
     /// The start of the function containing the probed address. `reg` is
@@ -223,36 +209,37 @@ impl Point {
     /// The writer's state, to read. `reg` is the registration mutex's
     /// guard.
     pub(super) fn w<'a>(&'a self, reg: &'a Registry) -> &'a PointW {
-        self.w.access(reg)
+        self.clients.state(reg)
     }
 
     /// The writer's state, to change. `reg` is the registration mutex's
     /// guard.
     pub(super) fn w_mut<'a>(&'a self, reg: &'a mut Registry) -> &'a mut PointW {
-        self.w.access_mut(reg)
+        self.clients.state_mut(reg)
     }
 
     /// The writer's half of the point's detour, to read. `reg` is the
     /// registration mutex's guard.
     pub(crate) fn opt_w<'a>(&'a self, reg: &'a Registry) -> &'a arch::OptW {
-        &self.w.access(reg).opt
+        &self.clients.state(reg).opt
     }
 
     /// The writer's half of the point's detour, to change. `reg` is the
     /// registration mutex's guard.
     pub(crate) fn opt_w_mut<'a>(&'a self, reg: &'a mut Registry) -> &'a mut arch::OptW {
-        &mut self.w.access_mut(reg).opt
+        &mut self.clients.state_mut(reg).opt
     }
 
-    /// The clients. Hit path or writer; the caller is in an RCU read-side
-    /// critical section or holds `Core::reg`.
-    pub(super) fn clients(&self) -> ClientIter<'_> {
-        ClientIter {
-            // SAFETY: the caller's context: a reader in an RCU read-side
-            // critical section (the hit path), or the writer.
-            walk: unsafe { self.clients.iter() },
-            _point: core::marker::PhantomData,
-        }
+    /// The clients, for a reader in the read section `rcu`. Any context.
+    #[inline(always)]
+    pub(crate) fn clients<'a, G: ReadSection>(&'a self, rcu: &'a G) -> Clients<'a> {
+        self.clients.iter(rcu)
+    }
+
+    /// The clients, for the writer. `reg` is the registration mutex's
+    /// guard.
+    pub(super) fn clients_w<'a>(&'a self, reg: &'a Registry) -> Clients<'a> {
+        self.clients.iter_w(reg)
     }
 
     /// Runs the pre-handlers of the enabled clients, in registration order:
@@ -261,10 +248,11 @@ impl Point {
     /// asked once, not a test per client.
     ///
     /// Hit context (int3 with interrupts off, ftrace or a detour with
-    /// preemption off): may not sleep, allocate or take locks.
+    /// preemption off), in the read section `rcu`: may not sleep, allocate
+    /// or take locks.
     #[inline(always)]
-    pub(crate) fn run_pre_handlers(&self, regs: *mut ffi::pt_regs) -> bool {
-        for c in self.clients() {
+    pub(crate) fn run_pre_handlers(&self, rcu: Rcu<'_>, regs: *mut ffi::pt_regs) -> bool {
+        for c in self.clients(&rcu) {
             if c.run_pre(regs) != 0 {
                 return false;
             }
@@ -280,16 +268,23 @@ impl Point {
         self.has_post.load(Ordering::Relaxed)
     }
 
-    /// Runs the post-handlers of the enabled clients. int3 context.
-    pub(crate) fn run_post_handlers(&self, regs: *mut ffi::pt_regs, flags: c_ulong) {
-        for c in self.clients() {
+    /// Runs the post-handlers of the enabled clients. Hit context, in the
+    /// read section `rcu`.
+    pub(crate) fn run_post_handlers(&self, rcu: Rcu<'_>, regs: *mut ffi::pt_regs, flags: c_ulong) {
+        for c in self.clients(&rcu) {
             c.run_post(regs, flags);
         }
     }
 
-    /// Calls the fault handlers until one handles the fault. Exception context.
-    pub(crate) fn run_fault_handlers(&self, regs: *mut ffi::pt_regs, trapnr: i32) -> bool {
-        self.clients().any(|c| c.run_fault(regs, trapnr))
+    /// Calls the fault handlers until one handles the fault. Exception
+    /// context, in the read section `rcu`.
+    pub(crate) fn run_fault_handlers(
+        &self,
+        rcu: Rcu<'_>,
+        regs: *mut ffi::pt_regs,
+        trapnr: i32,
+    ) -> bool {
+        self.clients(&rcu).any(|c| c.run_fault(regs, trapnr))
     }
 
     /// Notes that a copy is about to run boosted. Hit path.
@@ -306,6 +301,14 @@ impl Point {
             2 => OptState::Optimized,
             _ => OptState::None,
         }
+    }
+
+    /// Whether the optimizer's jump is in the text, or being taken out
+    /// ([`OptState::Optimized`]). Any context; exact with the registration
+    /// mutex held, which the optimizer holds while it writes or removes the
+    /// jump and records it.
+    pub(crate) fn jump_in_text(&self) -> bool {
+        self.opt_state() == OptState::Optimized
     }
 
     /// Moves the point to `s`. Writer. Release: a hit that sees a detour in
@@ -347,16 +350,18 @@ impl Point {
         self.armed.store(v, Ordering::Relaxed);
     }
 
-    /// Counts a hit whose handlers could not run. Exception context.
-    pub(crate) fn missed(&self) {
-        for c in self.clients() {
+    /// Counts a hit whose handlers could not run. Hit context, in the read
+    /// section `rcu`.
+    pub(crate) fn missed(&self, rcu: Rcu<'_>) {
+        for c in self.clients(&rcu) {
             c.inc_nmissed();
         }
     }
 
-    /// Whether any client is enabled. Writer.
+    /// Whether any client is enabled. Any context.
     pub(super) fn any_enabled(&self) -> bool {
-        self.clients().any(|c| !c.is_disabled())
+        let rcu = PreemptGuard::new();
+        self.clients(&rcu).any(|c| !c.is_disabled())
     }
 
     /// Whether no client is left: an unpublished point with no client is
@@ -365,37 +370,31 @@ impl Point {
         self.clients.is_empty()
     }
 
-    /// Appends `c`, published to the hit path at once. `reg` is the
-    /// registration mutex's guard.
-    ///
-    /// # Safety
-    ///
-    /// `c` is on no point's list, and stays valid until unlinked and a
-    /// grace period has passed.
-    pub(super) unsafe fn append(&self, reg: &mut Registry, c: Client) {
-        // Before the client is published (the list's release store).
+    /// Appends `c`, published to the hit path at once, with the point as
+    /// its core's word (`rkp_private`); false, changing nothing, if `c` is
+    /// registered already. `reg` is the registration mutex's guard.
+    pub(super) fn append(&self, reg: &mut Registry, c: Client) -> bool {
+        if !c.private().is_null() {
+            return false;
+        }
+        // Before the client is published (the chain's release store).
         if c.has_post_handler() {
             self.has_post.store(true, Ordering::Relaxed);
         }
-        let _writer: &mut Registry = reg;
-        // SAFETY: the registration mutex's guard makes this the list's
-        // writer; `c` as the caller promises.
-        unsafe { self.clients.push_back_walk(c.as_nonnull()) };
+        self.clients.push_back(reg, c, NonNull::from(self).cast())
     }
 
-    /// Whether `c` is one of the clients. Writer.
+    /// Whether `c` is one of the clients. Any context.
     pub(super) fn has_client(&self, c: Client) -> bool {
-        self.clients().any(|x| x == c)
+        let rcu = PreemptGuard::new();
+        self.clients(&rcu).any(|x| x == c)
     }
 
-    /// Unlinks `c`, leaving its own link for readers standing on it. `reg`
-    /// is the registration mutex's guard; allocates nothing, cannot fail.
-    /// Returns whether it was linked.
+    /// Unlinks `c`, leaving its own link for readers standing on it, and
+    /// clears its core's word. `reg` is the registration mutex's guard;
+    /// allocates nothing, cannot fail. Returns whether it was linked.
     pub(super) fn unlink(&self, reg: &mut Registry, c: Client) -> bool {
-        let _writer: &mut Registry = reg;
-        // SAFETY: the registration mutex's guard makes this the list's
-        // writer; `c` is valid (a handle).
-        if !unsafe { self.clients.remove_walk(c.as_nonnull()) } {
+        if !self.clients.remove(reg, c) {
             return false;
         }
         // A hit that ran the client's pre-handler may still read the old
@@ -403,7 +402,7 @@ impl Point {
         // kernel's aggregate probe, whose `post_handler` is cleared the same
         // way while a client leaves. Unregistration waits for such hits to
         // end.
-        let post = self.clients().any(|x| x.has_post_handler());
+        let post = self.clients_w(reg).any(|x| x.has_post_handler());
         self.has_post.store(post, Ordering::Relaxed);
         true
     }

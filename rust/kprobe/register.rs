@@ -148,14 +148,14 @@ impl Core {
             kp.update_flags(flags::FTRACE, 0);
         }
         kp.set_addr(target.addr);
-        kp.set_private(core::ptr::from_ref(point).cast_mut().cast());
         if point.opt_state() != OptState::None {
             kp.update_flags(flags::OPTIMIZED, 0);
         }
-        // SAFETY: not registered (checked above), so on no point's list; a
-        // client stays valid until unregistered (`Client`'s invariant), and
-        // unregistration waits for a grace period after the unlink.
-        unsafe { point.append(reg, kp) };
+        // Not registered (checked above, with the registration mutex held
+        // since), so appended: its `rkp_private` names the point from now on.
+        if !point.append(reg, kp) {
+            return Err(EINVAL);
+        }
         Ok(())
     }
 
@@ -218,16 +218,13 @@ impl Core {
         // The point's memory first: once `prepare` has a slot, nothing may
         // fail before the point owns it.
         let room = KBox::<Point>::new_uninit(GFP_KERNEL)?;
-        let insn = arch::prepare(self, reg, t.addr, t.func, t.ftrace)?;
         let module = t.module.as_ref().map_or(ModuleId::VMLINUX, |m| m.id());
-        let point = KBox::write(room, Point::new(t.addr, t.func, insn, module, reg));
+        let point = Point::prepare(self, reg, t.addr, t.func, t.ftrace, module)?;
+        let point = KBox::write(room, point);
         points.publish(&self.table, point).map_err(|p| {
-            // Not this core's table, or refused by it (never): the point
-            // was not published. Given back, it releases its slot here;
-            // kept to free, `free_removed` releases it.
-            if let Some(p) = p {
-                arch::release(&self.slots, &p.arch);
-            }
+            // Not this core's table (never): the point was not published,
+            // and releases its slot here.
+            arch::release(&self.slots, p.arch());
             EINVAL
         })
     }
@@ -264,11 +261,11 @@ impl Core {
         let mut addrs: KVec<c_ulong> = KVec::new();
         for p in points {
             // The same rule as for one site (see the loop in `set_armed`).
-            if self.native_kprobe_before(p.func(reg), p.addr) {
+            if self.native_kprobe_before(p.func(reg), p.addr()) {
                 continue;
             }
             if sel.push(p, GFP_KERNEL).is_err()
-                || addrs.push(p.addr as c_ulong, GFP_KERNEL).is_err()
+                || addrs.push(p.addr() as c_ulong, GFP_KERNEL).is_err()
             {
                 return;
             }
@@ -292,7 +289,7 @@ impl Core {
         let mut addrs: KVec<c_ulong> = KVec::new();
         for p in points {
             if sel.push(p, GFP_KERNEL).is_err()
-                || addrs.push(p.addr as c_ulong, GFP_KERNEL).is_err()
+                || addrs.push(p.addr() as c_ulong, GFP_KERNEL).is_err()
             {
                 return;
             }
@@ -321,7 +318,7 @@ impl Core {
         let todo = |ftrace: bool| {
             batch
                 .iter()
-                .filter(move |p| p.arch.is_ftrace() == ftrace && p.is_armed() != on && want(p))
+                .filter(move |p| p.arch().is_ftrace() == ftrace && p.is_armed() != on && want(p))
         };
         let mut result = Ok(());
         if !on {
@@ -342,21 +339,20 @@ impl Core {
                 // to arm or optimize: no kernel kprobe appears in between,
                 // and a jump of one on its way out is still in the text.
                 if on
-                    && (self.native_kprobe_before(p.func(reg), p.addr)
-                        || !arch::text_unchanged(self, reg, p.addr, &p.arch))
+                    && (self.native_kprobe_before(p.func(reg), p.addr())
+                        || !arch::text_unchanged(self, reg, p.addr(), p.arch()))
                 {
                     result = result.and(Err(EBUSY));
                     continue;
                 }
-                // SAFETY: the point is published in the table (a hit finds
-                // it) and in the opposite state.
-                unsafe {
-                    if on {
-                        arch::arm(&guard, p.addr, &p.arch)
-                    } else {
-                        arch::disarm(&guard, p.addr, &p.arch)
-                    }
-                };
+                // Refused for a point that is not published or has the
+                // optimizer's jump in the text; this one is published (a
+                // hit finds it) and was unoptimized above.
+                if !arch::set_int3(self, reg, &guard, p, on) {
+                    pr_err!("probe at {:#x} not (dis)armed\n", p.addr());
+                    result = result.and(Err(EINVAL));
+                    continue;
+                }
                 p.set_armed_state(on);
             }
             guard.sync();
@@ -374,17 +370,17 @@ impl Core {
         for p in todo(true) {
             if !on {
                 // Never fails (see `ftrace_disarm`).
-                arch::ftrace_disarm(p.addr, reg.ftrace_armed == 1);
+                arch::ftrace_disarm(p.addr(), reg.ftrace_armed == 1);
                 p.set_armed_state(false);
                 reg.ftrace_armed -= 1;
                 continue;
             }
             // No text conflict here (both would be ftrace callbacks), but the
             // same rule as at registration (`check_address_safe`).
-            let r = if self.native_kprobe_before(p.func(reg), p.addr) {
+            let r = if self.native_kprobe_before(p.func(reg), p.addr()) {
                 Err(EBUSY)
             } else {
-                arch::ftrace_arm(self, p.addr, reg.ftrace_armed == 0)
+                arch::ftrace_arm(self, p.addr(), reg.ftrace_armed == 0)
             };
             match r {
                 Ok(()) => {
@@ -441,10 +437,10 @@ impl Core {
         let Some(p) = self.point_of(points, kp) else {
             return;
         };
+        // Clears its `rkp_private`: not registered any more.
         if p.unlink(reg, kp) {
             removal.points.add(p);
         }
-        kp.set_private(core::ptr::null_mut());
     }
 
     /// Disarms the points of `removal` left with no enabled client, and
@@ -493,7 +489,7 @@ impl Core {
         // Retired points are on `Points`' list of points to free, whose
         // reclaim waits for the grace period since the last was retired.
         for p in points.reclaim(&self.rt) {
-            arch::release(&self.slots, &p.arch);
+            arch::release(&self.slots, p.arch());
             arch::release_optimized(&self.slots, &p.optinsn, p.opt_w_mut(reg));
         }
         // INVARIANT: a grace period has passed since the last retire: either

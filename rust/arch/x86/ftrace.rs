@@ -20,6 +20,8 @@ use crate::ffi::{
     self, rkp_ftrace_filter_ip, rkp_ftrace_filter_ips, rkp_ftrace_register, rkp_ftrace_unregister,
 };
 #[cfg(CONFIG_DYNAMIC_FTRACE_WITH_REGS)]
+use crate::kernel_ext::sync::{PreemptNotraceGuard, Rcu};
+#[cfg(CONFIG_DYNAMIC_FTRACE_WITH_REGS)]
 use crate::kprobe::Core;
 #[cfg(CONFIG_DYNAMIC_FTRACE_WITH_REGS)]
 use kernel::ffi::{c_int, c_uint, c_ulong};
@@ -155,8 +157,8 @@ pub(crate) fn ftrace_disarm(_addr: usize, _last: bool) {}
 ///
 /// `regs` are the registers ftrace saved for this call, writable (IPMODIFY).
 #[cfg(CONFIG_DYNAMIC_FTRACE_WITH_REGS)]
-unsafe fn ftrace_hit(core: &Core, ip: usize, regs: *mut ffi::pt_regs) {
-    let Some(point) = core.lookup(ip) else {
+unsafe fn ftrace_hit(core: &Core, rcu: Rcu<'_>, ip: usize, regs: *mut ffi::pt_regs) {
+    let Some(point) = core.lookup(&rcu, ip) else {
         return;
     };
     // A disarmed point's site may still be in the filter (`ftrace_disarm`);
@@ -167,7 +169,7 @@ unsafe fn ftrace_hit(core: &Core, ip: usize, regs: *mut ffi::pt_regs) {
     // Preemption is off (the callback): the CPU stays. An interrupt or NMI that
     // comes in meanwhile and hits a probe finds this frame and counts a miss.
     if Ctl::this_cpu_depth() > 0 {
-        point.missed();
+        point.missed(rcu);
         return;
     }
     Ctl::this_cpu_push_first(point);
@@ -184,13 +186,13 @@ unsafe fn ftrace_hit(core: &Core, ip: usize, regs: *mut ffi::pt_regs) {
     r.ip = ip.wrapping_add(1);
     // The post-handler pass only when some client has one (the kernel's
     // `kprobe_ftrace_handler()` tests its one `post_handler`).
-    if point.run_pre_handlers(regs) {
+    if point.run_pre_handlers(rcu, regs) {
         if point.has_post() {
             // As if the NOP had run (the point's address is `ip`: one
             // register less kept across the handlers' calls).
-            r.ip = point.addr.wrapping_add(MCOUNT_INSN_SIZE);
+            r.ip = point.addr().wrapping_add(MCOUNT_INSN_SIZE);
             super::ctl::this_cpu().top_set_status(Status::HitSsDone);
-            point.run_post_handlers(regs, 0);
+            point.run_post_handlers(rcu, regs, 0);
         }
         r.ip = Ctl::this_cpu_saved_first();
     }
@@ -248,9 +250,9 @@ pub(crate) unsafe extern "C" fn rkp_ftrace_hit(
             .cast::<*const Core>()
             .read()
     };
-    let _preempt = crate::kernel_ext::sync::PreemptNotraceGuard::new();
+    let preempt = PreemptNotraceGuard::new();
     // SAFETY: the caller's contract; preemption is off.
-    unsafe { ftrace_hit(core, ip, regs) };
+    unsafe { ftrace_hit(core, Rcu::of(&preempt), ip, regs) };
 }
 
 /// `offsetof(struct ftrace_ops, private)` in 6.12: after `func`, `next` and

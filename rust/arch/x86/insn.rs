@@ -267,24 +267,3 @@ pub(crate) fn release(slots: &Slots, insn: &ArchInsn) {
         slots.free(slot);
     }
 }
-
-/// Writes int3 over the probed instruction's first byte.
-///
-/// # Safety
-///
-/// `addr` is the address `insn` was prepared for, published in the probe
-/// table, and not armed.
-pub(crate) unsafe fn arm(guard: &TextGuard<'_>, addr: usize, _insn: &ArchInsn) {
-    // SAFETY: one byte at an instruction boundary of kernel text.
-    unsafe { guard.poke(addr, &[INT3]) };
-}
-
-/// Puts the original first byte back.
-///
-/// # Safety
-///
-/// `addr` is armed with `insn`.
-pub(crate) unsafe fn disarm(guard: &TextGuard<'_>, addr: usize, insn: &ArchInsn) {
-    // SAFETY: one byte at an instruction boundary of kernel text.
-    unsafe { guard.poke(addr, &[insn.orig]) };
-}

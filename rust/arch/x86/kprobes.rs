@@ -41,6 +41,7 @@ use crate::{
     kernel_ext::{
         cpu,
         notifier::{Die, DieEvent, Notify},
+        sync::{NoPreempt, Rcu},
     },
     kprobe::{Core, Point},
     pure::{
@@ -58,17 +59,18 @@ pub(crate) const DIE_NOTIFIER_PRIORITY: c_int = 0x7fff_fff0;
 /// pre-handlers with `regs` as an int3 hit presents them. Context of the
 /// probed code, preemption off (interrupts usually on); may not sleep,
 /// allocate or take locks.
-pub(super) fn optimized_hit(point: &Point, regs: *mut ffi::pt_regs) {
-    // Preemption is off (the caller): the CPU stays.
+pub(super) fn optimized_hit(point: &Point, rcu: Rcu<'_>, regs: *mut ffi::pt_regs) {
+    // Preemption is off (the caller, whose read section `rcu` is): the CPU
+    // stays.
     if Ctl::this_cpu_depth() > 0 {
-        point.missed();
+        point.missed(rcu);
         return;
     }
     Ctl::this_cpu_push_first(point);
     // A changed `regs->ip` is ignored, as the kernel documents for
     // optimized probes: the detour's copy runs next whatever the handlers
     // returned.
-    let _ = point.run_pre_handlers(regs);
+    let _ = point.run_pre_handlers(rcu, regs);
     Ctl::this_cpu_pop_first();
 }
 
@@ -81,11 +83,11 @@ pub(super) fn optimized_hit(point: &Point, regs: *mut ffi::pt_regs) {
 /// frame. With interrupts off from here to there the CPU cannot change.
 /// If no frame can be pushed (nested deeper than `MAX_DEPTH`), the
 /// instruction runs as the probed code had it and nothing is handled.
-pub(super) fn optimized_hit_post(point: &Point, regs: &mut ffi::pt_regs) {
+pub(super) fn optimized_hit_post(point: &Point, rcu: Rcu<'_>, regs: &mut ffi::pt_regs) {
     let ctl = this_cpu();
     let saved = regs.flags as u64 & FLAG_IF;
     let status = if ctl.depth() > 0 {
-        point.missed();
+        point.missed(rcu);
         Status::Reenter
     } else {
         Status::HitActive
@@ -97,7 +99,7 @@ pub(super) fn optimized_hit_post(point: &Point, regs: &mut ffi::pt_regs) {
         // As for the kernel's optimized probes, a changed `regs->ip` is
         // ignored: the first instruction runs; a pre-handler that asked to
         // skip it only skips the post-handlers, as at an int3 hit.
-        let go_on = point.run_pre_handlers(regs);
+        let go_on = point.run_pre_handlers(rcu, regs);
         if let Some(f) = ctl.top() {
             f.set_saved_flags(saved);
             f.set_status(if go_on {
@@ -131,7 +133,7 @@ pub(super) fn optimized_hit_post(point: &Point, regs: &mut ffi::pt_regs) {
 /// where no frame could be pushed: an innermost frame of the same point,
 /// stepping, would then be taken for its own (four nested hits of one
 /// point inside its own first instruction).
-pub(super) fn optimized_post(ret: usize, regs: &mut ffi::pt_regs) {
+pub(super) fn optimized_post(ret: usize, rcu: Rcu<'_>, regs: &mut ffi::pt_regs) {
     let ctl = this_cpu();
     let Some(frame) = ctl.top() else {
         return;
@@ -143,12 +145,12 @@ pub(super) fn optimized_post(ret: usize, regs: &mut ffi::pt_regs) {
     if !matches!(status, Status::HitSs | Status::Reenter) || point.optinsn.post_ret() != ret {
         return;
     }
-    regs.ip = point.addr.wrapping_add(point.arch.len as usize) as _;
+    regs.ip = point.addr().wrapping_add(point.arch().len as usize) as _;
     let saved = frame.saved_flags();
     regs.flags = (regs.flags as u64 | saved) as _;
     if status == Status::HitSs {
         frame.set_status(Status::HitSsDone);
-        point.run_post_handlers(regs, 0);
+        point.run_post_handlers(rcu, regs, 0);
     }
     ctl.pop();
     if saved != 0 {
@@ -191,12 +193,12 @@ pub(crate) fn die_notify(core: &Core, event: DieEvent<'_>) -> Notify {
 /// Where the copy of `point` that runs with a trailing int3 starts, and
 /// where that int3 is.
 fn step_range(point: &Point) -> Option<(usize, usize)> {
-    let slot = point.arch.slot?;
+    let slot = point.arch().slot?;
     // A slot is a copy's bytes in execmem, far below the top of the
     // address space: no overflow to check.
     Some((
         slot.addr(),
-        slot.addr().wrapping_add(usize::from(point.arch.len)),
+        slot.addr().wrapping_add(usize::from(point.arch().len)),
     ))
 }
 
@@ -204,6 +206,11 @@ fn step_range(point: &Point) -> Option<(usize, usize)> {
 /// int3 context. Inline into the die notifier's callback, its one caller.
 #[inline(always)]
 fn int3(core: &Core, regs: &mut ffi::pt_regs) -> bool {
+    // SAFETY: int3 exception context, entered with interrupts off (the
+    // kernel's `exc_int3()`), which nothing here turns on; the statement
+    // lives until this function returns.
+    let section = unsafe { NoPreempt::assume() };
+    let rcu = Rcu::of(&section);
     let addr = regs.ip.wrapping_sub(1);
     let ctl = this_cpu();
     // The depth first: an idle CPU (the common hit) skips the frame lookup
@@ -213,14 +220,14 @@ fn int3(core: &Core, regs: &mut ffi::pt_regs) -> bool {
             if matches!(top.status(), Status::HitSs | Status::Reenter) {
                 if let Some(point) = top.point() {
                     if step_range(point).is_some_and(|(_, end)| end == addr) {
-                        resume(point, regs, ctl, top);
+                        resume(point, rcu, regs, ctl, top);
                         return true;
                     }
                 }
             }
         }
     }
-    let Some(point) = core.lookup(addr) else {
+    let Some(point) = core.lookup(&rcu, addr) else {
         // An int3 whose byte is gone was removed while this CPU trapped on it
         // (the kernel's kprobe_int3_handler() does the same): run the
         // original instruction again. Unreachable for rkprobes' own probes,
@@ -237,20 +244,20 @@ fn int3(core: &Core, regs: &mut ffi::pt_regs) -> bool {
         return false;
     };
     if ctl.depth() > 0 {
-        point.missed();
-        return setup(point, regs, ctl, true, false);
+        point.missed(rcu);
+        return setup(point, rcu, regs, ctl, true, false);
     }
     if !ctl.push(point, Status::HitActive, None) {
         return false;
     }
-    if !point.run_pre_handlers(regs) {
+    if !point.run_pre_handlers(rcu, regs) {
         // A handler moved `ip`: the instruction does not run.
         ctl.pop_first();
         return true;
     }
     // As the kernel's aggregate probe, whose `post_handler` is set when any
     // client has one: the copy traps back then, and is not boosted.
-    setup(point, regs, ctl, false, point.has_post())
+    setup(point, rcu, regs, ctl, false, point.has_post())
 }
 
 /// Runs the probed instruction: emulates it, or sends `ip` to its copy.
@@ -258,7 +265,14 @@ fn int3(core: &Core, regs: &mut ffi::pt_regs) -> bool {
 /// copy must trap back. int3 context; the caller pushed a frame unless `reenter`.
 /// Inline: as a call, its prologue and epilogue cost 12 instructions a hit.
 #[inline(always)]
-fn setup(point: &Point, regs: &mut ffi::pt_regs, ctl: &Ctl, reenter: bool, post: bool) -> bool {
+fn setup(
+    point: &Point,
+    rcu: Rcu<'_>,
+    regs: &mut ffi::pt_regs,
+    ctl: &Ctl,
+    reenter: bool,
+    post: bool,
+) -> bool {
     if let Some(copy) = point.detour() {
         // Queued for optimization, optimized, or being unoptimized: the
         // whole region runs from the detour, so that nothing executes its
@@ -279,14 +293,14 @@ fn setup(point: &Point, regs: &mut ffi::pt_regs, ctl: &Ctl, reenter: bool, post:
         // the copy is stepped below.
         return start_step(point, regs, ctl, reenter);
     }
-    let insn = &point.arch;
+    let insn = point.arch();
     // A discriminant test: `!=` is the derived `PartialEq`, which LLVM
     // leaves out of line (a call and 14 instructions a hit).
     if !matches!(insn.op, Op::Step) {
-        emulate(insn, point.addr, regs);
+        emulate(insn, point.addr(), regs);
         if !reenter {
             ctl.top_set_status(Status::HitSsDone);
-            point.run_post_handlers(regs, 0);
+            point.run_post_handlers(rcu, regs, 0);
             ctl.pop_first();
         }
         return true;
@@ -340,12 +354,12 @@ fn start_step(point: &Point, regs: &mut ffi::pt_regs, ctl: &Ctl, reenter: bool) 
 /// goes back after the original instruction, IF as it was, and the
 /// post-handlers run (the kernel's `resume_singlestep()` and
 /// `kprobe_post_process()`). int3 context.
-fn resume(point: &Point, regs: &mut ffi::pt_regs, ctl: &Ctl, frame: &Frame) {
-    regs.ip = point.addr.wrapping_add(point.arch.len as usize) as _;
+fn resume(point: &Point, rcu: Rcu<'_>, regs: &mut ffi::pt_regs, ctl: &Ctl, frame: &Frame) {
+    regs.ip = point.addr().wrapping_add(point.arch().len as usize) as _;
     regs.flags = (regs.flags as u64 | frame.saved_flags()) as _;
     if frame.status() == Status::HitSs {
         frame.set_status(Status::HitSsDone);
-        point.run_post_handlers(regs, 0);
+        point.run_post_handlers(rcu, regs, 0);
     }
     ctl.pop();
 }
@@ -449,7 +463,7 @@ fn oops(regs: &mut ffi::pt_regs) {
             if !in_copy(point, regs) {
                 return;
             }
-            regs.ip = point.addr as _;
+            regs.ip = point.addr() as _;
             regs.flags = (regs.flags as u64 | frame.saved_flags()) as _;
         }
         // A handler's, when raised at the level of the frame's push (not
@@ -487,6 +501,11 @@ fn fault(core: &Core, regs: &mut ffi::pt_regs, trapnr: c_int, gp: Option<c_ulong
     if cpu::preemptible() {
         return false;
     }
+    // SAFETY: not preemptible (checked above): interrupts or preemption are
+    // off, and this exception's handling turns neither on before it
+    // returns; the statement lives until this function returns.
+    let section = unsafe { NoPreempt::assume() };
+    let rcu = Rcu::of(&section);
     let ctl = this_cpu();
     let Some(frame) = ctl.top() else {
         return false;
@@ -500,7 +519,7 @@ fn fault(core: &Core, regs: &mut ffi::pt_regs, trapnr: c_int, gp: Option<c_ulong
         // the probed code ran, with interrupts on); an interrupt or NMI that
         // came in during the handler and faulted is at another level.
         Status::HitActive | Status::HitSsDone => {
-            frame.pushed_at_this_level() && point.run_fault_handlers(regs, trapnr)
+            frame.pushed_at_this_level() && point.run_fault_handlers(rcu, regs, trapnr)
         }
         status @ (Status::HitSs | Status::Reenter) => {
             if !in_copy(point, regs) {
@@ -508,7 +527,7 @@ fn fault(core: &Core, regs: &mut ffi::pt_regs, trapnr: c_int, gp: Option<c_ulong
                 // at this level but the copy.
                 return false;
             }
-            if status == Status::HitSs && point.run_fault_handlers(regs, trapnr) {
+            if status == Status::HitSs && point.run_fault_handlers(rcu, regs, trapnr) {
                 return true;
             }
             leave_copy(point, regs, ctl, frame);
@@ -541,7 +560,7 @@ fn in_copy(point: &Point, regs: &ffi::pt_regs) -> bool {
 /// exception-table entry is; a fault it resolves returns to the int3, and
 /// the probe hits again. Exception context.
 fn leave_copy(point: &Point, regs: &mut ffi::pt_regs, ctl: &Ctl, frame: &Frame) {
-    regs.ip = point.addr as _;
+    regs.ip = point.addr() as _;
     regs.flags = (regs.flags as u64 | frame.saved_flags()) as _;
     ctl.pop();
 }

@@ -58,7 +58,7 @@ use super::{
 use crate::{
     ffi::{self, kallsyms::SymbolBuf},
     kernel_ext::{
-        sync::{PreemptNotraceGuard, TasksGp, TasksStamp},
+        sync::{PreemptNotraceGuard, Rcu, TasksGp, TasksStamp},
         text::TextGuard,
     },
     kprobe::{Core, OptState, Point, Registry, Slots},
@@ -139,7 +139,7 @@ pub(crate) fn prepare_optimized(
         }
         return Ok(());
     }
-    let addr = point.addr;
+    let addr = point.addr();
     let rt = core.runtime();
     let in_extable = |a: u64| {
         // SAFETY: `search_exception_tables` only reads the sorted tables.
@@ -267,10 +267,10 @@ fn detour_image(
     is_thunk: impl Fn(u64) -> bool,
     post: bool,
 ) -> Result<Detour, OptRefusal> {
-    let addr = point.addr;
+    let addr = point.addr();
     // With post-handlers, the first instruction runs alone, as an int3 hit
     // steps it, and the post-handlers' call follows it.
-    if post && !matches!(point.arch.op, Op::Step) {
+    if post && !matches!(point.arch().op, Op::Step) {
         return Err(OptRefusal::NotWithPost);
     }
     let mut image = [INT3; SLOT_SIZE];
@@ -374,17 +374,17 @@ pub(crate) fn optimize(guard: &TextGuard<'_>, point: &Point, w: &OptW, gp: &Task
     let Some(slot) = w.slot else {
         return false;
     };
-    let Some(rel) = rel32(point.addr, slot.addr() + ENTRY) else {
+    let Some(rel) = rel32(point.addr(), slot.addr() + ENTRY) else {
         return false;
     };
     let jmp = [JMP32, rel[0], rel[1], rel[2], rel[3]];
-    // SAFETY: `point.addr` starts an instruction, the region's first, whose
+    // SAFETY: `point.addr()` starts an instruction, the region's first, whose
     // int3 is in the text (checked above, under `text_mutex`, which every
     // patcher of kernel text holds); no task can be inside the region's
     // bytes after the first, where a jump into the region never goes (the
     // detour's analysis), as int3 hits have run the region from the detour
     // since before `gp` began (checked above), and `gp` has ended.
-    unsafe { guard.poke_bp_queue(point.addr, &jmp) };
+    unsafe { guard.poke_bp_queue(point.addr(), &jmp) };
     true
 }
 
@@ -398,7 +398,7 @@ pub(crate) fn region_unchanged(point: &Point, w: &OptW) -> bool {
     let mut now = [0u8; MAX_REGION];
     match (now.get_mut(..size), orig.get(1..size)) {
         (Some(now), Some(then)) => {
-            crate::kernel_ext::text::read(point.addr, now).is_ok()
+            crate::kernel_ext::text::read(point.addr(), now).is_ok()
                 && now.first() == Some(&INT3)
                 && now.get(1..) == Some(then)
         }
@@ -408,7 +408,7 @@ pub(crate) fn region_unchanged(point: &Point, w: &OptW) -> bool {
 
 /// The jump into `point`'s detour, as [`optimize`] writes it.
 fn jump_of(point: &Point, w: &OptW) -> Option<[u8; JMP32_INSN_SIZE]> {
-    let rel = rel32(point.addr, w.slot?.addr() + ENTRY)?;
+    let rel = rel32(point.addr(), w.slot?.addr() + ENTRY)?;
     Some([JMP32, rel[0], rel[1], rel[2], rel[3]])
 }
 
@@ -416,7 +416,7 @@ fn jump_of(point: &Point, w: &OptW) -> Option<[u8; JMP32_INSN_SIZE]> {
 fn text_is(point: &Point, bytes: &[u8]) -> bool {
     let mut now = [0u8; JMP32_INSN_SIZE];
     now.get_mut(..bytes.len())
-        .is_some_and(|now| crate::kernel_ext::text::read(point.addr, now).is_ok() && now == bytes)
+        .is_some_and(|now| crate::kernel_ext::text::read(point.addr(), now).is_ok() && now == bytes)
 }
 
 /// First step of removing the jump (the kernel's `arch_unoptimize_kprobe()`):
@@ -438,7 +438,7 @@ pub(crate) fn unoptimize_start(guard: &TextGuard<'_>, point: &Point, w: &mut Opt
     // SAFETY: one byte at an instruction boundary, the jump's first
     // (checked above, under `text_mutex`, which every patcher of kernel
     // text holds).
-    unsafe { guard.poke(point.addr, &[INT3]) };
+    unsafe { guard.poke(point.addr(), &[INT3]) };
     w.set_unoptimizing(guard.sync_stamp());
     true
 }
@@ -469,7 +469,7 @@ pub(crate) fn unoptimize_finish(guard: &TextGuard<'_>, point: &Point, w: &mut Op
         // whose first byte is an int3 that every CPU has seen since (both
         // checked above, under `text_mutex`), and no CPU is inside an
         // instruction.
-        unsafe { guard.poke(point.addr + 1, tail) };
+        unsafe { guard.poke(point.addr() + 1, tail) };
     }
     // Int3 hits run the region from the detour until the state changes.
     w.set_in_use(TasksStamp::now());
@@ -507,10 +507,10 @@ pub(crate) unsafe extern "C" fn rkp_optprobe_callback(
     point: *const Point,
     regs: *mut ffi::pt_regs,
 ) {
-    let _preempt = PreemptNotraceGuard::new();
+    let preempt = PreemptNotraceGuard::new();
     // SAFETY: the caller's contract.
     let point = unsafe { &*point };
-    super::kprobes::optimized_hit(point, regs);
+    super::kprobes::optimized_hit(point, Rcu::of(&preempt), regs);
 }
 
 /// [`rkp_optprobe_callback`] for the detour of a point with post-handlers,
@@ -527,13 +527,13 @@ pub(crate) unsafe extern "C" fn rkp_optprobe_entry_post_callback(
     point: *const Point,
     regs: *mut ffi::pt_regs,
 ) {
-    let _preempt = PreemptNotraceGuard::new();
+    let preempt = PreemptNotraceGuard::new();
     // SAFETY: the caller's contract.
     let point = unsafe { &*point };
     // SAFETY: the trampoline's saved registers (the caller's contract).
     let regs = unsafe { &mut *regs };
-    regs.ip = point.addr.wrapping_add(1) as _;
-    super::kprobes::optimized_hit_post(point, regs);
+    regs.ip = point.addr().wrapping_add(1) as _;
+    super::kprobes::optimized_hit_post(point, Rcu::of(&preempt), regs);
 }
 
 /// Called by `rkp_optprobe_post_trampoline`, which the detour of a point
@@ -551,8 +551,8 @@ pub(crate) unsafe extern "C" fn rkp_optprobe_entry_post_callback(
 /// Only called by the trampoline, with its saved registers.
 #[no_mangle]
 pub(crate) unsafe extern "C" fn rkp_optprobe_post_callback(ret: usize, regs: *mut ffi::pt_regs) {
-    let _preempt = PreemptNotraceGuard::new();
+    let preempt = PreemptNotraceGuard::new();
     // SAFETY: the caller's contract: the trampoline's frame.
     let regs = unsafe { &mut *regs };
-    super::kprobes::optimized_post(ret, regs);
+    super::kprobes::optimized_post(ret, Rcu::of(&preempt), regs);
 }

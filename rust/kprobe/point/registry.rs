@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! What the registration mutex protects ([`Reg`]): every point's memory
-//! ([`Points`]), which owns the points and the probe table's writer's half,
+//! ([`Points`], the probe table's writer's half, which owns the points),
 //! and the rest of the writer's state ([`Registry`]), with the batches a
 //! writer chains points in ([`Batch`]).
 //!
@@ -18,12 +18,8 @@
 use super::super::table::{Table, TableW};
 use super::{Point, BATCH_LIST, REG_LIST};
 use crate::ffi::runtime::Runtime;
-use crate::kernel_ext::{
-    list::BorrowList,
-    owned::OwnedLists,
-    sync::{synchronize_rcu_tasks, RcuState},
-};
-use core::{cell::Cell, sync::atomic::Ordering};
+use crate::kernel_ext::{list::BorrowList, sync::synchronize_rcu_tasks};
+use core::sync::atomic::Ordering;
 use kernel::prelude::*;
 
 /// Points chained through their own batch links, so that arming,
@@ -110,119 +106,54 @@ impl Registry {
     }
 }
 
-/// The list of [`Points`] that holds the live points, in the order they
-/// were listed.
-const LIVE: usize = 0;
-/// The points of unloaded code ([GONE]): unpublished and disarmed, freed
-/// when their last client is unregistered.
+/// Every point's memory, through the probe table's writer's half, which
+/// owns the points: a point is made by [`Points::publish`], and freed only
+/// by [`Points::reclaim`], through `&mut self`, a grace period after it left
+/// the table. A point found through `&Points` (a lookup, a walk of its
+/// lists) so lives as long as that borrow, and a writer that holds one
+/// cannot free it. The points are live (published in the table), of
+/// unloaded code ([GONE]: off the table, freed when their last client is
+/// unregistered), or taken out of use. Not `Sync`: it is the registration
+/// mutex's data.
 ///
 /// [GONE]: super
-const GONE: usize = 1;
-/// Points taken out of use, freed by [`Points::reclaim`].
-const DYING: usize = 2;
-
-/// Every point's memory, and the probe table's writer's half: a point is
-/// made by [`Points::publish`], which owns it from then on, and freed only
-/// by [`Points::reclaim`], through `&mut self`. A point found through
-/// `&Points` (a lookup, a walk of its lists) so lives as long as that
-/// borrow, and a writer that holds one cannot free it. Not `Sync`: it is
-/// the registration mutex's data.
-///
-/// # Invariants
-///
-/// `table_w` is the writer's half of the one table this owner publishes
-/// points in, and no other holds it: every member of that table is on
-/// `LIVE`. A point on `DYING` was removed from the table, and `retired`,
-/// some while `DYING` is not empty, was read after the last of them was.
 pub(crate) struct Points {
-    lists: OwnedLists<Point, REG_LIST, 3>,
-    /// Out only while a method of this type works on it.
-    table_w: Cell<Option<TableW<Point>>>,
-    retired: Cell<Option<RcuState>>,
+    w: TableW<Point, REG_LIST>,
 }
 
 impl Points {
     /// No points; `table_w` is the probe table's writer's half.
-    pub(crate) fn new(table_w: TableW<Point>) -> Self {
-        // INVARIANT: no point yet; the table's writer's half is now ours
-        // alone (`Table::new` makes one, and it cannot be copied).
-        Self {
-            lists: OwnedLists::new(),
-            table_w: Cell::new(Some(table_w)),
-            retired: Cell::new(None),
-        }
-    }
-
-    /// Calls `f` with the table's writer's half, if `table` is the table
-    /// this owner publishes in.
-    fn with_table<R>(
-        &self,
-        table: &Table<Point>,
-        f: impl FnOnce(&mut TableW<Point>) -> R,
-    ) -> Option<R> {
-        let mut w = self.table_w.take()?;
-        let r = w.is_for(table).then(|| f(&mut w));
-        self.table_w.set(Some(w));
-        r
-    }
-
-    /// Whether `table` is the table this owner publishes in.
-    fn is_ours(&self, table: &Table<Point>) -> bool {
-        self.with_table(table, |_| ()).is_some()
+    pub(crate) fn new(table_w: TableW<Point, REG_LIST>) -> Self {
+        Self { w: table_w }
     }
 
     /// Takes `point`, lists it with the live points and publishes it in
-    /// `table` (the probe table): from now on the hit path finds it. On
-    /// failure the point is not live: it is given back (`Some`) if `table`
-    /// is not this owner's or it is listed already; if the table refused
-    /// it (`None`), it is taken out of use, for [`Points::reclaim`] to
-    /// free. Allocates only to grow the table (see `Table::insert`).
+    /// `table` (the probe table): from now on the hit path finds it. Gives
+    /// it back, not live, if `table` is not this owner's or it is listed
+    /// already. Allocates only to grow the table (see `TableW::publish`).
     /// Writer.
     pub(crate) fn publish<'p>(
         &'p self,
         table: &Table<Point>,
         point: KBox<Point>,
-    ) -> Result<&'p Point, Option<KBox<Point>>> {
-        if !self.is_ours(table) {
-            return Err(Some(point));
-        }
-        let p = self.lists.push_back(LIVE, point).map_err(Some)?;
-        let inserted = self.with_table(table, |w| {
-            // SAFETY: `p` is this owner's until `reclaim` frees it, which
-            // frees only points on `DYING`; `retire` puts a point there after
-            // it removed it from this table, and `reclaim` waits for a grace
-            // period after that first (type invariant).
-            // INVARIANT: a member on `LIVE`.
-            unsafe { table.insert(w, p) }
-        });
-        if inserted != Some(Ok(())) {
-            // INVARIANT: not in the table; `retired` read after that.
-            self.retired.set(Some(RcuState::now()));
-            self.lists.move_to(p, DYING);
-            return Err(None);
-        }
-        Ok(p)
+    ) -> Result<&'p Point, KBox<Point>> {
+        self.w.publish(table, point)
     }
 
     /// The live point at `addr`, found in `table` (the probe table), for as
     /// long as `self` is borrowed. Writer.
-    pub(crate) fn lookup<'p>(&'p self, table: &'p Table<Point>, addr: usize) -> Option<&'p Point> {
-        if !self.is_ours(table) {
-            return None;
-        }
-        // The table's members are this owner's live points (type
-        // invariant), freed only through `&mut self`.
-        table.lookup(addr)
+    pub(crate) fn lookup<'p>(&'p self, table: &Table<Point>, addr: usize) -> Option<&'p Point> {
+        self.w.lookup(table, addr)
     }
 
     /// The live points, in the order they were listed.
     pub(crate) fn live(&self) -> impl Iterator<Item = &Point> + '_ {
-        self.lists.iter(LIVE)
+        self.w.published()
     }
 
     /// The points of unloaded code.
     pub(crate) fn gone(&self) -> impl Iterator<Item = &Point> + '_ {
-        self.lists.iter(GONE)
+        self.w.kept()
     }
 
     /// The live points, then those of unloaded code.
@@ -234,23 +165,13 @@ impl Points {
     /// unloaded code. Readers may stand on it until the next grace period.
     /// Allocates nothing. Writer.
     pub(crate) fn move_to_gone(&self, table: &Table<Point>, p: &Point) -> bool {
-        // INVARIANT: off the table before it leaves `LIVE`.
-        self.lists.list_of(p) == Some(LIVE)
-            && self.with_table(table, |w| table.remove(w, p)) == Some(true)
-            && self.lists.move_to(p, GONE)
+        self.w.unpublish(table, p)
     }
 
     /// Unpublishes `p` from `table`, if it is there, and takes it out of
     /// use: [`Points::reclaim`] frees it. Allocates nothing. Writer.
     pub(crate) fn retire(&self, table: &Table<Point>, p: &Point) -> bool {
-        if !matches!(self.lists.list_of(p), Some(LIVE | GONE))
-            || self.with_table(table, |w| table.remove(w, p)).is_none()
-        {
-            return false;
-        }
-        // INVARIANT: off the table; `retired` read after that.
-        self.retired.set(Some(RcuState::now()));
-        self.lists.move_to(p, DYING)
+        self.w.retire(table, p)
     }
 
     /// Gives back the points taken out of use, once no CPU can be in them:
@@ -260,34 +181,34 @@ impl Points {
     /// (`Point::was_boosted`). The caller releases their slots. Process
     /// context, may sleep.
     pub(crate) fn reclaim(&mut self, rt: &Runtime) -> impl Iterator<Item = KBox<Point>> + '_ {
-        if !self.lists.is_empty(DYING) {
-            if let Some(state) = self.retired.take() {
-                state.wait();
-            }
+        if self.w.retired().next().is_some() {
+            self.w.wait_retired();
             // Read after the grace period: a CPU that was running one of
             // these points' copies when it was unpublished may mark it
             // boosted until then.
             let boosted = self
-                .lists
-                .iter(DYING)
+                .w
+                .retired()
                 .any(|p| p.was_boosted.load(Ordering::Relaxed));
             if boosted {
                 synchronize_rcu_tasks(rt);
             }
         }
-        self.lists.take(DYING)
+        self.w.reclaim()
     }
 
     /// Whether growth left a replaced bucket array for
     /// [`Points::reclaim_table`].
     pub(crate) fn table_has_retired(&self, table: &Table<Point>) -> bool {
-        self.with_table(table, |w| w.has_retired()) == Some(true)
+        self.w.is_for(table) && self.w.has_retired_table()
     }
 
     /// Frees the bucket array that `table`'s growth replaced, a grace period
     /// after it was. Process context, may sleep.
     pub(crate) fn reclaim_table(&self, table: &Table<Point>) {
-        self.with_table(table, |w| table.reclaim(w));
+        if self.w.is_for(table) {
+            self.w.reclaim_table();
+        }
     }
 }
 
@@ -295,13 +216,7 @@ impl Drop for Points {
     /// The probe core removes every point before it drops the registry; a
     /// point left may still be published, so it is left allocated.
     fn drop(&mut self) {
-        let mut left = 0usize;
-        for i in [LIVE, GONE, DYING] {
-            for p in self.lists.take(i) {
-                core::mem::forget(p);
-                left += 1;
-            }
-        }
+        let left = self.w.leak();
         if left > 0 {
             pr_warn!("{} probe points left at unload; not freed\n", left);
         }
