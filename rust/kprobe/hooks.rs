@@ -45,7 +45,6 @@ impl Core {
         arch::init_ctl()?;
         arch::check_ftrace_ops()?;
         let sites = TextSites::new(rt)?;
-        let pf_hook = arch::PageFaultHook::new()?;
         let core = KBox::try_pin_init(
             try_pin_init!(Self {
                 reg <- new_mutex!(
@@ -65,7 +64,6 @@ impl Core {
                 kretprobes <- kretprobe::Kretprobes::new(),
                 die_nb: Notifier::new(arch::DIE_NOTIFIER_PRIORITY),
                 module_nb: Notifier::new(0),
-                pf_hook <- new_mutex!(pf_hook, "rkprobes_pf_hook"),
             }),
             GFP_KERNEL,
         )?;
@@ -77,5 +75,22 @@ impl Core {
         }
         super::abi::publish(&core);
         Ok(core)
+    }
+}
+
+impl Core {
+    /// Makes sure that rkprobes sees page faults before the kernel handles
+    /// them (`arch/x86/page_fault.rs`), as a probe on an instruction with an
+    /// exception-table entry needs: the hook is registered the first time,
+    /// and stays until unload ([`Core::unhook_page_faults`]). Process
+    /// context, may sleep.
+    pub(crate) fn hook_page_faults(&self) -> Result {
+        arch::hook_page_faults()
+    }
+
+    /// Unregisters the page-fault hook; returns when no CPU runs it. At
+    /// unload, once no probe is left. Process context, may sleep.
+    pub(super) fn unhook_page_faults(&self) {
+        arch::unhook_page_faults();
     }
 }

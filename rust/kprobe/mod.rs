@@ -85,7 +85,7 @@
 //!                             and its reserved-text checks run under it.
 //!                             The kernel takes text_mutex under it, so it
 //!                             is never taken with text_mutex held.
-//!     f. Core::pf_hook        the page-fault hook (arch/x86/page_fault.rs):
+//!     f. rkp_pf_mutex         the page-fault hook (arch/x86/page_fault.c):
 //!                             registered from arch::prepare, unregistered at
 //!                             unload; under it run only the kernel's
 //!                             tracepoint (un)registration (tracepoints_mutex)
@@ -212,9 +212,6 @@ pub(crate) struct Core {
     /// The module notifier, which kills the points of unloaded code.
     #[pin]
     module_nb: Notifier<ModuleChain, Core>,
-    /// The page-fault hook, registered the first time a probe needs it.
-    #[pin]
-    pf_hook: Mutex<arch::PageFaultHook>,
 }
 
 impl Core {
@@ -272,14 +269,6 @@ impl Core {
         let rcu = PreemptGuard::new();
         self.table.lookup(&rcu, addr).is_some()
     }
-
-    /// Makes sure that rkprobes sees page faults before the kernel handles
-    /// them ([`arch::PageFaultHook`]), as a probe on an instruction with an
-    /// exception-table entry needs: the hook is registered the first time,
-    /// and stays until unload. Process context, may sleep.
-    pub(crate) fn hook_page_faults(&self) -> Result {
-        self.pf_hook.lock().hook()
-    }
 }
 
 #[pinned_drop]
@@ -319,7 +308,7 @@ impl PinnedDrop for Core {
         self.kretprobes.drain(&self.rt);
         // No copy runs any more: returns when no CPU runs the page fault
         // hook.
-        self.pf_hook.lock().unhook();
+        self.unhook_page_faults();
         // Every probe is disarmed: returns when no CPU runs the handler.
         self.die_nb.unregister();
     }

@@ -544,7 +544,7 @@ fn fault(core: &Core, regs: &mut ffi::pt_regs, trapnr: c_int, gp: Option<c_ulong
 
 /// Whether `regs.ip` lies in the copy of `point` that runs with a
 /// trailing int3.
-fn in_copy(point: &Point, regs: &ffi::pt_regs) -> bool {
+pub(super) fn in_copy(point: &Point, regs: &ffi::pt_regs) -> bool {
     let ip = regs.ip;
     step_range(point).is_some_and(|(copy, end)| (copy..end).contains(&ip))
         || point
@@ -559,48 +559,8 @@ fn in_copy(point: &Point, regs: &ffi::pt_regs) -> bool {
 /// kernel then handles the fault at the original instruction, where its
 /// exception-table entry is; a fault it resolves returns to the int3, and
 /// the probe hits again. Exception context.
-fn leave_copy(point: &Point, regs: &mut ffi::pt_regs, ctl: &Ctl, frame: &Frame) {
+pub(super) fn leave_copy(point: &Point, regs: &mut ffi::pt_regs, ctl: &Ctl, frame: &Frame) {
     regs.ip = point.addr() as _;
     regs.flags = (regs.flags as u64 | frame.saved_flags()) as _;
     ctl.pop();
-}
-
-/// The tracepoint probe's call (`rkp_pf_probe()` in `page_fault.c`): a page
-/// fault, before the kernel handles it, with preemption disabled by the
-/// tracepoint. Exception context.
-///
-/// # Safety
-///
-/// Called only by that probe, with the fault's registers, valid and
-/// writable (the exception's own) for the duration of the call.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn rkp_page_fault(regs: *mut ffi::pt_regs) {
-    // SAFETY: the caller's contract.
-    if let Some(regs) = unsafe { regs.as_mut() } {
-        page_fault(regs);
-    }
-}
-
-/// A page fault, from the `page_fault_kernel` tracepoint (`page_fault.c`),
-/// before the kernel handles it: the kernel's `kprobe_page_fault()`. When
-/// it is this CPU's copy that faulted, the copy is left ([`leave_copy`]),
-/// so that the fault is handled, and fixed up if it must be, at the
-/// original instruction, with the probed code's interrupt flag (the copy
-/// runs with interrupts off, under which a fault on a user address could
-/// not sleep). Only instructions with an exception-table entry need it;
-/// the hook is registered for them. Exception context, may not sleep or
-/// lock.
-fn page_fault(regs: &mut ffi::pt_regs) {
-    let ctl = this_cpu();
-    if ctl.depth() == 0 {
-        return;
-    }
-    let Some(frame) = ctl.top() else {
-        return;
-    };
-    if let (Status::HitSs | Status::Reenter, Some(point)) = (frame.status(), frame.point()) {
-        if in_copy(point, regs) {
-            leave_copy(point, regs, ctl, frame);
-        }
-    }
 }

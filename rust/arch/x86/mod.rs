@@ -36,7 +36,7 @@ pub(crate) use opt::{
     release_optimized, unoptimize_finish, unoptimize_start, OptRefusal,
 };
 pub(crate) use opt_insn::{OptInsn, OptW, MAX_REGION};
-pub(crate) use page_fault::PageFaultHook;
+pub(crate) use page_fault::{hook_page_faults, unhook_page_faults};
 pub(crate) use regs::{argument_register_offset, regs_get_kernel_argument, NR_REG_ARGUMENTS};
 pub(crate) use rethook::{
     rethook_stub, stub_page_header, EntryRegs, ReturnFrame, RETHOOK_STUB_SIZE, STUB_HEADER,

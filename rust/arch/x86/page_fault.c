@@ -9,13 +9,14 @@
  * until rkprobes unloads: tracepoint_probe_unregister() can fail, which
  * the removal of a probe must not.
  *
- * PageFaultHook (page_fault.rs), which the probe core owns, registers and
- * unregisters the probe; its calls go to rkp_page_fault() (kprobes.rs).
+ * page_fault.rs registers and unregisters the probe for the probe core,
+ * and receives its calls (rkp_page_fault()).
  * The C is x86's because the tracepoint is: page_fault_kernel is declared
  * by x86's asm/trace/exceptions.h and fired by arch/x86/mm/fault.c, as the
  * kernel calls its generic kprobe_page_fault() from there.
  */
 #include <linux/errno.h>
+#include <linux/mutex.h>
 #include <linux/string.h>
 #include <linux/tracepoint.h>
 
@@ -23,6 +24,8 @@
 #include "../../ffi/upcalls.h"
 
 #ifdef CONFIG_TRACEPOINTS
+/* Serialises hooking and unhooking; guards rkp_pf_tp and rkp_pf_on. */
+static DEFINE_MUTEX(rkp_pf_mutex);
 static struct tracepoint *rkp_pf_tp;
 static bool rkp_pf_on;
 
@@ -42,31 +45,37 @@ static notrace void rkp_pf_probe(void *data, unsigned long address,
 	rkp_page_fault(regs);
 }
 
-/* Process context; the caller serialises calls (the probe core's mutex). */
+/* Process context. */
 int rkp_page_fault_hook(void)
 {
-	int ret;
+	int ret = 0;
 
+	mutex_lock(&rkp_pf_mutex);
 	if (rkp_pf_on)
-		return 0;
+		goto out;
 	if (!rkp_pf_tp)
 		for_each_kernel_tracepoint(rkp_pf_find, NULL);
+	ret = -EOPNOTSUPP;
 	if (!rkp_pf_tp)
-		return -EOPNOTSUPP;
+		goto out;
 	ret = tracepoint_probe_register(rkp_pf_tp, (void *)rkp_pf_probe, NULL);
 	if (!ret)
 		rkp_pf_on = true;
+out:
+	mutex_unlock(&rkp_pf_mutex);
 	return ret;
 }
 
 /* At unload, once no probe is left: returns when no CPU runs the probe. */
 void rkp_page_fault_unhook(void)
 {
-	if (!rkp_pf_on)
-		return;
-	tracepoint_probe_unregister(rkp_pf_tp, (void *)rkp_pf_probe, NULL);
-	tracepoint_synchronize_unregister();
-	rkp_pf_on = false;
+	mutex_lock(&rkp_pf_mutex);
+	if (rkp_pf_on) {
+		tracepoint_probe_unregister(rkp_pf_tp, (void *)rkp_pf_probe, NULL);
+		tracepoint_synchronize_unregister();
+		rkp_pf_on = false;
+	}
+	mutex_unlock(&rkp_pf_mutex);
 }
 #else
 int rkp_page_fault_hook(void)

@@ -2,7 +2,7 @@
 /*
  * rkprobes' probe on the page_fault_kernel tracepoint
  * (rust/arch/x86/page_fault.c), mirrored in rust/ffi/glue.rs for
- * PageFaultHook (page_fault.rs). The probe calls rkp_page_fault() of
+ * page_fault.rs. The probe calls rkp_page_fault() of
  * rust/ffi/upcalls.h.
  */
 #ifndef RKPROBES_ARCH_X86_PAGE_FAULT_H
