@@ -80,46 +80,18 @@ impl Drop for PreemptNotraceGuard {
     }
 }
 
-/// Preemption or interrupts off for `'a` because the context says so (a
-/// probe hit's handler, which runs in int3 context or with preemption off):
-/// a [`ReadSection`] that costs nothing.
-///
-/// # Invariants
-///
-/// Preemption or interrupts are off on this CPU for `'a`.
-pub(crate) struct PreemptOff<'a> {
-    _not_send: PhantomData<(*mut (), &'a ())>,
-}
-
-impl PreemptOff<'_> {
-    /// The proof that preemption is off.
-    ///
-    /// # Safety
-    ///
-    /// Preemption or interrupts are off on this CPU until `'a` ends.
-    #[inline(always)]
-    pub(crate) unsafe fn assume() -> Self {
-        // INVARIANT: the caller's contract.
-        PreemptOff {
-            _not_send: PhantomData,
-        }
-    }
-}
-
 // SAFETY: preemption off is an RCU read-side critical section, which
 // `synchronize_rcu()` waits for (RCU-sched has been part of RCU since 4.20),
 // for as long as the guard lives; it is `!Send`.
 unsafe impl ReadSection for PreemptGuard {}
 // SAFETY: as for `PreemptGuard`.
 unsafe impl ReadSection for PreemptNotraceGuard {}
-// SAFETY: as for `PreemptGuard`, with preemption or interrupts (which also
-// make a read-side critical section) off for `'a` (the type invariant).
-unsafe impl ReadSection for PreemptOff<'_> {}
 
-/// Interrupts or preemption off, as the architecture's hit paths enter:
-/// the int3 handler and the fault handlers (exception context, interrupts
-/// off or preemption disabled by the kernel's entry code). It changes
-/// nothing: it states what its maker argued, for [`Rcu::of`].
+/// Interrupts or preemption off, as the hit paths enter: the int3 handler
+/// and the fault handlers (exception context, interrupts off or preemption
+/// disabled by the kernel's entry code), and the handlers they call, such
+/// as the kretprobe entry handler. It changes nothing: it states what its
+/// maker argued, for [`Rcu::of`] and the lock-free walks.
 ///
 /// # Invariants
 ///
@@ -223,16 +195,6 @@ impl TasksStamp {
     /// it. Any context.
     pub(crate) fn now() -> Self {
         Self(TASKS_GP_STARTS.load(Ordering::SeqCst))
-    }
-
-    /// The stamp as a word, for compact storage.
-    pub(crate) fn to_bits(self) -> u32 {
-        self.0
-    }
-
-    /// A stamp stored with [`TasksStamp::to_bits`].
-    pub(crate) fn from_bits(bits: u32) -> Self {
-        Self(bits)
     }
 }
 

@@ -22,6 +22,7 @@ use crate::{
         sync::PreemptGuard,
     },
 };
+use core::cell::Cell;
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{ffi::c_ulong, prelude::*};
 
@@ -68,18 +69,6 @@ static SYNCS: AtomicU32 = AtomicU32::new(0);
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct SyncStamp(u32);
 
-impl SyncStamp {
-    /// The stamp as a word, for compact storage.
-    pub(crate) fn to_bits(self) -> u32 {
-        self.0
-    }
-
-    /// A stamp stored with [`SyncStamp::to_bits`].
-    pub(crate) fn from_bits(bits: u32) -> Self {
-        Self(bits)
-    }
-}
-
 /// `text_mutex`, held: text may be patched.
 ///
 /// Process context. Like the kernel crate's lock guards it is `!Send` (a
@@ -87,10 +76,13 @@ impl SyncStamp {
 ///
 /// # Invariants
 ///
-/// `_held` holds `rt`'s `text_mutex` until the guard drops.
+/// `_held` holds `rt`'s `text_mutex` until the guard drops. `queued` is
+/// true while the kernel's batch holds pokes of this guard not carried out
+/// yet; the guard carries them out before it releases the mutex.
 #[must_use = "text_mutex is released when the guard is dropped"]
 pub(crate) struct TextGuard<'a> {
     rt: &'a Runtime,
+    queued: Cell<bool>,
     _held: KernelMutexGuard,
 }
 
@@ -103,6 +95,7 @@ impl<'a> TextGuard<'a> {
         // INVARIANT: the guard holds the mutex.
         Self {
             rt,
+            queued: Cell::new(false),
             _held: text_mutex.lock(),
         }
     }
@@ -168,8 +161,8 @@ impl<'a> TextGuard<'a> {
     /// rest is written and every CPU synchronises, then the first byte, and
     /// every CPU synchronises; meanwhile a CPU that meets the int3 runs the
     /// new instruction through the kernel's `poke_int3_handler()`. The
-    /// queue is carried out by [`TextGuard::poke_bp_finish`], which the
-    /// caller must call before dropping the guard.
+    /// queue is carried out by [`TextGuard::poke_bp_finish`], or when the
+    /// guard drops.
     ///
     /// # Safety
     ///
@@ -178,9 +171,11 @@ impl<'a> TextGuard<'a> {
     /// of its other bytes.
     pub(crate) unsafe fn poke_bp_queue(&self, addr: usize, insn: &[u8; 5]) {
         // SAFETY: `text_mutex` is held (type invariant) until the guard
-        // drops, after `poke_bp_finish` (the caller's contract); the caller
-        // guarantees the rest.
+        // drops, which carries the queue out first; the caller guarantees
+        // the rest.
         unsafe { self.rt.text_poke_queue(addr as *mut _, insn) };
+        // INVARIANT: queued, not yet carried out.
+        self.queued.set(true);
     }
 
     /// Carries out what [`TextGuard::poke_bp_queue`] queued (may sleep:
@@ -188,5 +183,17 @@ impl<'a> TextGuard<'a> {
     pub(crate) fn poke_bp_finish(&self) {
         // SAFETY: `text_mutex` is held (type invariant); process context.
         unsafe { self.rt.text_poke_finish() };
+        // INVARIANT: carried out.
+        self.queued.set(false);
+    }
+}
+
+impl Drop for TextGuard<'_> {
+    /// Carries out what is still queued, under the mutex (which `_held`
+    /// releases after this).
+    fn drop(&mut self) {
+        if self.queued.get() {
+            self.poke_bp_finish();
+        }
     }
 }

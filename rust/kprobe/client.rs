@@ -15,7 +15,7 @@
 use crate::abi::{flags, PreHandler, RkpKprobe, RkpKretprobe, RkpKretprobeInstance};
 use crate::arch::EntryRegs;
 use crate::ffi;
-use crate::kernel_ext::{list::Linked, sync::PreemptOff};
+use crate::kernel_ext::{list::Linked, sync::NoPreempt};
 use core::ptr::NonNull;
 
 mod chain;
@@ -375,7 +375,13 @@ impl RetClient {
     /// probe's only handler, before the entry probe is registered. `EINVAL`
     /// if the kretprobe or its entry probe is registered, or another
     /// registration of it got there first. Process context.
-    pub(crate) fn attach<H: RetEntry>(self, pool: &H::Pool, maxactive: c_int) -> Result {
+    ///
+    /// # Safety
+    ///
+    /// `pool` stays valid, and in place, while the kretprobe's core word
+    /// names it: until the entry probe was unregistered, a grace period
+    /// passed, and the word was cleared.
+    pub(crate) unsafe fn attach<H: RetEntry>(self, pool: &H::Pool, maxactive: c_int) -> Result {
         let private = NonNull::from(pool).cast::<c_void>();
         let pre: PreHandler = kretprobe_entry::<H>;
         if !self.entry().private().is_null() {
@@ -472,7 +478,7 @@ pub(crate) trait RetEntry: 'static {
     /// registers are `regs`. int3 context with interrupts off, or the
     /// ftrace callback or a detour with preemption off (`rcu`): may not
     /// sleep, allocate or take locks.
-    fn enter(rp: RetClient, pool: &Self::Pool, regs: EntryRegs<'_>, rcu: &PreemptOff<'_>);
+    fn enter(rp: RetClient, pool: &Self::Pool, regs: EntryRegs<'_>, rcu: &NoPreempt);
 }
 
 /// The pre-handler of every kretprobe's entry probe, as the hit path calls
@@ -504,7 +510,7 @@ pub(crate) unsafe extern "C" fn kretprobe_entry<H: RetEntry>(
     let regs = unsafe { EntryRegs::new(&mut *regs) };
     // SAFETY: the hit path runs pre-handlers with interrupts off (int3) or
     // preemption off (the ftrace callback, a detour), for the whole call.
-    let rcu = unsafe { PreemptOff::assume() };
+    let rcu = unsafe { NoPreempt::assume() };
     H::enter(rp, pool, regs, &rcu);
     0
 }

@@ -60,7 +60,7 @@ use crate::{
     kernel_ext::{
         nofault,
         rcu_list::{self, RcuList},
-        sync::{PreemptNotraceGuard, PreemptOff},
+        sync::{NoPreempt, PreemptNotraceGuard},
         task,
         work::reclaim,
     },
@@ -172,7 +172,7 @@ impl Kretprobes {
 ///
 /// [`kretprobe_entry`]: crate::kprobe::client::kretprobe_entry
 #[inline(always)]
-fn pre_handler(rp: RetClient, pool: &Pool, regs: arch::EntryRegs<'_>, rcu: &PreemptOff<'_>) {
+fn pre_handler(rp: RetClient, pool: &Pool, regs: arch::EntryRegs<'_>, rcu: &NoPreempt) {
     match pool.take_one() {
         Ok(ri) => enter(rp, ri, regs),
         Err(()) => enter_chain(rp, pool, regs, rcu),
@@ -183,7 +183,7 @@ impl RetEntry for Kretprobes {
     type Pool = Pool;
 
     #[inline(always)]
-    fn enter(rp: RetClient, pool: &Pool, regs: arch::EntryRegs<'_>, rcu: &PreemptOff<'_>) {
+    fn enter(rp: RetClient, pool: &Pool, regs: arch::EntryRegs<'_>, rcu: &NoPreempt) {
         pre_handler(rp, pool, regs, rcu);
     }
 }
@@ -191,7 +191,7 @@ impl RetEntry for Kretprobes {
 /// [`pre_handler`] for a pool that is a chain's first (growing or shared):
 /// apart, so that the one-pool case keeps its instance in registers.
 #[inline(never)]
-fn enter_chain(rp: RetClient, pool: &Pool, regs: arch::EntryRegs<'_>, rcu: &PreemptOff<'_>) {
+fn enter_chain(rp: RetClient, pool: &Pool, regs: arch::EntryRegs<'_>, rcu: &NoPreempt) {
     enter(rp, pool.take_from_chain(rcu), regs)
 }
 

@@ -49,7 +49,8 @@
 //!                             kretprobe/gc.rs: gc (the reclaim work), drain.
 //!  4. Core::reg               register.rs, gone.rs, debugfs.rs, drop, and
 //!                             the optimizer's work (optimize.rs).
-//!  5. Under Core::reg, each alone: no two of these are ever held together.
+//!  5. Under Core::reg, each alone: rkprobes never holds two of these
+//!     together (the kernel takes 5d and 5e inside 5f).
 //!     a. SlotCache's mutex    kernel_ext/slots.rs: alloc and free, from
 //!                             arch::prepare and arch::prepare_optimized,
 //!                             and when a point is freed; under it run only
@@ -88,8 +89,13 @@
 //!     f. rkp_pf_mutex         the page-fault hook (arch/x86/page_fault.c):
 //!                             registered from arch::prepare, unregistered at
 //!                             unload; under it run only the kernel's
-//!                             tracepoint (un)registration (tracepoints_mutex)
-//!                             and tracepoint_synchronize_unregister().
+//!                             tracepoint (un)registration (tracepoints_mutex,
+//!                             and the tracepoint's regfunc, whose
+//!                             static_branch_inc() takes cpus_read_lock,
+//!                             jump_label_lock and text_mutex: 5d and 5e
+//!                             nest inside it, so it is never taken with
+//!                             either held) and tracepoint_synchronize_
+//!                             unregister().
 //! ```
 //!
 //! The pairs, as the code takes them:

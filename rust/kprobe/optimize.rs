@@ -235,7 +235,7 @@ impl Core {
         // A task may be preempted in the detour from now on.
         p.ran_boosted();
         p.set_opt_state(OptState::Queued);
-        arch::detour_in_use(p.opt_w_mut(reg));
+        arch::detour_in_use(p, reg);
         set_optimized_flag(reg, p, true);
         optimizer::kick(OPTIMIZE_DELAY);
         Queue::Queued
@@ -295,10 +295,10 @@ impl Core {
             let queued = self.region_free(reg, p)
                 && gp
                     .as_ref()
-                    .is_some_and(|gp| arch::optimize(&guard, p, p.opt_w(reg), gp));
+                    .is_some_and(|gp| arch::optimize(&guard, p, reg, gp));
             if !queued {
                 p.set_opt_state(OptState::None);
-                arch::detour_unused(p.opt_w_mut(reg));
+                arch::detour_unused(p, reg);
                 set_optimized_flag(reg, p, false);
                 dropped = true;
             }
@@ -358,27 +358,27 @@ impl Core {
             // Their detours stay in use by int3 hits until the state
             // changes below.
             for p in todo(OptState::Optimized) {
-                if !arch::unoptimize_start(&guard, p, p.opt_w_mut(reg)) {
-                    pr_err!(
-                        "optimized probe at {:#x}: its jump is not in the text\n",
-                        p.addr()
-                    );
-                }
+                arch::unoptimize_start(&guard, p, reg);
             }
             guard.sync();
             for p in todo(OptState::Optimized) {
-                if !arch::unoptimize_finish(&guard, p, p.opt_w_mut(reg)) {
-                    pr_err!(
-                        "optimized probe at {:#x}: its jump was not taken out\n",
-                        p.addr()
-                    );
-                }
+                arch::unoptimize_finish(&guard, p, reg);
             }
             guard.sync();
             for p in todo(OptState::Optimized) {
+                // A jump that could not be taken out keeps its point
+                // optimized, and its detour allocated, for ever: the point
+                // stays in the text's hands, not the core's.
+                if !arch::jump_taken_out(p, reg) {
+                    pr_err!(
+                        "optimized probe at {:#x}: its jump stays in the text\n",
+                        p.addr()
+                    );
+                    continue;
+                }
                 self.nr_optimized.fetch_sub(1, Ordering::Relaxed);
                 p.set_opt_state(OptState::None);
-                arch::detour_unused(p.opt_w_mut(reg));
+                arch::detour_unused(p, reg);
                 set_optimized_flag(reg, p, false);
             }
         }
@@ -386,7 +386,7 @@ impl Core {
         // hits stop using the detour.
         for p in todo(OptState::Queued) {
             p.set_opt_state(OptState::None);
-            arch::detour_unused(p.opt_w_mut(reg));
+            arch::detour_unused(p, reg);
             set_optimized_flag(reg, p, false);
         }
         // No jump left: the kernel's kprobes may come back.

@@ -32,7 +32,7 @@ pub(crate) use ftrace::{
 pub(crate) use insn::{adjust_addr, prepare, release, text_unchanged};
 pub(crate) use kprobes::{die_notify, DIE_NOTIFIER_PRIORITY};
 pub(crate) use opt::{
-    can_optimize_here, detour_in_use, detour_unused, optimize, prepare_optimized,
+    can_optimize_here, detour_in_use, detour_unused, jump_taken_out, optimize, prepare_optimized,
     release_optimized, unoptimize_finish, unoptimize_start, OptRefusal,
 };
 pub(crate) use opt_insn::{OptInsn, OptW, MAX_REGION};

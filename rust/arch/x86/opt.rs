@@ -156,6 +156,8 @@ pub(crate) fn prepare_optimized(
     if func != point.func(reg) || fsize > MAX_FUNC_SIZE {
         return Err(OptRefusal::Never);
     }
+    // The point is within the function (`func` starts its symbol).
+    let to_func_end = u16::try_from(func + fsize - addr).map_err(|_| OptRefusal::Never)?;
     let mut code = KVec::from_elem(0u8, fsize, GFP_KERNEL).map_err(|_| OptRefusal::NotNow)?;
     read_resting(core, reg, func, &mut code).map_err(|_| OptRefusal::Never)?;
     let f = FuncCode::new(&code, func as u64);
@@ -202,10 +204,8 @@ pub(crate) fn prepare_optimized(
         post,
         size: size as u8,
         orig,
-        // Within the function, no more than `MAX_FUNC_SIZE` long (above).
-        to_func_end: (func + fsize - addr) as u32,
-        use_kind: DetourUse::Unused,
-        stamp: 0,
+        to_func_end,
+        detour: DetourUse::Unused,
     };
     // INVARIANT: the slot holds the detour for this region.
     point
@@ -345,17 +345,21 @@ struct Detour {
 }
 
 /// Notes that int3 hits run `point`'s region from its detour from now on:
-/// the probe core calls it right after it queued the point. Writer; `w` is
-/// the point's.
-pub(crate) fn detour_in_use(w: &mut OptW) {
-    w.set_in_use(TasksStamp::now());
+/// the probe core calls it right after it queued the point. Does nothing
+/// unless the point is queued. Writer (`reg`).
+pub(crate) fn detour_in_use(point: &Point, reg: &mut Registry) {
+    if point.opt_state() == OptState::Queued {
+        point.opt_w_mut(reg).detour = DetourUse::InUse(TasksStamp::now());
+    }
 }
 
 /// Notes that int3 hits no longer run `point`'s region from its detour:
 /// the probe core calls it right after it set the point back to a plain
-/// int3 probe. Writer; `w` is the point's.
-pub(crate) fn detour_unused(w: &mut OptW) {
-    w.set_unused();
+/// int3 probe. Does nothing unless the point is one. Writer (`reg`).
+pub(crate) fn detour_unused(point: &Point, reg: &mut Registry) {
+    if point.opt_state() == OptState::None {
+        point.opt_w_mut(reg).detour = DetourUse::Unused;
+    }
 }
 
 /// Queues the jump into `point`'s detour over its int3 (the kernel's
@@ -364,26 +368,24 @@ pub(crate) fn detour_unused(w: &mut OptW) {
 /// and the original bytes the detour copied (nothing else patched it), the
 /// point is queued, and `gp` began after int3 hits began to run the region
 /// from the detour, so that no task can be inside the region's bytes after
-/// the first. Process context, under `text_mutex` (`guard`); `w` is the
-/// point's.
-pub(crate) fn optimize(guard: &TextGuard<'_>, point: &Point, w: &OptW, gp: &TasksGp) -> bool {
-    let in_use = w.in_use_since().is_some_and(|since| gp.covers(since));
+/// the first. Process context, under `text_mutex` (`guard`), writer
+/// (`reg`).
+pub(crate) fn optimize(guard: &TextGuard<'_>, point: &Point, reg: &Registry, gp: &TasksGp) -> bool {
+    let w = point.opt_w(reg);
+    let in_use = matches!(w.detour, DetourUse::InUse(since) if gp.covers(since));
     if point.opt_state() != OptState::Queued || !in_use || !region_unchanged(point, w) {
         return false;
     }
-    let Some(slot) = w.slot else {
+    let Some(jmp) = jump_of(point, w) else {
         return false;
     };
-    let Some(rel) = rel32(point.addr(), slot.addr() + ENTRY) else {
-        return false;
-    };
-    let jmp = [JMP32, rel[0], rel[1], rel[2], rel[3]];
-    // SAFETY: `point.addr()` starts an instruction, the region's first, whose
-    // int3 is in the text (checked above, under `text_mutex`, which every
-    // patcher of kernel text holds); no task can be inside the region's
-    // bytes after the first, where a jump into the region never goes (the
-    // detour's analysis), as int3 hits have run the region from the detour
-    // since before `gp` began (checked above), and `gp` has ended.
+    // SAFETY: `point.addr()` starts an instruction, the region's first,
+    // whose int3 is in the text (checked above, under `text_mutex`, which
+    // every patcher of kernel text holds); no task can be inside the
+    // region's bytes after the first, where a jump into the region never
+    // goes (the detour's analysis), as int3 hits have run the region from
+    // the detour since before `gp` began (checked above), and `gp` has
+    // ended. The guard finishes the batch before it unlocks.
     unsafe { guard.poke_bp_queue(point.addr(), &jmp) };
     true
 }
@@ -423,13 +425,13 @@ fn text_is(point: &Point, bytes: &[u8]) -> bool {
 /// an int3 over its first byte, after which (once every CPU synchronised,
 /// [`TextGuard::sync`]) no CPU runs into the jump's other bytes. Does
 /// nothing, and returns false, unless the point is optimized and its jump
-/// is in the text. Process context, under `text_mutex` (`guard`); `w` is
-/// the point's.
-pub(crate) fn unoptimize_start(guard: &TextGuard<'_>, point: &Point, w: &mut OptW) -> bool {
+/// is in the text. Process context, under `text_mutex` (`guard`), writer
+/// (`reg`).
+pub(crate) fn unoptimize_start(guard: &TextGuard<'_>, point: &Point, reg: &mut Registry) -> bool {
     if point.opt_state() != OptState::Optimized {
         return false;
     }
-    let Some(jmp) = jump_of(point, w) else {
+    let Some(jmp) = jump_of(point, point.opt_w(reg)) else {
         return false;
     };
     if !text_is(point, &jmp) {
@@ -439,21 +441,22 @@ pub(crate) fn unoptimize_start(guard: &TextGuard<'_>, point: &Point, w: &mut Opt
     // (checked above, under `text_mutex`, which every patcher of kernel
     // text holds).
     unsafe { guard.poke(point.addr(), &[INT3]) };
-    w.set_unoptimizing(guard.sync_stamp());
+    point.opt_w_mut(reg).detour = DetourUse::Unoptimizing(guard.sync_stamp());
     true
 }
 
 /// Second step: the bytes the jump's displacement replaced go back, once
 /// every CPU has synchronised since [`unoptimize_start`]. Does nothing,
 /// and returns false, otherwise. Process context, under `text_mutex`
-/// (`guard`); `w` is the point's.
-pub(crate) fn unoptimize_finish(guard: &TextGuard<'_>, point: &Point, w: &mut OptW) -> bool {
-    let Some(from) = w.unoptimizing_from() else {
+/// (`guard`), writer (`reg`).
+pub(crate) fn unoptimize_finish(guard: &TextGuard<'_>, point: &Point, reg: &mut Registry) -> bool {
+    let w = point.opt_w(reg);
+    let DetourUse::Unoptimizing(from) = w.detour else {
         return false;
     };
-    // Int3 hits still run the region from the detour (`detour_unused`
-    // ends `Unoptimizing`), and every CPU has seen the int3.
-    if point.opt_state() == OptState::None || !guard.synced_since(from) {
+    // Int3 hits still run the region from the detour (the point is still
+    // optimized), and every CPU has seen the int3.
+    if point.opt_state() != OptState::Optimized || !guard.synced_since(from) {
         return false;
     }
     let Some(mut jmp) = jump_of(point, w) else {
@@ -472,14 +475,34 @@ pub(crate) fn unoptimize_finish(guard: &TextGuard<'_>, point: &Point, w: &mut Op
         unsafe { guard.poke(point.addr() + 1, tail) };
     }
     // Int3 hits run the region from the detour until the state changes.
-    w.set_in_use(TasksStamp::now());
+    point.opt_w_mut(reg).detour = DetourUse::InUse(TasksStamp::now());
     true
 }
 
-/// Frees the detour. The caller guarantees that no task can be in it any
-/// more (a Tasks RCU grace period passed since it was last in use). Process
+/// Whether `point`'s region starts with its int3 followed by the bytes the
+/// jump's displacement replaced: no jump of it is in the text. Process
+/// context, under `text_mutex`, writer (`reg`).
+pub(crate) fn jump_taken_out(point: &Point, reg: &Registry) -> bool {
+    let w = point.opt_w(reg);
+    let mut expect = [INT3; JMP32_INSN_SIZE];
+    match (expect.get_mut(1..), w.orig.get(1..JMP32_INSN_SIZE)) {
+        (Some(e), Some(o)) => e.copy_from_slice(o),
+        _ => return false,
+    }
+    text_is(point, &expect)
+}
+
+/// Frees the detour, if it has one that int3 hits no longer use. The
+/// caller guarantees that no task can be in it any more (a Tasks RCU grace
+/// period passed since it was last in use). A detour still in use is left
+/// allocated for ever, with an error: its jump may be in the text. Process
 /// context.
 pub(crate) fn release_optimized(slots: &Slots, opt: &OptInsn, w: &mut OptW) {
+    if w.slot.is_some() && w.detour != DetourUse::Unused {
+        pr_err!("a detour still in use is left allocated\n");
+        w.slot = None;
+        return;
+    }
     if let Some(slot) = w.slot.take() {
         opt.copy.store(0, Ordering::Relaxed);
         w.post = false;

@@ -96,11 +96,8 @@ impl OptInsn {
 ///
 /// `slot` is `None` until the detour is written, then holds the image
 /// described in the module documentation for a region of `size` bytes
-/// whose original bytes are `orig`. `use_kind` says whether int3 hits run
-/// the region from the detour (`InUse`: queued or optimized, with `stamp`
-/// the Tasks RCU stamp of when they began to) or the jump is being taken
-/// out (`Unoptimizing`: with `stamp` the text synchronisation stamp taken
-/// after the int3 over the jump was written); `Unused` otherwise.
+/// whose original bytes are `orig`. `detour` says whether int3 hits run the
+/// region from the detour.
 pub(crate) struct OptW {
     pub(super) slot: Option<Slot>,
     /// The detour calls the post-handlers after the first instruction.
@@ -108,18 +105,21 @@ pub(crate) struct OptW {
     pub(super) size: u8,
     pub(super) orig: [u8; MAX_REGION],
     /// The end of the probed function, as an offset from the point.
-    pub(super) to_func_end: u32,
-    pub(super) use_kind: DetourUse,
-    pub(super) stamp: u32,
+    pub(super) to_func_end: u16,
+    pub(super) detour: DetourUse,
 }
 
-/// What a detour is used for; see [`OptW`].
+/// What int3 hits do with a point's detour.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u8)]
 pub(crate) enum DetourUse {
+    /// They do not run the region from it.
     Unused,
-    InUse,
-    Unoptimizing,
+    /// They run the region from it (the point queued or optimized), since
+    /// the stamp.
+    InUse(TasksStamp),
+    /// They run the region from it, and the jump is being taken out: its
+    /// int3 was written before the stamp.
+    Unoptimizing(SyncStamp),
 }
 
 // A point, which holds its `OptW`, is a kmalloc-192 object.
@@ -134,37 +134,8 @@ impl OptW {
             size: 0,
             orig: [0; MAX_REGION],
             to_func_end: 0,
-            use_kind: DetourUse::Unused,
-            stamp: 0,
+            detour: DetourUse::Unused,
         }
-    }
-
-    /// Since when int3 hits run the region from the detour, if they do.
-    pub(super) fn in_use_since(&self) -> Option<TasksStamp> {
-        (self.use_kind == DetourUse::InUse).then(|| TasksStamp::from_bits(self.stamp))
-    }
-
-    /// Int3 hits run the region from the detour from `since` on.
-    pub(super) fn set_in_use(&mut self, since: TasksStamp) {
-        self.use_kind = DetourUse::InUse;
-        self.stamp = since.to_bits();
-    }
-
-    /// Since when the jump is being taken out, if it is.
-    pub(super) fn unoptimizing_from(&self) -> Option<SyncStamp> {
-        (self.use_kind == DetourUse::Unoptimizing).then(|| SyncStamp::from_bits(self.stamp))
-    }
-
-    /// The jump is being taken out from `from` on.
-    pub(super) fn set_unoptimizing(&mut self, from: SyncStamp) {
-        self.use_kind = DetourUse::Unoptimizing;
-        self.stamp = from.to_bits();
-    }
-
-    /// Int3 hits no longer run the region from the detour.
-    pub(super) fn set_unused(&mut self) {
-        self.use_kind = DetourUse::Unused;
-        self.stamp = 0;
     }
 
     /// The text where the jump at `addr` changes what a decoder walking

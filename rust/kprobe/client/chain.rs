@@ -120,9 +120,11 @@ impl<S, W> ClientChain<S, W> {
         // INVARIANT: linked with its word claimed above.
         // SAFETY: `w`, the one writer, is borrowed exclusively (type
         // invariant). `c` is on no list: its word was null, and a chain
-        // clears it only after taking it off (type invariant). It stays
-        // valid until a grace period after it is taken off (`Client`'s
-        // invariant).
+        // clears it only after taking it off (type invariant), and no reader
+        // still stands on it from an earlier chain: taking it off is part of
+        // its unregistration, which waits for a grace period before the
+        // client may register again (`Client`'s invariant). It stays valid
+        // until a grace period after it is taken off (the same).
         unsafe { self.head.push_back_walk(c.0) };
         true
     }

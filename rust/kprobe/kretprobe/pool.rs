@@ -44,7 +44,7 @@ use crate::{
         module::SelfRefs,
         objpool::{ObjPool, Owned, Slot},
         race::{self, Window},
-        sync::{PreemptGuard, PreemptOff},
+        sync::{NoPreempt, PreemptGuard},
         task::{self, TaskRef},
         work::reclaim,
     },
@@ -205,7 +205,7 @@ impl Pool {
     /// has one, and asks for more instances when a growing chain's last
     /// pool is half taken. Any context, NMI included (lock-free).
     #[inline(always)]
-    pub(super) fn take_from_chain<'a>(&'a self, rcu: &'a PreemptOff<'_>) -> Option<Taken<'a>> {
+    pub(super) fn take_from_chain<'a>(&'a self, rcu: &'a NoPreempt) -> Option<Taken<'a>> {
         let mut pool = self;
         loop {
             if let Some(t) = pool.pop() {
@@ -470,9 +470,10 @@ pub(super) struct Returned<'a> {
 }
 
 impl<'a> Returned<'a> {
-    /// The instance's pool.
+    /// The instance's pool, for as long as the frame owns the instance
+    /// (the pool may be freed once [`Returned::release`] gave it back).
     #[inline(always)]
-    pub(super) fn pool(&self) -> &'a Pool {
+    pub(super) fn pool(&self) -> &Pool {
         self.pool
     }
 

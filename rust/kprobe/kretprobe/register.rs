@@ -36,9 +36,15 @@ use kernel::{ffi::c_int, prelude::*};
 
 /// Makes `rp`, a kretprobe being registered, one of `pool`'s: its
 /// `maxactive` the pool's size, its entry probe's handler rkprobes' own,
-/// its `rkp_private` the pool.
+/// its `rkp_private` the pool. `pool` is boxed, or listed: it does not
+/// move. Process context, with the pools' mutex held.
 fn give_pool(rp: RetClient, pool: &Pool) -> Result {
-    rp.attach::<Kretprobes>(pool, pool.max as c_int)
+    // SAFETY: a pool is freed only after the words that name it were
+    // cleared, with the pools' mutex held: by a failed registration, before
+    // any of its entry probes was registered (`register`), or, once listed,
+    // by the pools' list, after the entry probes were unregistered and a
+    // grace period passed (`leave`, `retire`).
+    unsafe { rp.attach::<Kretprobes>(pool, pool.max as c_int) }
 }
 
 impl Kretprobes {
