@@ -234,18 +234,9 @@ impl<P: Chained + Tagged<ID>, const ID: u64> TableW<P, ID> {
             return None;
         }
         // SAFETY: `current` is live (type invariant of `Table`), and only
-        // this writer replaces it, not during this call.
-        let gen = unsafe { &*table.current.load(Ordering::Relaxed) };
-        let mut e = gen.bucket(addr)?.load(Ordering::Relaxed);
-        // SAFETY: the table's members are this writer's (type invariant),
-        // freed only through `&mut self`: valid for `'a`.
-        while let Some(m) = unsafe { e.as_ref() } {
-            if m.key() == addr {
-                return Some(m);
-            }
-            e = link(m, gen.parity).load(Ordering::Relaxed);
-        }
-        None
+        // this writer replaces it or frees members, through `&mut self`:
+        // neither happens for `'a`.
+        unsafe { table.find(addr) }
     }
 
     /// Takes a published `member` off `table` and keeps it: readers may
@@ -403,15 +394,29 @@ impl<P: Chained> Table<P> {
     /// Any context; the hit path's: no locks, no allocation.
     #[inline]
     pub(crate) fn lookup<'a, G: ReadSection>(&'a self, _rcu: &'a G, addr: usize) -> Option<&'a P> {
-        // SAFETY: `current` is live (type invariant), and a generation replaced
-        // after this load is freed only after a grace period, which the read
-        // section holds off for `'a`.
+        // SAFETY: a generation replaced after the load is freed only after a
+        // grace period, and members reachable from a generation that a
+        // reader can see stay live until a grace period after they are
+        // removed (`insert`'s contract): the read section holds both off for
+        // `'a`.
+        unsafe { self.find(addr) }
+    }
+
+    /// The member at `addr`: the walk of both lookups.
+    ///
+    /// # Safety
+    ///
+    /// The generation current at the call and the members reachable from
+    /// it stay live for `'a`.
+    #[inline(always)]
+    unsafe fn find<'a>(&self, addr: usize) -> Option<&'a P> {
+        // SAFETY: `current` is live (type invariant), and stays so for `'a`
+        // (the caller's contract).
         let gen = unsafe { &*self.current.load(Ordering::Acquire) };
         let mut e = gen.bucket(addr)?.load(Ordering::Acquire);
-        // SAFETY: members reachable from a generation that a reader can see
-        // stay live until a grace period after they are removed (`insert`'s
-        // contract), which the read section holds off for `'a`, and the links
-        // of its parity are not rewritten before one (type invariant).
+        // SAFETY: members reachable from the generation are live for `'a`
+        // (the caller's contract), and the links of its parity are not
+        // rewritten before a grace period (type invariant).
         while let Some(m) = unsafe { e.as_ref() } {
             if m.key() == addr {
                 return Some(m);

@@ -373,7 +373,7 @@ pub(crate) fn detour_unused(point: &Point, reg: &mut Registry) {
 pub(crate) fn optimize(guard: &TextGuard<'_>, point: &Point, reg: &Registry, gp: &TasksGp) -> bool {
     let w = point.opt_w(reg);
     let in_use = matches!(w.detour, DetourUse::InUse(since) if gp.covers(since));
-    if point.opt_state() != OptState::Queued || !in_use || !region_unchanged(point, w) {
+    if point.opt_state() != OptState::Queued || !in_use || !int3_then_orig(point, w, w.size()) {
         return false;
     }
     let Some(jmp) = jump_of(point, w) else {
@@ -390,15 +390,13 @@ pub(crate) fn optimize(guard: &TextGuard<'_>, point: &Point, reg: &Registry, gp:
     true
 }
 
-/// Whether the region's text is still what the detour copied, with the
-/// point's int3 at its start: nothing else patched it since. Called under
-/// `text_mutex` before the jump is written. Process context; `w` is the
-/// point's.
-pub(crate) fn region_unchanged(point: &Point, w: &OptW) -> bool {
-    let size = w.size();
-    let orig = w.orig;
+/// Whether the first `len` bytes of `point`'s region are its int3 followed
+/// by the region's original bytes: nothing else patched them (the whole
+/// region before the jump goes in, its first five bytes once it is out).
+/// Process context, under `text_mutex`.
+fn int3_then_orig(point: &Point, w: &OptW, len: usize) -> bool {
     let mut now = [0u8; MAX_REGION];
-    match (now.get_mut(..size), orig.get(1..size)) {
+    match (now.get_mut(..len), w.orig.get(1..len)) {
         (Some(now), Some(then)) => {
             crate::kernel_ext::text::read(point.addr(), now).is_ok()
                 && now.first() == Some(&INT3)
@@ -483,13 +481,7 @@ pub(crate) fn unoptimize_finish(guard: &TextGuard<'_>, point: &Point, reg: &mut 
 /// jump's displacement replaced: no jump of it is in the text. Process
 /// context, under `text_mutex`, writer (`reg`).
 pub(crate) fn jump_taken_out(point: &Point, reg: &Registry) -> bool {
-    let w = point.opt_w(reg);
-    let mut expect = [INT3; JMP32_INSN_SIZE];
-    match (expect.get_mut(1..), w.orig.get(1..JMP32_INSN_SIZE)) {
-        (Some(e), Some(o)) => e.copy_from_slice(o),
-        _ => return false,
-    }
-    text_is(point, &expect)
+    int3_then_orig(point, point.opt_w(reg), JMP32_INSN_SIZE)
 }
 
 /// Frees the detour, if it has one that int3 hits no longer use. The
